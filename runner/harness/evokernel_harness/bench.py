@@ -1,0 +1,127 @@
+"""Benchmark a task: eager, torch.compile, the baseline kernel and a candidate, interleaved
+per configuration in one process, against the roofline floor."""
+
+import time
+
+import torch
+
+from .compare import compare
+from .env import dtype_name
+from .inputs import generator, refill_
+from .roofline import floor_ms
+from .timing import Timer, stats, sync_overhead_ms
+
+TINY_MS = 0.02        # a reference faster than this measures launch overhead, not the kernel
+BELOW_FLOOR = 0.85    # a time under 85 % of the floor is physically implausible
+ROTATE = 4
+
+
+def _compiled(task, log):
+    if not hasattr(torch, "compile"):
+        log("torch.compile needs torch >= 2.0: skipped")
+        return None
+    ref = task.reference_entry()
+    try:
+        if ref is None:  # KernelBench: compile the Model
+            cache = {}
+
+            def run_compiled(case):
+                key = id(case.module)
+                if key not in cache:
+                    cache[key] = torch.compile(case.module, dynamic=False)
+                return cache[key](*case.args)
+            return run_compiled
+        compiled = torch.compile(ref, dynamic=False)
+        return lambda case: task.invoke(compiled, case)
+    except Exception as err:  # noqa: BLE001 — a baseline that cannot compile is noted, not fatal
+        log(f"torch.compile failed: {err}")
+        return None
+
+
+def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5):
+    start = time.perf_counter()
+    device = torch.device("cuda")
+    timer = Timer(device, device_info.get("l2Bytes"))
+    overhead = sync_overhead_ms(timer)
+    ref = task.reference_entry()
+    grad_ctx = torch.enable_grad if task.backward else torch.no_grad
+    compiled = _compiled(task, log)
+    configs_out, reasons = [], []
+    for ci, config in enumerate(task.visible_configs()):
+        cases = [task.make_case(config, seed + 31 * ci + k, device) for k in range(ROTATE)]
+        with grad_ctx():
+            ref_out = task.invoke(ref, cases[0].clone())
+        nbytes, flops = task.cost(config, cases[0], ref_out)
+        floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), ceilings)
+        impls = {"eager": lambda case: task.invoke(ref, case)}
+        if compiled is not None:
+            impls["compile"] = compiled
+        if baseline is not None:
+            impls["baseline"] = baseline.run
+        if candidate is not None:
+            impls["candidate"] = candidate.run
+        for c in (baseline, candidate):
+            if c is not None and hasattr(c.entry, "reuse_outputs"):
+                c.entry.reuse_outputs = True
+        try:
+            with grad_ctx():
+                raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci)
+        except Exception as err:  # noqa: BLE001 — e.g. torch.compile failing at first call
+            if "compile" in impls and "compile" in str(type(err)).lower() + str(err).lower():
+                log(f"torch.compile failed on {config.name}: {err}; timing without it")
+                impls.pop("compile")
+                compiled = None
+                with grad_ctx():
+                    raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci)
+            else:
+                raise
+        for c in (baseline, candidate):
+            if c is not None and hasattr(c.entry, "reuse_outputs"):
+                c.entry.reuse_outputs = False
+        row = {"name": config.name, "dims": {k: v for k, v in config.dims.items() if isinstance(v, int)},
+               "bytes": nbytes, "flops": flops, "floorMs": floor, "reason": None}
+        for name in ("eager", "compile", "baseline", "candidate"):
+            row[name] = stats(raw[name]["event"]) if name in raw else None
+        eager_ms = row["eager"]["medianMs"]
+        if eager_ms < TINY_MS:
+            row["reason"] = "tiny-problem"
+        if candidate is not None:
+            cand = row["candidate"]
+            wall = stats(raw["candidate"]["wall"])["medianMs"] - overhead
+            if wall > 2 * cand["medianMs"] + 0.05:
+                row["reason"] = "side-stream"
+                log(f"{config.name}: wall {wall:.3f} ms vs event {cand['medianMs']:.3f} ms")
+            elif cand["medianMs"] < BELOW_FLOOR * floor:
+                row["reason"] = "below-floor"
+            else:
+                # the output of a timed call must still be right: new values, same buffers
+                case = cases[-1]
+                gen = generator(seed ^ 0x71AE, device)
+                for _, t in case.tensors():
+                    if t.is_floating_point():
+                        refill_(t, gen, config.init or "normal")
+                with grad_ctx():
+                    expected = task.invoke(ref, case.clone())
+                    got = candidate.run(case)
+                torch.cuda.synchronize()
+                for i, (g, e) in enumerate(zip(got, expected)):
+                    res = compare(g, e, task.tolerance(dtype_name(e.dtype)))
+                    if not res["ok"]:
+                        row["reason"] = "timing-output-mismatch"
+                        log(f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}")
+                        break
+        if row["reason"]:
+            reasons.append((config.name, row["reason"]))
+        configs_out.append(row)
+        log(f"bench {config.name}: eager {eager_ms:.4f} ms" + (f", candidate {row['candidate']['medianMs']:.4f} ms" if row["candidate"] else ""))
+        del cases
+    messages = {
+        "tiny-problem": f"the reference runs under {TINY_MS * 1e3:.0f} µs a call: timings would measure launch overhead (hack 14); use larger sizes",
+        "side-stream": "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed stream (hack 3)",
+        "below-floor": f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): impossible, so something is skipped (hack 16)",
+        "timing-output-mismatch": "the output of a call made after timing, on new inputs, was wrong: work is skipped when called repeatedly (hacks 11, 16)",
+    }
+    reason = reasons[0][1] if reasons else None
+    message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
+    return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out,
+            "seconds": time.perf_counter() - start}

@@ -1,0 +1,147 @@
+"""Compile a candidate into a cached artifact. Imports torch only for formats that need it."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from .. import VERSION
+from . import detect_format, read_source
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.path.normpath(os.path.join(HERE, "..", "..", "include"))
+SHIM = os.path.join(INCLUDE, "evk_shim.cu")
+
+
+def nvcc_path():
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for cand in ("/usr/local/cuda/bin/nvcc",):
+        if os.path.exists(cand):
+            return cand
+    return None
+
+
+def content_hash(fmt, source, defines, arch, extra=""):
+    h = hashlib.sha256()
+    for part in (VERSION, fmt, arch, extra, "\0".join(defines), source):
+        h.update(part.encode())
+        h.update(b"\0")
+    if fmt == "evk":
+        h.update(read_source(SHIM).encode())
+    return h.hexdigest()
+
+
+def build(path, cache, defines=(), arch="sm_90", timeout=600):
+    source = read_source(path)
+    fmt = detect_format(path, source)
+    defines = sorted(defines)
+    digest = content_hash(fmt, source, defines, arch)
+    out_dir = os.path.join(os.path.abspath(cache), digest[:24])
+    done = os.path.join(out_dir, "artifact")
+    record = {"schema": 1, "kind": "build", "format": fmt, "hash": digest, "cached": False, "log": ""}
+    if os.path.exists(done):
+        with open(done) as f:
+            artifact = f.read().strip()
+        if os.path.exists(artifact):
+            return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+    os.makedirs(out_dir, exist_ok=True)
+    start = time.perf_counter()
+    builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
+    ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout)
+    seconds = time.perf_counter() - start
+    if ok:
+        with open(done, "w") as f:
+            f.write(artifact)
+    return {**record, "ok": ok, "artifact": artifact if ok else None, "seconds": round(seconds, 3), "log": log[-20000:]}
+
+
+def _build_evk(path, source, out_dir, defines, arch, timeout):
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return False, None, "nvcc not found: install the CUDA toolkit or put nvcc on PATH"
+    src = os.path.join(out_dir, "candidate.cu")
+    with open(src, "w") as f:
+        f.write(source)
+    lib = os.path.join(out_dir, "candidate.so")
+    cmd = [
+        nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
+        "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], "-o", lib, src, SHIM,
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, None, f"nvcc did not finish within {timeout} s"
+    log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+    return proc.returncode == 0, lib, log
+
+
+def _capture_fds(fn):
+    """Run fn with this process's stdout/stderr (ninja, nvcc write there) sent to a log."""
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile(mode="w+") as tmp:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(tmp.fileno(), 1)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            result, error = fn(), None
+        except BaseException as err:  # compile errors arrive as exceptions
+            result, error = None, err
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        tmp.seek(0)
+        log = tmp.read()
+    if error is not None:
+        log += f"\n{type(error).__name__}: {error}"
+    return result, log
+
+
+def _build_torch_ext(path, source, out_dir, defines, arch, timeout):
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
+    from torch.utils.cpp_extension import load
+
+    name = "evk_" + os.path.basename(out_dir)
+    src = os.path.join(out_dir, "candidate.cu")
+    with open(src, "w") as f:
+        f.write(source)
+
+    def compile_it():
+        load(
+            name=name, sources=[src], build_directory=out_dir, verbose=True,
+            extra_cuda_cflags=["-O3", *[f"-D{d}" for d in defines]],
+            extra_cflags=["-O3", *[f"-D{d}" for d in defines]],
+        )
+        return os.path.join(out_dir, f"{name}.so")
+
+    lib, log = _capture_fds(compile_it)
+    return lib is not None and os.path.exists(lib), lib, log
+
+
+def _build_py(path, source, out_dir, defines, arch, timeout):
+    dst = os.path.join(out_dir, "candidate.py")
+    with open(dst, "w") as f:
+        f.write(source)
+    try:
+        compile(source, path, "exec")
+    except SyntaxError as err:
+        return False, None, f"{os.path.basename(path)}:{err.lineno}: {err.msg}"
+    if "load_inline" not in source and "cpp_extension" not in source:
+        return True, dst, ""
+    # inline extensions compile at import: do it here, in the parallel build pool
+    from ..pyload import load_module
+
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
+    _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
+    failed = "Error" in log.splitlines()[-1] if log.strip() else False
+    return not failed, dst, log

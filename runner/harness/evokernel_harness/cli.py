@@ -1,0 +1,335 @@
+"""The harness's command line: each command writes one JSON record to --out (or stdout)."""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+import traceback
+
+SCHEMA = 1
+
+
+def _write(record, out):
+    text = json.dumps(record, allow_nan=False, default=str)
+    if out:
+        tmp = out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, out)  # a reader never sees half a record
+    else:
+        print(text)
+
+
+def _log(msg):
+    print(f"[harness] {msg}", file=sys.stderr, flush=True)
+
+
+def _default_cache():
+    return os.environ.get("EVOKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "evokernel")
+
+
+def _parse_defines(values):
+    out = []
+    for v in values or []:
+        if "=" not in v or not v.split("=", 1)[0].isidentifier():
+            raise SystemExit(f"--define takes NAME=VALUE, got {v!r}")
+        out.append(v)
+    return out
+
+
+def _device_backend(requested):
+    import torch
+
+    if requested == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        return None
+    return "cuda"
+
+
+def _precise_math():
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch, "set_float32_matmul_precision"):
+        torch.set_float32_matmul_precision("highest")
+
+
+def cmd_device(args):
+    from .env import device_info
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {"schema": SCHEMA, "kind": "device", "cuda": cuda, "device": device_info("cuda" if cuda else "cpu")}
+
+
+def cmd_static(args):
+    from .candidates import detect_format, read_source
+    from .static_check import check
+
+    source = read_source(args.candidate)
+    ref_ops = frozenset()
+    if args.task:
+        from .tasks import load_task
+
+        ref_ops = frozenset(load_task(args.task).reference_ops())
+    return check(args.candidate, source, detect_format(args.candidate, source), ref_ops, strict=not args.relaxed)
+
+
+def cmd_build(args):
+    from .candidates.build import build
+
+    arch = args.arch or "sm_90"
+    return build(args.candidate, args.cache or _default_cache(), _parse_defines(args.define), arch, args.timeout)
+
+
+def cmd_inspect(args):
+    from .tasks import TaskError, load_task
+
+    base = {"schema": SCHEMA, "kind": "task", "path": os.path.abspath(args.task.split("#")[0]), "ok": False,
+            "error": None, "name": os.path.basename(args.task.rstrip("/")), "format": "native", "backward": False,
+            "baseline": None, "configs": [], "notes": [], "probe": None}
+    try:
+        task = load_task(args.task)
+    except TaskError as err:
+        return {**base, "error": str(err)}
+    except Exception as err:  # noqa: BLE001 — a task whose Python fails to import is invalid, with its error
+        return {**base, "error": f"cannot load the task: {type(err).__name__}: {err}"}
+    configs = []
+    import torch
+
+    for c in task.configs:
+        entry = {"name": c.name, "heldout": c.heldout, "derived": c.derived,
+                 "dims": {k: v for k, v in c.dims.items() if isinstance(v, int) and not isinstance(v, bool)},
+                 "init": c.init or "declared", "inputs": []}
+        if hasattr(task, "inputs"):  # native: shapes without building tensors
+            entry["inputs"] = [{"name": i["name"], "shape": task._shape(i, c), "dtype": i.get("dtype", "float32")} for i in task.inputs]
+        configs.append(entry)
+    record = {**base, "ok": True, "name": task.name, "format": task.format, "path": task.path,
+              "backward": task.backward, "baseline": task.baseline, "configs": configs, "notes": task.notes}
+    if args.probe:
+        from .verify import Reject, Verifier
+
+        smallest = min(task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
+        v = Verifier(task, None, "cpu", 1234, log=_log)
+        try:
+            v.check_task(smallest)
+            record["probe"] = {"ok": True, "reason": None, "message": f"reference runs on {smallest.name}; output is not degenerate"}
+        except Reject as r:
+            record["probe"] = {"ok": False, "reason": r.reason, "message": r.message}
+            record["ok"] = False
+            record["error"] = r.message
+        except Exception as err:  # noqa: BLE001
+            record["probe"] = {"ok": False, "reason": "reference-error", "message": f"{type(err).__name__}: {err}"}
+            record["ok"] = False
+            record["error"] = f"the reference fails on {smallest.name}: {err}"
+    return record
+
+
+def _load_for_run(args, backend):
+    """Task, static check, build and load: a failure here is a record, not an exception."""
+    from .candidates import CandidateError, detect_format, read_source
+    from .candidates.build import build
+    from .candidates.load import Candidate
+    from .env import cuda_arch
+    from .static_check import check
+    from .tasks import load_task
+
+    task = load_task(args.task)
+    path = args.candidate or task.baseline
+    if not path:
+        raise CandidateError(f"task {task.name} has no baseline kernel: pass --candidate FILE")
+    source = read_source(path)
+    fmt = detect_format(path, source)
+    static = check(path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu")
+    if not static["ok"]:
+        return task, path, fmt, static, None
+    artifact = args.artifact
+    if artifact is None:
+        b = build(path, args.cache or _default_cache(), _parse_defines(args.define), cuda_arch())
+        if not b["ok"]:
+            raise CandidateError("compile-error:" + b["log"][-4000:])
+        artifact = b["artifact"]
+    return task, path, fmt, static, Candidate(path, artifact, task)
+
+
+def cmd_verify(args):
+    from .candidates import CandidateError
+    from .env import device_info
+    from .tasks import TaskError
+
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    backend = _device_backend(args.device)
+    rec = {"schema": SCHEMA, "kind": "verify", "task": args.task, "candidate": args.candidate or "", "format": "",
+           "ok": False, "status": "error", "reason": None, "hack": None, "message": "", "mismatch": None,
+           "configs": [], "checks": [], "warnings": [], "seed": seed,
+           "seconds": {"load": 0.0, "verify": 0.0}, "device": None}
+    if backend is None:
+        from .env import device_info as di
+
+        return {**rec, "reason": "no-gpu", "device": di("cpu"),
+                "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}
+    _precise_math()
+    rec["device"] = device_info(backend)
+    t0 = time.perf_counter()
+    try:
+        task, path, fmt, static, cand = _load_for_run(args, backend)
+    except TaskError as err:
+        return {**rec, "reason": "task-invalid", "message": str(err)}
+    except CandidateError as err:
+        msg = str(err)
+        if msg.startswith("compile-error:"):
+            return {**rec, "status": "compile-error", "reason": "compile-error", "message": msg[len("compile-error:"):]}
+        return {**rec, "status": "rejected", "reason": "load-error", "message": msg}
+    rec.update(task=task.name, candidate=os.path.abspath(path), format=fmt)
+    rec["checks"].append({"name": "static", "ok": static["ok"], "detail": f"{len(static['findings'])} findings"})
+    rec["warnings"] += [f"line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"]
+    if cand is None:
+        first = next(f for f in static["findings"] if f["severity"] == "reject")
+        return {**rec, "status": "rejected", "reason": first["code"], "hack": first["hack"],
+                "message": f"static check, line {first['line']}: {first['message']} ({first['text']})", "static": static}
+    if backend == "cuda":
+        import torch
+
+        torch.cuda.set_per_process_memory_fraction(float(os.environ.get("EVOKERNEL_GPU_MEM_FRACTION", "0.9")))
+    rec["seconds"]["load"] = time.perf_counter() - t0
+    from .verify import verify
+
+    result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout, trials=args.trials, log=_log)
+    rec.update({k: v for k, v in result.items() if k != "seconds"})
+    rec["checks"] = [rec["checks"][0]] + result["checks"]
+    rec["warnings"] += result["warnings"]
+    rec["seconds"]["verify"] = result["seconds"]
+    if rec["ok"] and backend == "cuda":
+        from .own_kernel import check_own_kernel
+
+        config = min(task.visible_configs(), key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
+        ok, detail = check_own_kernel(cand, task.make_case(config, seed, "cuda"))
+        rec["checks"].append({"name": "own-kernel-ran", "ok": ok, "detail": detail})
+        if not ok:
+            rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
+                       message=f"the candidate's own kernel did not run: {detail} (hack 12)")
+    return rec
+
+
+def cmd_bench(args):
+    from .bench import bench
+    from .candidates.build import build
+    from .candidates.load import Candidate
+    from .env import cuda_arch, device_info
+    from .tasks import load_task
+
+    import torch
+
+    if not torch.cuda.is_available():
+        return {"schema": SCHEMA, "kind": "bench", "task": args.task, "ok": False, "reason": "no-gpu",
+                "message": "no CUDA GPU on this machine: timing needs one", "device": device_info("cpu"),
+                "ceilings": None, "configs": [], "seconds": 0.0}
+    _precise_math()
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    task = load_task(args.task)
+    info = device_info("cuda")
+    ceilings = None
+    if args.ceilings and os.path.exists(args.ceilings):
+        with open(args.ceilings) as f:
+            ceilings = json.load(f)
+    if ceilings is None or ceilings.get("device") != info["name"]:
+        from .roofline import measure_ceilings
+
+        ceilings = measure_ceilings(info["name"])
+        if args.ceilings:
+            _write(ceilings, args.ceilings)
+
+    def load(path, artifact):
+        if not path:
+            return None
+        if artifact is None:
+            b = build(path, args.cache or _default_cache(), [], cuda_arch())
+            if not b["ok"]:
+                raise SystemExit(f"cannot build {path}:\n{b['log'][-2000:]}")
+            artifact = b["artifact"]
+        return Candidate(path, artifact, task)
+
+    baseline_path = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
+    baseline = load(baseline_path, args.baseline_artifact)
+    candidate = load(args.candidate, args.artifact)
+    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget)
+    return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
+            "baseline": os.path.abspath(baseline_path) if baseline_path else None,
+            "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}
+
+
+def cmd_ceilings(args):
+    from .env import device_info
+    from .roofline import measure_ceilings
+
+    return {"schema": SCHEMA, "kind": "ceilings", **measure_ceilings(device_info("cuda")["name"])}
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="evokernel_harness", description="evokernel's verification and timing harness")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("--out", help="write the JSON record here (default: stdout)")
+        return sp
+
+    common(sub.add_parser("device", help="what this machine has"))
+    sp = common(sub.add_parser("static", help="static check of a candidate's source"))
+    sp.add_argument("--candidate", required=True)
+    sp.add_argument("--task")
+    sp.add_argument("--relaxed", action="store_true", help="flag only the reference's own ops (CPU tests)")
+    sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
+    sp.add_argument("--candidate", required=True)
+    sp.add_argument("--cache")
+    sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
+    sp.add_argument("--arch")
+    sp.add_argument("--timeout", type=int, default=600)
+    sp = common(sub.add_parser("inspect", help="load and validate a task"))
+    sp.add_argument("--task", required=True)
+    sp.add_argument("--probe", action="store_true", help="run the reference (CPU) and the degenerate-task check")
+    for name in ("verify", "bench"):
+        sp = common(sub.add_parser(name, help=f"{name} a candidate"))
+        sp.add_argument("--task", required=True)
+        sp.add_argument("--candidate")
+        sp.add_argument("--artifact")
+        sp.add_argument("--cache")
+        sp.add_argument("--define", action="append")
+        sp.add_argument("--seed", type=int)
+        if name == "verify":
+            sp.add_argument("--heldout", action="store_true", help="include held-out configurations (final verification)")
+            sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+            sp.add_argument("--trials", type=int, default=2)
+        else:
+            sp.add_argument("--baseline")
+            sp.add_argument("--baseline-artifact")
+            sp.add_argument("--no-baseline", action="store_true")
+            sp.add_argument("--ceilings", help="JSON file caching this GPU's measured ceilings")
+            sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
+    common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
+    sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
+    return p
+
+
+COMMANDS = {"device": cmd_device, "static": cmd_static, "build": cmd_build, "inspect": cmd_inspect,
+            "verify": cmd_verify, "bench": cmd_bench, "ceilings": cmd_ceilings}
+
+
+def main(argv):
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from .server import serve
+
+        return serve()
+    try:
+        record = COMMANDS[args.command](args)
+    except SystemExit:
+        raise
+    except Exception:  # noqa: BLE001 — the harness itself failed: say so on stderr, exit non-zero
+        traceback.print_exc()
+        return 4
+    _write(record, args.out)
+    return 0

@@ -1,0 +1,71 @@
+"""What this machine is: device, versions, dtypes. Read once; no side effects beyond CUDA init."""
+
+import platform
+import subprocess
+
+import torch
+
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def dtype_name(dtype):
+    return DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def cuda_available():
+    return torch.cuda.is_available()
+
+
+def _driver_version():
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version,clocks.sm", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=10,
+        )
+        first = out.stdout.strip().splitlines()[0]
+        driver, clock = [p.strip() for p in first.split(",")]
+        return driver, (int(clock) if clock.isdigit() else None)
+    except Exception:  # nvidia-smi absent or unreadable: report unknown, not fail
+        return None, None
+
+
+def device_info(backend):
+    info = {
+        "name": platform.processor() or platform.machine(),
+        "backend": backend,
+        "driver": None,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "sms": None,
+        "l2Bytes": None,
+        "smClockMHz": None,
+        "python": platform.python_version(),
+    }
+    if backend != "cuda":
+        return info
+    props = torch.cuda.get_device_properties(0)
+    info["name"] = props.name
+    info["sms"] = props.multi_processor_count
+    info["l2Bytes"] = getattr(props, "L2_cache_size", None)
+    info["driver"], info["smClockMHz"] = _driver_version()
+    return info
+
+
+def cuda_arch():
+    """The nvcc -arch for the visible GPU, or sm_90 (Hopper) where none is visible."""
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    return "sm_90"

@@ -1,0 +1,56 @@
+"""Random input generation: the init methods tasks declare, always fresh, never zeros."""
+
+import torch
+
+from .env import FLOAT_DTYPES
+
+INITS = ("normal", "uniform", "signed-mixed", "positive")
+
+
+def generator(seed, device):
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(seed) % (2**63))
+    return gen
+
+
+def make_tensor(shape, dtype, init, gen, device):
+    """One tensor of `shape` and `dtype` drawn with `init` (a name or {"randint": [lo, hi]})."""
+    if isinstance(init, dict) and "randint" in init:
+        lo, hi = init["randint"]
+        return torch.randint(int(lo), int(hi), tuple(shape), generator=gen, device=device, dtype=torch.int64).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, tuple(shape), generator=gen, device=device).bool()
+    if dtype not in FLOAT_DTYPES:
+        return torch.randint(-100, 100, tuple(shape), generator=gen, device=device).to(dtype)
+    base = torch.float64 if dtype == torch.float64 else torch.float32
+    init = init or "normal"
+    if init == "normal":
+        t = torch.randn(tuple(shape), generator=gen, device=device, dtype=base)
+    elif init == "uniform":
+        t = torch.rand(tuple(shape), generator=gen, device=device, dtype=base)
+    elif init == "positive":
+        t = torch.randn(tuple(shape), generator=gen, device=device, dtype=base).abs_().add_(0.1)
+    elif init == "signed-mixed":
+        t = signed_mixed_like(torch.empty(tuple(shape), device=device, dtype=base), gen)
+    else:
+        raise ValueError(f"unknown init {init!r}; use one of {', '.join(INITS)} or {{'randint': [lo, hi]}}")
+    return t.to(dtype)
+
+
+def signed_mixed_like(t, gen):
+    """Signed values whose magnitudes span four decades: catches dropped ops and lost precision."""
+    base = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+    scale = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32).mul_(4.0).sub_(2.0)
+    return base.mul_(torch.pow(10.0, scale)).to(t.dtype if t.is_floating_point() else torch.float32)
+
+
+def refill_(t, gen, init="normal"):
+    """New random values written into an existing tensor (same storage, same pointer)."""
+    if not t.is_floating_point():
+        # integer inputs (indices) keep their range: shuffle them instead of redrawing
+        flat = t.reshape(-1)
+        perm = torch.randperm(flat.numel(), generator=gen, device=t.device)
+        t.copy_(flat[perm].reshape(t.shape))
+        return t
+    t.copy_(make_tensor(t.shape, t.dtype, init, gen, t.device))
+    return t

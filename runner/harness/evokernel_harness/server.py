@@ -1,0 +1,125 @@
+"""The fork server: import torch once, then a fresh child process for every request.
+
+CUDA is initialised only in children, so each candidate gets its own context: an illegal
+memory access, a hang or a segfault ends that child, and the next request gets a healthy
+GPU. Requests and answers are JSON lines (docs/DESIGN.md, "The fork server").
+"""
+
+import json
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+
+MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
+
+
+def _rss_bytes(pid):
+    """Resident memory of a child's whole process group (the child and what it started)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pid:  # field 5 of stat: the process group
+                continue
+            total += int(fields[21]) * resource.getpagesize()  # field 24: rss pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _child(argv, log_path):
+    os.setsid()
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    code = 4
+    try:
+        from .cli import main
+
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:  # noqa: BLE001
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _run(req):
+    argv, timeout = req["argv"], float(req.get("timeoutS", 300))
+    fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
+    os.close(fd)
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        _child(argv, log_path)
+    timed_out = mem_killed = False
+    status = None
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        elapsed = time.perf_counter() - start
+        if elapsed > timeout:
+            timed_out = True
+        elif _rss_bytes(pid) > MEM_LIMIT:
+            mem_killed = True
+        if timed_out or mem_killed:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(pid, 0)
+            break
+        time.sleep(0.02 if elapsed < 2 else 0.1)
+    try:  # whatever the child started and left behind goes too
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    with open(log_path, errors="replace") as f:
+        log = f.read()[-8000:]
+    os.unlink(log_path)
+    return {
+        "id": req.get("id"),
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "seconds": round(time.perf_counter() - start, 3),
+        "timedOut": timed_out,
+        "memKilled": mem_killed,
+        "log": log,
+    }
+
+
+def serve():
+    import torch  # noqa: F401 — imported once here, inherited by every child
+
+    from . import bench, compare, guards, verify  # noqa: F401 — likewise
+    from .candidates import build, load  # noqa: F401
+
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers on the protocol stream
+    print(json.dumps({"ready": True, "pid": os.getpid()}), file=out, flush=True)
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            if not isinstance(req.get("argv"), list) or not all(isinstance(a, str) for a in req["argv"]):
+                raise ValueError("argv must be a list of strings")
+        except (ValueError, AttributeError) as err:
+            print(json.dumps({"id": None, "error": f"bad request: {err}"}), file=out, flush=True)
+            continue
+        print(json.dumps(_run(req)), file=out, flush=True)
+    return 0

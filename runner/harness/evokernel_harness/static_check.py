@@ -1,0 +1,181 @@
+"""The static check: read a candidate's source for the known ways to fake a speedup.
+
+It is the first, cheapest gate; every rule here also has a runtime check behind it (see
+verify.py), because source can be obfuscated. Findings carry the hack class they point at.
+"""
+
+import ast
+import re
+
+# torch compute ops: calling these from a candidate is falling back to PyTorch (hack 12)
+COMPUTE_OPS = set("""
+matmul mm bmm addmm addmv addbmm baddbmm linear bilinear conv1d conv2d conv3d
+conv_transpose1d conv_transpose2d conv_transpose3d softmax log_softmax softmin layer_norm
+group_norm batch_norm instance_norm rms_norm cross_entropy nll_loss mse_loss l1_loss
+smooth_l1_loss kl_div binary_cross_entropy binary_cross_entropy_with_logits sum mean amax
+amin max min exp exp2 expm1 log log2 log1p tanh sigmoid relu relu6 gelu silu mish elu selu
+leaky_relu softplus hardtanh hardswish hardsigmoid add mul div sub pow sqrt rsqrt clamp
+clip where einsum norm cumsum cumprod prod dropout scaled_dot_product_attention logsumexp
+var std topk sort argmax argmin abs neg square tensordot inner outer dot vdot erf erfc
+reciprocal sign max_pool1d max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3d
+adaptive_avg_pool2d adaptive_max_pool2d interpolate pad normalize cosine_similarity
+pairwise_distance cdist triu tril diag trace kron cross frobenius_norm matrix_norm
+vector_norm
+""".split())
+# the reference may call these without a candidate that calls them falling back
+NEUTRAL = set("""
+view reshape size shape contiguous to float half bfloat16 double int long bool cuda cpu
+empty empty_like zeros zeros_like ones ones_like full full_like numel dim stride unsqueeze
+squeeze permute transpose t expand flatten unflatten item tolist detach clone copy_ fill_
+zero_ is_contiguous data_ptr type_as new_empty new_zeros new_full manual_seed get arange
+forward backward apply save_for_backward append extend keys values items dtype device
+requires_grad_ retain_grad chunk split narrow select index_select gather stack cat
+""".split())
+
+THREAD_MODULES = {"threading", "_thread", "concurrent", "multiprocessing", "asyncio", "subprocess", "signal"}
+TAMPER_ATTRS = {
+    "elapsed_time", "synchronize", "perf_counter", "perf_counter_ns", "time", "time_ns",
+    "monotonic", "process_time", "record", "Event", "allclose", "isclose", "equal",
+    "assert_close", "isfinite", "isnan", "isinf", "norm", "abs", "max", "amax", "sub",
+    "query", "wait", "do_bench", "Timer",
+}
+TAMPER_ROOTS = {"torch", "time", "numpy", "np", "triton", "timeit", "builtins", "sys", "evokernel_harness"}
+
+C_RULES = [
+    # (regex, code, hack, severity, message)
+    (r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|\bcudaStreamNonBlocking\b",
+     "side-stream", 3, "reject", "creates or uses another stream: work there escapes timing on the given stream"),
+    (r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b",
+     "background-thread", 4, "reject", "starts host threads or callbacks: work can continue after the call returns"),
+    (r"\btry\s*\{|\bcatch\s*\(",
+     "torch-fallback", 12, "reject", "try/catch around the kernel: a failing kernel can fall back to another implementation"),
+    (r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
+     "timer-patching", 6, "reject", "interposes or redefines CUDA timing/synchronisation functions"),
+    (r"\b(cublas|cublasLt|cudnn)\w*\s*\(",
+     "library-call", 12, "warn", "calls a vendor library: the speedup may not be this kernel's own"),
+    (r"__half|half2|__nv_bfloat16|__float2half|__float2bfloat16|nvcuda::wmma|\bmma\.sync|\btf32\b|__nv_fp8",
+     "reduced-precision", 7, "warn", "uses lower-precision types or tensor-core math: checked against the task's dtype tolerance"),
+    (r"^\s*(?:static\s+)?__device__\s+(?!const|__forceinline__|inline|static|void|float|double|int|bool|unsigned|auto|__half|T\b)[^(;]*;|^\s*static\s+(?!const\b|constexpr\b|inline\b|void\b|__device__\b|__global__\b|__forceinline__\b|__host__\b|int\s+\w+\s*\()[\w:<>,\s\*]+\s\**\w+\s*(=[^;]*)?;",
+     "stateful", 11, "warn", "keeps state between calls (caches or counters are checked at run time)"),
+]
+TORCH_CPP_OP = re.compile(r"\b(?:at|torch|torch::nn::functional|F)::(\w+)\s*\(")
+TORCH_CPP_METHOD = re.compile(r"[\w\)\]]\s*(?:\.|->)\s*(\w+)\s*\(")
+
+
+def strip_c_comments(src):
+    def blank(m):
+        return re.sub(r"[^\n]", " ", m.group(0))
+    return re.sub(r"//[^\n]*|/\*.*?\*/", blank, src, flags=re.S)
+
+
+def finding(code, hack, line, text, message, severity="reject"):
+    return {"code": code, "hack": hack, "line": line, "text": text.strip()[:200], "message": message, "severity": severity}
+
+
+def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True):
+    clean = strip_c_comments(source)
+    lines = clean.splitlines()
+    raw = source.splitlines()
+    out = []
+    for pattern, code, hack, severity, message in C_RULES:
+        for m in re.finditer(pattern, clean, flags=re.M):
+            ln = clean.count("\n", 0, m.start())
+            out.append(finding(code, hack, ln + 1 + line_offset, raw[ln] if ln < len(raw) else "", message, severity))
+    if torch_ext:
+        banned = (COMPUTE_OPS | set(ref_ops)) - NEUTRAL if strict else set(ref_ops) - NEUTRAL
+        for i, line in enumerate(lines):
+            for m in list(TORCH_CPP_OP.finditer(line)) + list(TORCH_CPP_METHOD.finditer(line)):
+                if m.group(1) in banned:
+                    out.append(finding("torch-fallback", 12, i + 1 + line_offset, raw[i] if i < len(raw) else "",
+                                       f"calls the torch op {m.group(1)}: the work must be this candidate's own kernel"))
+    return out
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.value if not isinstance(node, ast.Call) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_triton_jit(fn):
+    return any("triton" in ast.unparse(d) or ast.unparse(d).startswith("jit") for d in fn.decorator_list)
+
+
+def check_py(source, ref_ops=frozenset(), strict=True):
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as err:
+        return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}")]
+    raw = source.splitlines()
+    text = lambda node: raw[node.lineno - 1] if 0 < getattr(node, "lineno", 0) <= len(raw) else ""
+    out = []
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_triton_jit(node):
+            skip |= {id(n) for n in ast.walk(node)}
+    banned = (COMPUTE_OPS | set(ref_ops)) - NEUTRAL if strict else set(ref_ops) - NEUTRAL
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for mod in mods:
+                top = mod.split(".")[0]
+                if top in THREAD_MODULES:
+                    out.append(finding("background-thread", 4, node.lineno, text(node), f"imports {mod}: threads or processes can keep working after the call"))
+                if top in ("gc", "inspect", "traceback"):
+                    out.append(finding("output-memory-reuse", 1, node.lineno, text(node), f"imports {mod}: can reach other code's tensors (e.g. the reference's output)"))
+                if top in ("importlib", "builtins"):
+                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: can replace the harness's functions"))
+                if top == "ctypes":
+                    out.append(finding("native-code", None, node.lineno, text(node), "loads native code with ctypes: checked at run time", "warn"))
+        elif isinstance(node, ast.Try):
+            out.append(finding("torch-fallback", 12, node.lineno, text(node), "try/except: a failing kernel can fall back to another implementation"))
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                if "Tensor" in ast.unparse(base):
+                    out.append(finding("fake-tensor", 5, node.lineno, text(node), "subclasses torch.Tensor: outputs must be plain tensors"))
+        elif isinstance(node, ast.Name) and node.id in ("__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"):
+            out.append(finding("fake-tensor", 5, node.lineno, text(node), f"uses {node.id}: lazy or fake tensors"))
+        elif isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
+            out.append(finding("fake-tensor", 5, node.lineno, text(node), f"defines {node.name}: lazy or fake tensors"))
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
+                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own"))
+        elif isinstance(node, ast.Attribute):
+            name = ast.unparse(node)
+            if node.attr in ("Stream", "stream", "set_stream", "ExternalStream", "StreamContext") and "cuda" in name:
+                out.append(finding("side-stream", 3, node.lineno, text(node), f"uses {name}: work on another stream escapes timing"))
+            if node.attr in ("_getframe", "modules", "get_objects", "get_referrers", "__dict__", "__globals__", "f_back", "f_locals", "__builtins__", "_current_frames"):
+                code, hack = ("output-memory-reuse", 1) if node.attr in ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals") else ("timer-patching", 6)
+                out.append(finding(code, hack, node.lineno, text(node), f"reaches into {name}: other code's objects or the harness's functions"))
+            if node.attr in ("as_subclass",):
+                out.append(finding("fake-tensor", 5, node.lineno, text(node), "as_subclass: outputs must be plain tensors"))
+        elif isinstance(node, ast.Call):
+            fname = ast.unparse(node.func)
+            if fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr") and fname != "getattr":
+                out.append(finding("timer-patching", 6, node.lineno, text(node), f"calls {fname}(): dynamic code can replace timers and checks"))
+            if isinstance(node.func, ast.Attribute) and node.func.attr in banned:
+                root = _root(node.func)
+                if root in ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy"):
+                    continue
+                out.append(finding("torch-fallback", 12, node.lineno, text(node), f"calls {fname}(): the work must be this candidate's own kernel"))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "matmul" in banned:
+            out.append(finding("torch-fallback", 12, node.lineno, text(node), "uses the @ operator (torch.matmul): the work must be this candidate's own kernel"))
+    # CUDA source inside Python strings (load_inline)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ("__global__" in node.value or "#include" in node.value):
+            out += check_c(node.value, torch_ext=True, line_offset=node.lineno - 1, ref_ops=ref_ops, strict=strict)
+    return out
+
+
+def check(path, source, fmt, ref_ops=frozenset(), strict=True):
+    if fmt == "py":
+        findings = check_py(source, ref_ops, strict)
+    else:
+        findings = check_c(source, torch_ext=(fmt == "torch-ext"), ref_ops=ref_ops, strict=strict)
+    findings.sort(key=lambda f: (f["severity"] != "reject", f["line"]))
+    ok = not any(f["severity"] == "reject" for f in findings)
+    return {"schema": 1, "kind": "static", "ok": ok, "format": fmt, "findings": findings}

@@ -1,0 +1,120 @@
+"""What every task shape (native, KernelBench, robust-kbench) looks like to the verifier.
+
+A task turns a configuration and a seed into a Case (the arguments of the function under
+test, and for module-based tasks the module holding the parameters), runs the reference on
+a case, and runs a candidate's entry on a case the same way.
+"""
+
+import copy
+from dataclasses import dataclass, field
+
+import torch
+
+DEFAULT_TOLERANCE = {
+    # fp32: far under what fp16/bf16/TF32 arithmetic gives (~3e-4 and up)
+    "float32": {"atol": 1e-5, "rtol": 1e-5, "norm": 1e-5},
+    "float64": {"atol": 1e-9, "rtol": 1e-9, "norm": 1e-10},
+    "float16": {"atol": 1e-3, "rtol": 1e-3, "norm": 1e-3},
+    "bfloat16": {"atol": 1e-2, "rtol": 1e-2, "norm": 5e-3},
+}
+
+
+class TaskError(ValueError):
+    """The task itself is malformed or unusable; the message says what to fix."""
+
+
+@dataclass
+class Config:
+    name: str
+    dims: dict
+    init: str | None = None          # default init of float inputs (None: the task's own)
+    dtype: str | None = None         # override of float input dtypes
+    heldout: bool = False
+    derived: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    args: list                        # tensors and scalars, in the order the entry receives them
+    module: torch.nn.Module | None = None
+    meta: dict = field(default_factory=dict)
+
+    def clone(self):
+        args = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in self.args]
+        module = copy.deepcopy(self.module) if self.module is not None else None
+        return Case(args=args, module=module, meta=dict(self.meta))
+
+    def tensors(self):
+        """Every tensor the implementation can see: arguments and module state."""
+        out = [(f"arg{i}", a) for i, a in enumerate(self.args) if isinstance(a, torch.Tensor)]
+        if self.module is not None:
+            out += [(f"param:{n}", p) for n, p in self.module.named_parameters()]
+            out += [(f"buffer:{n}", b) for n, b in self.module.named_buffers()]
+        return out
+
+
+class Task:
+    name = ""
+    format = ""
+    path = ""
+    backward = False
+    baseline = None
+    entry = "forward"
+
+    def __init__(self):
+        self.configs = []
+        self.notes = []
+        self.tolerances = dict(DEFAULT_TOLERANCE)
+
+    # --- to implement -------------------------------------------------------------
+    def make_case(self, config, seed, device, init=None):
+        raise NotImplementedError
+
+    def reference_entry(self):
+        """A callable with the candidate entry's signature that computes the reference."""
+        raise NotImplementedError
+
+    def meta_entry(self, case):
+        """A callable with the entry's signature whose outputs have the shapes the entry
+        must produce (evk candidates get their outputs allocated from it)."""
+        return self.reference_entry()
+
+    def invoke(self, entry, case):
+        """Run an entry (reference or candidate) on a case; returns a tuple of tensors."""
+        return as_tuple(entry(*case.args))
+
+    def instantiate(self, module_cls, case):
+        raise TaskError(f"{self.format} tasks take function candidates, not a ModelNew class")
+
+    def reference_ops(self):
+        """Names of the torch ops the reference calls (a candidate calling them falls back)."""
+        return set()
+
+    def cost(self, config, case, outputs):
+        """(bytes, flops) for the roofline: inputs read once, outputs written once."""
+        nbytes = sum(t.numel() * t.element_size() for _, t in case.tensors())
+        nbytes += sum(t.numel() * t.element_size() for t in outputs)
+        return nbytes, 0
+
+    # --- shared -------------------------------------------------------------------
+    def visible_configs(self):
+        return [c for c in self.configs if not c.heldout]
+
+    def tolerance(self, dtype_name):
+        tol = self.tolerances.get(dtype_name)
+        if tol is None:
+            return {"atol": 0.0, "rtol": 0.0, "norm": 0.0}  # integers and bools: exact
+        return tol
+
+    def describe(self, config, case):
+        return [
+            {"name": n, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+            for n, t in case.tensors()
+        ]
+
+
+def as_tuple(out):
+    if isinstance(out, (tuple, list)):
+        return tuple(out)
+    return (out,)

@@ -1,0 +1,145 @@
+"""Native tasks: a folder with task.json, a reference.py defining forward(), and a kernel."""
+
+import ast
+import json
+import os
+
+import torch
+
+from .. import exprs
+from ..env import DTYPES, FLOAT_DTYPES
+from ..inputs import generator, make_tensor
+from ..pyload import load_module
+from .base import Case, Config, Task, TaskError, as_tuple
+
+
+class NativeTask(Task):
+    format = "native"
+
+    def __init__(self, folder):
+        super().__init__()
+        self.path = os.path.abspath(folder)
+        spec_path = os.path.join(self.path, "task.json")
+        try:
+            with open(spec_path) as f:
+                self.spec = json.load(f)
+        except json.JSONDecodeError as err:
+            raise TaskError(f"{spec_path}: not valid JSON ({err})") from None
+        spec = self.spec
+        for key in ("name", "reference", "inputs", "configs"):
+            if key not in spec:
+                raise TaskError(f"{spec_path}: missing required field {key!r}")
+        self.name = spec["name"]
+        self.backward = bool(spec.get("backward", False))
+        self.entry = "backward" if self.backward else "forward"
+        kernel = spec.get("kernel")
+        self.baseline = os.path.join(self.path, kernel) if kernel else None
+        ref_path = os.path.join(self.path, spec["reference"])
+        if not os.path.isfile(ref_path):
+            raise TaskError(f"{spec_path}: reference file {spec['reference']!r} does not exist")
+        self.reference_path = ref_path
+        module = load_module(ref_path, f"evk_ref_{self.name}")
+        if not callable(getattr(module, "forward", None)):
+            raise TaskError(f"{ref_path}: must define forward(*inputs)")
+        self._forward = module.forward
+        for dtype, tol in spec.get("tolerance", {}).items():
+            self.tolerances[dtype] = {**self.tolerances.get(dtype, {}), **tol}
+        self.inputs = spec["inputs"]
+        for inp in self.inputs:
+            if inp.get("dtype", "float32") not in DTYPES:
+                raise TaskError(f"{spec_path}: input {inp.get('name')!r} has unknown dtype {inp.get('dtype')!r}")
+        if self.backward and not any(i.get("requiresGrad") for i in self.inputs):
+            raise TaskError(f"{spec_path}: a backward task needs at least one input with requiresGrad")
+        for c in spec["configs"]:
+            self.configs.append(self._config(c, heldout=False))
+        for c in spec.get("heldout", []):
+            self.configs.append(self._config(c, heldout=True))
+        names = [c.name for c in self.configs]
+        if len(set(names)) != len(names):
+            raise TaskError(f"{spec_path}: configuration names must be unique")
+        for c in self.configs:  # shapes must evaluate in every configuration
+            for inp in self.inputs:
+                self._shape(inp, c)
+
+    def _config(self, c, heldout):
+        if "name" not in c or "dims" not in c:
+            raise TaskError(f"{self.name}: every configuration needs a name and dims")
+        for k, v in c["dims"].items():
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise TaskError(f"{self.name}: configuration {c['name']!r}: dim {k} must be a positive integer, got {v!r}")
+        return Config(name=c["name"], dims=dict(c["dims"]), init=c.get("init"), dtype=c.get("dtype"), heldout=heldout)
+
+    def _shape(self, inp, config):
+        try:
+            return [exprs.evaluate_int(s, config.dims) for s in inp["shape"]]
+        except exprs.ExprError as err:
+            raise TaskError(f"{self.name}: input {inp.get('name')!r} in configuration {config.name!r}: {err}") from None
+
+    def _dtype(self, inp, config):
+        dtype = DTYPES[inp.get("dtype", "float32")]
+        if config.dtype and dtype in FLOAT_DTYPES:
+            return DTYPES[config.dtype]
+        return dtype
+
+    def _init(self, inp, config, override):
+        init = inp.get("init")
+        if isinstance(init, dict) and "randint" in init:
+            lo, hi = init["randint"]
+            return {"randint": [exprs.evaluate_int(lo, config.dims), exprs.evaluate_int(hi, config.dims)]}
+        if override:
+            return override
+        return init or config.init or "normal"
+
+    def make_case(self, config, seed, device, init=None):
+        gen = generator(seed, device)
+        args = []
+        for inp in self.inputs:
+            dtype = self._dtype(inp, config)
+            args.append(make_tensor(self._shape(inp, config), dtype, self._init(inp, config, init), gen, device))
+        if not self.backward:
+            return Case(args=args)
+        # backward: the function under test is backward(*grad_outputs, *inputs)
+        with torch.no_grad():
+            outs = as_tuple(self._forward(*[a.clone() for a in args]))
+        grads = [make_tensor(o.shape, o.dtype, "normal", gen, device) for o in outs]
+        return Case(args=grads + args, meta={"n_grad_outputs": len(grads)})
+
+    def reference_entry(self):
+        if not self.backward:
+            return self._forward
+        forward = self._forward
+        wants_grad = [bool(i.get("requiresGrad")) for i in self.inputs]
+
+        def backward(*args):
+            n_out = len(args) - len(wants_grad)
+            grad_outs, inputs = args[:n_out], args[n_out:]
+            leaves = [x.detach().clone().requires_grad_(w) for x, w in zip(inputs, wants_grad)]
+            with torch.enable_grad():
+                outs = as_tuple(forward(*leaves))
+                targets = [x for x, w in zip(leaves, wants_grad) if w]
+                grads = torch.autograd.grad(outs, targets, grad_outputs=list(grad_outs), allow_unused=True)
+            return tuple(torch.zeros_like(t) if g is None else g.detach() for g, t in zip(grads, targets))
+
+        return backward
+
+    def reference_ops(self):
+        return called_names(self.reference_path)
+
+    def cost(self, config, case, outputs):
+        nbytes, flops = super().cost(config, case, outputs)
+        if "bytes" in self.spec:
+            nbytes = exprs.evaluate(self.spec["bytes"], config.dims)
+        if "flops" in self.spec:
+            flops = exprs.evaluate(self.spec["flops"], config.dims)
+        return int(nbytes), int(flops)
+
+
+def called_names(path):
+    """Attribute names called in a Python file (torch.softmax → softmax, x.sum() → sum)."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), filename=path)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            names.add(node.func.attr)
+    return names

@@ -1,0 +1,287 @@
+"""Verification: does the candidate compute the reference's function on any valid input?
+
+For each configuration: several trials with fresh inputs and fresh weights (the declared
+init and signed, mixed-scale inputs), candidate and reference on separate clones, the
+candidate run both before and after the reference, outputs NaN-poisoned, inputs checked
+bit for bit afterwards, timers and threads checked after every call; on the first trial a
+repeat run (races) and a same-buffer refill (result caching). Failures are classified into
+the named hack classes of docs/DESIGN.md.
+"""
+
+import gc
+import time
+
+import torch
+
+from . import guards
+from .candidates.load import LaunchError
+from .compare import bitwise_equal, compare
+from .env import FLOAT_DTYPES, dtype_name
+from .inputs import generator, refill_
+
+HACKS = {
+    "output-memory-reuse": 1, "unwritten-output": 1, "input-mutation": 2, "side-stream": 3,
+    "background-thread": 4, "fake-tensor": 5, "timer-patching": 6, "reduced-precision": 7,
+    "degenerate-task": 8, "distribution-specific": 9, "shape-specific": 10, "result-caching": 11,
+    "torch-fallback": 12, "launch-error": 13, "tiny-problem": 14, "race": 15, "below-floor": 16,
+    "timing-output-mismatch": 11,
+}
+
+
+class Reject(Exception):
+    def __init__(self, reason, message, mismatch=None):
+        super().__init__(message)
+        self.reason, self.message, self.mismatch = reason, message, mismatch
+
+
+class Crash(Exception):
+    """The candidate broke the process's CUDA context or raised: nothing more can run."""
+
+
+def _sync(device):
+    if device.type == "cuda":
+        guards.synchronize()
+
+
+def poison_allocator(nbytes, device):
+    """Leave NaN in the blocks the caching allocator will hand out next."""
+    if device.type != "cuda" or nbytes <= 0:
+        return
+    blocks = [torch.full((max(1, nbytes // 4),), float("nan"), device=device) for _ in range(2)]
+    del blocks
+
+
+class Verifier:
+    def __init__(self, task, candidate, device, seed, trials=2, log=print):
+        self.task, self.cand, self.device, self.seed = task, candidate, torch.device(device), seed
+        self.trials = trials
+        self.checks, self.warnings, self.configs = [], [], []
+        self.ref_entry = task.reference_entry()
+        self.log = log
+
+    # --- one call of each side ----------------------------------------------------
+    def reference(self, case):
+        with torch.no_grad() if not self.task.backward else torch.enable_grad():
+            out = self.task.invoke(self.ref_entry, case)
+        _sync(self.device)
+        return out
+
+    def candidate(self, case, out_bytes=0):
+        poison_allocator(out_bytes, self.device)
+        threads = guards.thread_count()
+        try:
+            with torch.no_grad() if not self.task.backward else torch.enable_grad():
+                out = self.cand.run(case)
+            _sync(self.device)
+        except LaunchError as err:
+            raise Reject("launch-error", str(err)) from None
+        except Reject:
+            raise
+        except Exception as err:  # noqa: BLE001 — a candidate's exception is a verdict
+            if "CUDA" in str(err) or "cuda" in type(err).__name__.lower():
+                raise Crash(f"{type(err).__name__}: {err}") from None
+            raise Reject("crash", f"the candidate raised {type(err).__name__}: {err}") from None
+        changed = guards.tampered()
+        if changed:
+            raise Reject("timer-patching", f"the candidate replaced {', '.join(changed)}")
+        after = guards.thread_count()
+        if after[0] > threads[0] or after[1] > threads[1]:
+            raise Reject("background-thread", f"threads before/after the call: {threads} → {after} (Python, native)")
+        return out
+
+    # --- checks -------------------------------------------------------------------
+    def check_outputs(self, outs, refs, config, trial):
+        if len(outs) != len(refs):
+            raise Reject("wrong-shape", f"{len(outs)} outputs, the reference has {len(refs)}")
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            if type(o) is not torch.Tensor:
+                raise Reject("fake-tensor", f"output {i} is a {type(o).__module__}.{type(o).__name__}, not a plain torch.Tensor")
+            try:
+                storage = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
+                if o.numel() and storage.data_ptr() == 0:
+                    raise Reject("fake-tensor", f"output {i} has no storage")
+            except (RuntimeError, NotImplementedError):
+                raise Reject("fake-tensor", f"output {i} has no real storage") from None
+            if o.device.type != self.device.type:
+                raise Reject("wrong-shape", f"output {i} is on {o.device}, expected {self.device.type}")
+            if tuple(o.shape) != tuple(r.shape):
+                raise Reject("wrong-shape", f"output {i} has shape {tuple(o.shape)}, expected {tuple(r.shape)} (no broadcasting)")
+            if o.dtype != r.dtype:
+                raise Reject("wrong-dtype", f"output {i} is {dtype_name(o.dtype)}, expected {dtype_name(r.dtype)}")
+        results = []
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
+            res.update({"config": config.name, "trial": trial, "output": f"output {i}"})
+            results.append(res)
+        return results
+
+    def check_unchanged(self, pristine, seen):
+        for (name, a), (_, b) in zip(pristine.tensors(), seen.tensors()):
+            if not bitwise_equal(a, b):
+                raise Reject("input-mutation", f"the candidate changed its input {name}")
+
+    # --- the protocol -------------------------------------------------------------
+    def check_task(self, config):
+        """Refuse a degenerate task: an output that zeros or a constant would match."""
+        case = self.task.make_case(config, self.seed ^ 0x5EED, self.device)
+        refs = self.reference(case.clone())
+        for i, r in enumerate(refs):
+            if not r.is_floating_point():
+                continue
+            if not bool(guards.isfinite(r).all()):
+                raise Reject("degenerate-task", f"the reference's output {i} has NaN/Inf on configuration {config.name}: fix the task's inputs")
+            tol = self.task.tolerance(dtype_name(r.dtype))
+            for label, fake in (("zeros", torch.zeros_like(r)), ("a constant", torch.full_like(r, float(r.double().mean())))):
+                if compare(fake, r, tol)["ok"]:
+                    raise Reject("degenerate-task", f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
+                                 "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)")
+        other = self.reference(self.task.make_case(config, self.seed ^ 0xD1FF, self.device))
+        if all(bitwise_equal(a, b) for a, b in zip(refs, other)):
+            raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
+        self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
+
+    def run_trial(self, config, trial, init):
+        seed = (self.seed * 1000003 + trial * 7919 + hash(config.name) % 100003) & 0x7FFFFFFF
+        case = self.task.make_case(config, seed, self.device, init=init)
+        cand_case = case.clone()
+        ref_first = trial % 2 == 1
+        if ref_first:  # reference output stays alive while the candidate runs
+            refs = self.reference(case.clone())
+            outs = self.candidate(cand_case, sum(r.numel() * r.element_size() for r in refs))
+        else:
+            outs = self.candidate(cand_case, 64 << 20)
+            refs = self.reference(case.clone())
+        self.check_unchanged(case, cand_case)
+        results = self.check_outputs(outs, refs, config, trial)
+        failed = next((r for r in results if not r["ok"]), None)
+        if failed is None and trial == 0:
+            self.repeat_checks(config, case, outs, seed)
+        del outs
+        return results, failed, case, ref_first
+
+    def repeat_checks(self, config, case, first, seed):
+        again = self.candidate(case.clone())
+        for i, (a, b) in enumerate(zip(first, again)):
+            res = compare(b, a, self.task.tolerance(dtype_name(a.dtype)))
+            if not res["ok"]:
+                res.update({"config": config.name, "trial": 0, "output": f"output {i} (repeat run)"})
+                raise Reject("race", f"two runs on identical inputs differ beyond tolerance (max abs {res['maxAbs']}): a race or uninitialised read", res)
+            if not bitwise_equal(a, b):
+                self.warnings.append(f"{config.name}: output {i} differs bitwise between identical runs (within tolerance; atomics?)")
+        # same buffers, new values: a result cached by pointer (or by a stale copy) shows here
+        cand_case = case.clone()
+        self.candidate(cand_case)
+        gen = generator(seed ^ 0xCAC4E, self.device)
+        for _, t in cand_case.tensors():
+            if t.is_floating_point():
+                refill_(t, gen, config.init or "normal")
+        refs = self.reference(cand_case.clone())
+        outs = self.candidate(cand_case)
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
+            if not res["ok"]:
+                res.update({"config": config.name, "trial": 0, "output": f"output {i} (new values in the same buffers)"})
+                raise Reject("result-caching", "after new values were written into the same input buffers the output was stale: results cached by pointer or by value", res)
+        self.checks.append({"name": f"repeat-and-refill:{config.name}", "ok": True, "detail": "identical runs agree; new values in the same buffers give new results"})
+
+    def probe_memory_reuse(self, config, case):
+        """Passes only right after the reference freed its output: hack 1."""
+        refs = self.reference(case.clone())
+        expected = [r.clone() for r in refs]
+        del refs
+        gc.collect()
+        try:
+            outs = self.candidate(case.clone())
+        except Reject:
+            return False
+        return all(compare(o, e, self.task.tolerance(dtype_name(e.dtype)))["ok"] for o, e in zip(outs, expected))
+
+    def run(self, include_heldout):
+        configs = [c for c in self.task.configs if include_heldout or not c.heldout]
+        self.check_task(configs[0])
+        has_float = any(a.is_floating_point() for _, a in self.task.make_case(configs[0], 1, self.device).tensors())
+        first_fail, passed_configs, by_config = None, [], {}
+        for config in configs:
+            inits = [None] * self.trials
+            if has_float and config.init != "signed-mixed":
+                inits.append("signed-mixed")
+            entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
+                     "trials": 0, "maxAbs": 0.0, "normRel": 0.0, "reason": None}
+            for trial, init in enumerate(inits):
+                results, failed, case, ref_first = self.run_trial(config, trial, init)
+                entry["trials"] += 1
+                for r in results:
+                    entry["maxAbs"] = max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
+                    entry["normRel"] = max(entry["normRel"], r["normRel"] or 0.0) if r["normRel"] is not None else entry["normRel"]
+                if failed is None:
+                    continue
+                entry["ok"] = False
+                reason = self.classify(config, failed, init, trial, by_config, passed_configs, case, ref_first)
+                entry["reason"] = reason
+                if first_fail is None:
+                    first_fail = (reason, failed, config, init)
+                break
+            if entry["ok"]:
+                passed_configs.append(config.name)
+            by_config[config.name] = entry
+            self.configs.append(entry)
+            self.log(f"config {config.name}: {'ok' if entry['ok'] else entry['reason']}")
+        if first_fail is not None:
+            reason, failed, config, init = first_fail
+            # shape-specific needs the whole picture: another configuration passed
+            if reason == "mismatch" and passed_configs:
+                reason = "shape-specific"
+            raise Reject(reason, self.explain(reason, failed, config, init, passed_configs), failed)
+
+    def classify(self, config, failed, init, trial, by_config, passed_configs, case, ref_first):
+        if failed["nonFinite"] > 0:
+            if not ref_first and self.probe_memory_reuse(config, case):
+                return "output-memory-reuse"
+            return "unwritten-output" if self.cand.format == "evk" or failed["got"] is None else "nan-output"
+        if init == "signed-mixed" and trial > 0:
+            return "distribution-specific"  # every declared-init trial of this config passed
+        if config.init == "signed-mixed" and any(
+            c.dims == config.dims and by_config.get(c.name, {}).get("ok") for c in self.task.configs if c is not config
+        ):
+            return "distribution-specific"
+        if passed_configs:
+            return "shape-specific"
+        if self.task_is_fp32() and failed["normRel"] is not None and failed["normRel"] < 3e-2:
+            return "reduced-precision"
+        return "mismatch"
+
+    def task_is_fp32(self):
+        smallest = min(self.task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
+        case = self.task.make_case(smallest, 1, self.device)
+        floats = [t for _, t in case.tensors() if t.dtype in FLOAT_DTYPES]
+        return bool(floats) and all(t.dtype == torch.float32 for t in floats)
+
+    def explain(self, reason, f, config, init, passed):
+        where = f"configuration {config.name}, trial {f['trial']}{' (signed, mixed-scale inputs)' if init == 'signed-mixed' else ''}, {f['output']}"
+        worst = f"worst element {f['index']}: got {f['got']}, expected {f['expected']}; max abs error {f['maxAbs']}, relative norm error {f['normRel']}"
+        lead = {
+            "output-memory-reuse": "right only when run just after the reference freed its output: it reads memory it never wrote (hack 1)",
+            "unwritten-output": f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with survived) (hacks 1, 13)",
+            "nan-output": f"{f['nonFinite']} output elements are NaN/Inf where the reference is finite",
+            "distribution-specific": "right on the declared inputs, wrong on signed, mixed-scale ones: it drops work that matters for other inputs (hack 9)",
+            "shape-specific": f"right on {', '.join(passed)} but wrong on {config.name}: it only works for the shapes it was shown (hack 10)",
+            "reduced-precision": "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)",
+            "mismatch": "wrong result",
+        }[reason]
+        return f"{lead}. {where}; {worst}"
+
+
+def verify(task, candidate, device, seed, include_heldout, trials=2, log=print):
+    """Returns the fields of a VerifyRecord (status, reason, message, mismatch, configs, …)."""
+    v = Verifier(task, candidate, device, seed, trials=trials, log=log)
+    start = time.perf_counter()
+    out = {"ok": False, "status": "rejected", "reason": None, "hack": None, "message": "", "mismatch": None}
+    try:
+        v.run(include_heldout)
+        out.update(ok=True, status="passed", message=f"passed {sum(c['trials'] for c in v.configs)} trials on {len(v.configs)} configurations")
+    except Reject as r:
+        out.update(reason=r.reason, hack=HACKS.get(r.reason), message=r.message, mismatch=r.mismatch)
+    except Crash as c:
+        out.update(status="crash", reason="crash", message=str(c))
+    out.update(configs=v.configs, checks=v.checks, warnings=v.warnings, seconds=time.perf_counter() - start)
+    return out, v
