@@ -287,7 +287,7 @@ def build_parser():
     sp.add_argument("--cache")
     sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
     sp.add_argument("--arch")
-    sp.add_argument("--timeout", type=int, default=600)
+    sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
     sp.add_argument("--task", required=True)
     sp.add_argument("--probe", action="store_true", help="run the reference (CPU) and the degenerate-task check")

@@ -3,6 +3,7 @@
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ def content_hash(fmt, source, defines, arch, extra=""):
     return h.hexdigest()
 
 
-def build(path, cache, defines=(), arch="sm_90", timeout=600):
+def build(path, cache, defines=(), arch="sm_90", timeout=None):
     source = read_source(path)
     fmt = detect_format(path, source)
     defines = sorted(defines)
@@ -50,6 +51,8 @@ def build(path, cache, defines=(), arch="sm_90", timeout=600):
             return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
+    if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
+        timeout = 120 if fmt == "evk" else 900
     builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
     ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout)
     seconds = time.perf_counter() - start
@@ -71,11 +74,15 @@ def _build_evk(path, source, out_dir, defines, arch, timeout):
         nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
         "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], "-o", lib, src, SHIM,
     ]
+    # nvcc runs cudafe++, cicc and ptxas as children: a timeout must end them all
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return False, None, f"nvcc did not finish within {timeout} s"
-    log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return False, None, f"nvcc did not finish within {timeout} s (build timeout): the candidate takes too long to compile"
+    log = " ".join(cmd) + "\n" + output
     return proc.returncode == 0, lib, log
 
 
