@@ -7,9 +7,10 @@ import torch
 
 from .compare import compare
 from .env import dtype_name
-from .inputs import generator, refill_
+from .own_kernel import launched_kernel_time_ms
 from .roofline import floor_ms
 from .timing import Timer, stats, sync_overhead_ms
+from .verify import refill_case
 
 TINY_MS = 0.02        # a reference faster than this measures launch overhead, not the kernel
 BELOW_FLOOR = 0.85    # a time under 85 % of the floor is physically implausible
@@ -49,6 +50,16 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     configs_out, reasons = [], []
     for ci, config in enumerate(task.visible_configs()):
         cases = [task.make_case(config, seed + 31 * ci + k, device) for k in range(ROTATE)]
+        # every timed call sees new values (two sources, alternating per visit of a buffer),
+        # written so that even a version counter shows it: a cache never hits honestly
+        sources = [task.make_case(config, seed + 31 * ci + ROTATE + k, device) for k in range(2)]
+
+        def new_values(case, i, sources=sources):
+            src = sources[(i // ROTATE) % 2]
+            with torch.no_grad():
+                for (_, dst), (_, s) in zip(case.tensors(), src.tensors()):
+                    dst.copy_(s)
+
         with grad_ctx():
             ref_out = task.invoke(ref, cases[0].clone())
         nbytes, flops = task.cost(config, cases[0], ref_out)
@@ -65,14 +76,14 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                 c.entry.reuse_outputs = True
         try:
             with grad_ctx():
-                raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci)
+                raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values)
         except Exception as err:  # noqa: BLE001 — e.g. torch.compile failing at first call
             if "compile" in impls and "compile" in str(type(err)).lower() + str(err).lower():
                 log(f"torch.compile failed on {config.name}: {err}; timing without it")
                 impls.pop("compile")
                 compiled = None
                 with grad_ctx():
-                    raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci)
+                    raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values)
             else:
                 raise
         for c in (baseline, candidate):
@@ -83,7 +94,10 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         for name in ("eager", "compile", "baseline", "candidate"):
             row[name] = stats(raw[name]["event"]) if name in raw else None
         eager_ms = row["eager"]["medianMs"]
-        if eager_ms < TINY_MS:
+        with grad_ctx():
+            device_ms = launched_kernel_time_ms(lambda: task.invoke(ref, cases[0]))
+        row["eagerDeviceMs"] = device_ms
+        if device_ms is not None and device_ms < TINY_MS:
             row["reason"] = "tiny-problem"
         if candidate is not None:
             cand = row["candidate"]
@@ -96,10 +110,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
             else:
                 # the output of a timed call must still be right: new values, same buffers
                 case = cases[-1]
-                gen = generator(seed ^ 0x71AE, device)
-                for _, t in case.tensors():
-                    if t.is_floating_point():
-                        refill_(t, gen, config.init or "normal")
+                refill_case(task, config, case, seed ^ 0x71AE, None)
                 with grad_ctx():
                     expected = task.invoke(ref, case.clone())
                     got = candidate.run(case)
@@ -116,7 +127,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         log(f"bench {config.name}: eager {eager_ms:.4f} ms" + (f", candidate {row['candidate']['medianMs']:.4f} ms" if row["candidate"] else ""))
         del cases
     messages = {
-        "tiny-problem": f"the reference runs under {TINY_MS * 1e3:.0f} µs a call: timings would measure launch overhead (hack 14); use larger sizes",
+        "tiny-problem": f"the reference's kernels run under {TINY_MS * 1e3:.0f} µs a call: timings would measure launch overhead (hack 14); use larger sizes",
         "side-stream": "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed stream (hack 3)",
         "below-floor": f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): impossible, so something is skipped (hack 16)",
         "timing-output-mismatch": "the output of a call made after timing, on new inputs, was wrong: work is skipped when called repeatedly (hacks 11, 16)",

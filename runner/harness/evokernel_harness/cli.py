@@ -199,15 +199,17 @@ def cmd_verify(args):
     from .verify import verify
 
     result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout, trials=args.trials, log=_log)
+    static_check = rec["checks"][0]
+    static_warnings = rec["warnings"]
     rec.update({k: v for k, v in result.items() if k != "seconds"})
-    rec["checks"] = [rec["checks"][0]] + result["checks"]
-    rec["warnings"] += result["warnings"]
+    rec["checks"] = [static_check] + result["checks"]
+    rec["warnings"] = static_warnings + result["warnings"]
     rec["seconds"]["verify"] = result["seconds"]
-    if rec["ok"] and backend == "cuda":
+    if rec["ok"] and backend == "cuda" and fmt != "evk":  # evk code cannot reach torch at all
         from .own_kernel import check_own_kernel
 
         config = min(task.visible_configs(), key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
-        ok, detail = check_own_kernel(cand, task.make_case(config, seed, "cuda"))
+        ok, detail = check_own_kernel(cand, task, task.make_case(config, seed, "cuda"))
         rec["checks"].append({"name": "own-kernel-ran", "ok": ok, "detail": detail})
         if not ok:
             rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,

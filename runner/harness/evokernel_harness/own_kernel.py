@@ -1,5 +1,7 @@
 """Did the candidate's own kernel run? (hack 12: a candidate that quietly calls PyTorch.)"""
 
+import re
+
 import torch
 
 
@@ -16,12 +18,37 @@ def launched_kernels(fn):
     return names
 
 
-def check_own_kernel(candidate, case):
-    """(ok, detail). A candidate that defines kernels must launch at least one of them."""
+def launched_kernel_time_ms(fn):
+    """GPU time of the kernels one call launches (CUPTI), without host gaps; None if unknown."""
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        total_us = sum(
+            getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+            for e in prof.key_averages()
+            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+        )
+    except Exception:  # noqa: BLE001 — no profiler: the check is skipped, not failed
+        return None
+    return total_us / 1e3 if total_us else None
+
+
+HARMLESS = re.compile(r"fill|copy|memset|memcpy|Memcpy|Memset", re.I)
+
+
+def check_own_kernel(candidate, task, case):
+    """(ok, detail). The candidate must launch a kernel of its own, and none of the kernels
+    the reference launches (beyond fills and copies): those would be PyTorch doing the work."""
     if not candidate.kernels:
         return False, "the candidate defines no GPU kernel of its own (__global__ or @triton.jit)"
+    grad = torch.enable_grad if task.backward else torch.no_grad
     try:
-        names = launched_kernels(lambda: candidate.run(case))
+        with grad():
+            names = launched_kernels(lambda: candidate.run(case.clone()))
+            ref = launched_kernels(lambda: task.invoke(task.reference_entry(), case.clone()))
     except Exception as err:  # noqa: BLE001 — the profiler may be unavailable: say so, don't fail
         return True, f"profiler unavailable ({err}); own-kernel check skipped"
     if not names:
@@ -29,4 +56,7 @@ def check_own_kernel(candidate, case):
     ours = sorted(n for n in names if any(k in n for k in candidate.kernels))
     if not ours:
         return False, f"none of its kernels ({', '.join(sorted(candidate.kernels))}) ran; launched: {', '.join(sorted(names))[:400]}"
+    borrowed = sorted(n for n in names & ref if not HARMLESS.search(n) and n not in ours)
+    if borrowed:
+        return False, f"it launches the reference's own kernels: {', '.join(borrowed)[:400]}"
     return True, f"ran {', '.join(ours)[:300]}"

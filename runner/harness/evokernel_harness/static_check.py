@@ -127,6 +127,10 @@ def check_py(source, ref_ops=frozenset(), strict=True):
                     out.append(finding("output-memory-reuse", 1, node.lineno, text(node), f"imports {mod}: can reach other code's tensors (e.g. the reference's output)"))
                 if top in ("importlib", "builtins"):
                     out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: can replace the harness's functions"))
+                if isinstance(node, ast.ImportFrom) and top == "torch":
+                    for alias in node.names:
+                        if alias.name in banned:
+                            out.append(finding("torch-fallback", 12, node.lineno, text(node), f"imports the torch op {alias.name}: the work must be this candidate's own kernel"))
                 if top == "ctypes":
                     out.append(finding("native-code", None, node.lineno, text(node), "loads native code with ctypes: checked at run time", "warn"))
         elif isinstance(node, ast.Try):

@@ -29,10 +29,12 @@ class Timer:
     def flush(self, i):
         self.flush_buf.fill_(float(i % 7))
 
-    def once(self, fn, arg, i):
+    def once(self, fn, arg, i, prepare=None):
         """One timed call: (event ms, wall ms). Events on the current stream give the time;
         the wall clock runs until a device-wide synchronise, so work left on another stream
         (hack 3) shows as wall time far above event time."""
+        if prepare is not None:
+            prepare(arg, i)
         self.flush(i)
         guards.synchronize()
         start, end = Event(enable_timing=True), Event(enable_timing=True)
@@ -44,8 +46,9 @@ class Timer:
         wall = (guards.perf_counter() - t0) * 1e3
         return guards.EventBase.elapsed_time(start, end), wall
 
-    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0):
-        """impls: name → fn(arg). args: rotating inputs. Returns name → {event, wall}."""
+    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None):
+        """impls: name → fn(arg). args: rotating inputs. prepare(arg, i) runs before each
+        call, outside the timed region (new input values). Returns name → {event, wall}."""
         for name, fn in impls.items():
             for w in range(warmup):
                 fn(args[w % len(args)])
@@ -53,7 +56,7 @@ class Timer:
         per_iter = 0.0
         for name, fn in impls.items():
             e, _ = self.once(fn, args[0], 0)
-            per_iter += e / 1e3 + 2e-4  # the flush and syncs cost about this much
+            per_iter += 2 * e / 1e3 + 2e-4  # plus new inputs, the flush and syncs
         iters = int(min(max_iters, max(min_iters, math.ceil(budget_s / max(per_iter, 1e-6)))))
         out = {name: {"event": [], "wall": []} for name in impls}
         order = list(impls)
@@ -62,7 +65,7 @@ class Timer:
             rng.shuffle(order)  # no implementation always runs right after another
             arg = args[i % len(args)]
             for name in order:
-                e, w = self.once(impls[name], arg, i)
+                e, w = self.once(impls[name], arg, i, prepare)
                 out[name]["event"].append(e)
                 out[name]["wall"].append(w)
         return out

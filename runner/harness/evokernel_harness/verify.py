@@ -17,7 +17,6 @@ from . import guards
 from .candidates.load import LaunchError
 from .compare import bitwise_equal, compare
 from .env import FLOAT_DTYPES, dtype_name
-from .inputs import generator, refill_
 
 HACKS = {
     "output-memory-reuse": 1, "unwritten-output": 1, "input-mutation": 2, "side-stream": 3,
@@ -49,6 +48,16 @@ def poison_allocator(nbytes, device):
         return
     blocks = [torch.full((max(1, nbytes // 4),), float("nan"), device=device) for _ in range(2)]
     del blocks
+
+
+def refill_case(task, config, case, seed, init, observable=False):
+    """Write new values into the case's tensors in place (same pointers). Through .data by
+    default, so not even the tensor's version counter shows the change (a cache keyed by
+    pointer and version must miss it); observable=True bumps versions (timing)."""
+    fresh = task.make_case(config, seed, case.args[0].device if case.args else "cpu", init=init)
+    with torch.no_grad():
+        for (_, dst), (_, src) in zip(case.tensors(), fresh.tensors()):
+            (dst if observable else dst.data).copy_(src)
 
 
 class Verifier:
@@ -131,7 +140,10 @@ class Verifier:
             if not bool(guards.isfinite(r).all()):
                 raise Reject("degenerate-task", f"the reference's output {i} has NaN/Inf on configuration {config.name}: fix the task's inputs")
             tol = self.task.tolerance(dtype_name(r.dtype))
-            for label, fake in (("zeros", torch.zeros_like(r)), ("a constant", torch.full_like(r, float(r.double().mean())))):
+            fakes = [("zeros", torch.zeros_like(r))]
+            if r.numel() > 1:  # a one-element output is always its own mean
+                fakes.append(("a constant", torch.full_like(r, float(r.double().mean()))))
+            for label, fake in fakes:
                 if compare(fake, r, tol)["ok"]:
                     raise Reject("degenerate-task", f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
                                  "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)")
@@ -140,9 +152,13 @@ class Verifier:
             raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
         self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
 
+    def init_of(self, case):
+        return case.meta.get("init")
+
     def run_trial(self, config, trial, init):
-        seed = (self.seed * 1000003 + trial * 7919 + hash(config.name) % 100003) & 0x7FFFFFFF
+        seed = (self.seed * 1000003 + trial * 7919 + sum(map(ord, config.name)) * 31) & 0x7FFFFFFF
         case = self.task.make_case(config, seed, self.device, init=init)
+        case.meta["init"] = init
         cand_case = case.clone()
         ref_first = trial % 2 == 1
         if ref_first:  # reference output stays alive while the candidate runs
@@ -171,10 +187,7 @@ class Verifier:
         # same buffers, new values: a result cached by pointer (or by a stale copy) shows here
         cand_case = case.clone()
         self.candidate(cand_case)
-        gen = generator(seed ^ 0xCAC4E, self.device)
-        for _, t in cand_case.tensors():
-            if t.is_floating_point():
-                refill_(t, gen, config.init or "normal")
+        refill_case(self.task, config, cand_case, seed ^ 0xCAC4E, self.init_of(case))
         refs = self.reference(cand_case.clone())
         outs = self.candidate(cand_case)
         for i, (o, r) in enumerate(zip(outs, refs)):
@@ -233,10 +246,22 @@ class Verifier:
                 reason = "shape-specific"
             raise Reject(reason, self.explain(reason, failed, config, init, passed_configs), failed)
 
+    def probe_race(self, case):
+        """Two more runs on identical inputs: outputs that move between them are a race."""
+        try:
+            a, b = self.candidate(case.clone()), self.candidate(case.clone())
+        except Reject:
+            return False
+        return any(not compare(y, x, self.task.tolerance(dtype_name(x.dtype)))["ok"] for x, y in zip(a, b))
+
     def classify(self, config, failed, init, trial, by_config, passed_configs, case, ref_first):
+        if not ref_first and self.cand.format != "evk" and self.probe_memory_reuse(config, case):
+            return "output-memory-reuse"
+        if self.probe_race(case):
+            return "race"
         if failed["nonFinite"] > 0:
-            if not ref_first and self.probe_memory_reuse(config, case):
-                return "output-memory-reuse"
+            if passed_configs:
+                return "shape-specific"
             return "unwritten-output" if self.cand.format == "evk" or failed["got"] is None else "nan-output"
         if init == "signed-mixed" and trial > 0:
             return "distribution-specific"  # every declared-init trial of this config passed
@@ -264,7 +289,8 @@ class Verifier:
             "unwritten-output": f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with survived) (hacks 1, 13)",
             "nan-output": f"{f['nonFinite']} output elements are NaN/Inf where the reference is finite",
             "distribution-specific": "right on the declared inputs, wrong on signed, mixed-scale ones: it drops work that matters for other inputs (hack 9)",
-            "shape-specific": f"right on {', '.join(passed)} but wrong on {config.name}: it only works for the shapes it was shown (hack 10)",
+            "shape-specific": f"right on {', '.join(passed)} but wrong on {config.name}{' (' + str(f['nonFinite']) + ' elements never written)' if f['nonFinite'] else ''}: it only works for the shapes it was shown (hack 10)",
+            "race": "wrong, and two runs on identical inputs give different outputs: a race (missing barrier, blocks depending on each other) (hack 15)",
             "reduced-precision": "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)",
             "mismatch": "wrong result",
         }[reason]

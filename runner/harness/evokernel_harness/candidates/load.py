@@ -106,7 +106,7 @@ class EvkFunction:
         device = tensors[0].device if tensors else torch.device("cuda")
         meta = self._output_meta(args)
         if self.reuse_outputs:
-            key = tuple(t.data_ptr() for t in tensors)
+            key = (tuple(t.data_ptr() for t in tensors), tuple(meta))
             outs = self.reused.get(key)
             if outs is None:
                 outs = self.reused[key] = [poisoned(s, d, device) for s, d in meta]

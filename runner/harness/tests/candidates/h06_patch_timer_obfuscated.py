@@ -1,24 +1,24 @@
-"""Hack class 6 (timer patching, hidden from a text search) on small_softmax: expect reject.
+"""Hack class 6 (timer patching, hidden from the static check) on small_softmax: expect reject.
 
-Right answer; on the first call it patches torch.cuda.Event.elapsed_time and
-time.perf_counter through __import__/getattr/setattr on strings built at run time, so no
-timing name appears in the source. Only the runtime identity check of the timing
-functions after the candidate ran catches it (timer-patching).
+Right answer; on the first call it replaces torch.cuda.Event.elapsed_time (reports 60%)
+and torch.cuda.synchronize (a wrapper) with type.__setattr__ / object.__setattr__ on names
+built at run time: no assignment to an attribute, no setattr, no __import__ and no timing
+name in the source. Only the runtime identity check of the timing functions after the
+candidate ran catches it (timer-patching).
 """
 
 import torch
 
 
 def _tune():
-    ev = getattr(getattr(__import__("to" + "rch"), "cu" + "da"), "Ev" + "ent")
+    cuda = torch.cuda
+    ev = getattr(cuda, "Ev" + "ent")
     name = "".join(["ela", "psed", "_", "ti", "me"])
     real = getattr(ev, name)
-    setattr(ev, name, lambda self, end: real(self, end) * 0.6)
-    clock = __import__("".join(["ti", "me"]))
-    pc = "perf" + "_" + "counter"
-    real_pc = getattr(clock, pc)
-    t0 = real_pc()
-    setattr(clock, pc, lambda: t0 + (real_pc() - t0) * 0.6)
+    type.__setattr__(ev, name, lambda self, end: real(self, end) * 0.6)
+    sync_name = "syn" + "chronize"
+    real_sync = getattr(cuda, sync_name)
+    object.__setattr__(cuda, sync_name, lambda *a, **k: real_sync(*a, **k))
 
 
 _tuned = []
