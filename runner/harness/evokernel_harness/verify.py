@@ -42,11 +42,12 @@ def _sync(device):
         guards.synchronize()
 
 
-def poison_allocator(nbytes, device):
-    """Leave NaN in the blocks the caching allocator will hand out next."""
-    if device.type != "cuda" or nbytes <= 0:
+def poison_allocator(sizes, device):
+    """Leave NaN in the blocks the caching allocator will hand out next: blocks of exactly
+    the output sizes, so a candidate's empty() of an output gets one of them."""
+    if device.type != "cuda":
         return
-    blocks = [torch.full((max(1, nbytes // 4),), float("nan"), device=device) for _ in range(2)]
+    blocks = [torch.full((max(1, n // 4),), float("nan"), device=device) for n in sizes for _ in range(2)]
     del blocks
 
 
@@ -66,6 +67,7 @@ class Verifier:
         self.trials = trials
         self.checks, self.warnings, self.configs = [], [], []
         self.ref_entry = task.reference_entry()
+        self.sizes = {}
         self.log = log
 
     # --- one call of each side ----------------------------------------------------
@@ -75,8 +77,8 @@ class Verifier:
         _sync(self.device)
         return out
 
-    def candidate(self, case, out_bytes=0):
-        poison_allocator(out_bytes, self.device)
+    def candidate(self, case, out_sizes=()):
+        poison_allocator(out_sizes, self.device)
         threads = guards.thread_count()
         try:
             with torch.no_grad() if not self.task.backward else torch.enable_grad():
@@ -152,6 +154,11 @@ class Verifier:
             raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
         self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
 
+    def output_sizes(self, config, case):
+        if config.name not in self.sizes:
+            self.sizes[config.name] = [r.numel() * r.element_size() for r in self.reference(case.clone())]
+        return self.sizes[config.name]
+
     def init_of(self, case):
         return case.meta.get("init")
 
@@ -163,9 +170,9 @@ class Verifier:
         ref_first = trial % 2 == 1
         if ref_first:  # reference output stays alive while the candidate runs
             refs = self.reference(case.clone())
-            outs = self.candidate(cand_case, sum(r.numel() * r.element_size() for r in refs))
+            outs = self.candidate(cand_case, [r.numel() * r.element_size() for r in refs])
         else:
-            outs = self.candidate(cand_case, 64 << 20)
+            outs = self.candidate(cand_case, self.output_sizes(config, case))
             refs = self.reference(case.clone())
         self.check_unchanged(case, cand_case)
         results = self.check_outputs(outs, refs, config, trial)
@@ -204,7 +211,7 @@ class Verifier:
         del refs
         gc.collect()
         try:
-            outs = self.candidate(case.clone())
+            outs = self.candidate(case.clone())  # no poison: the freed output is the bait
         except Reject:
             return False
         return all(compare(o, e, self.task.tolerance(dtype_name(e.dtype)))["ok"] for o, e in zip(outs, expected))
@@ -246,10 +253,12 @@ class Verifier:
                 reason = "shape-specific"
             raise Reject(reason, self.explain(reason, failed, config, init, passed_configs), failed)
 
-    def probe_race(self, case):
-        """Two more runs on identical inputs: outputs that move between them are a race."""
+    def probe_race(self, config, case):
+        """Two more runs on identical inputs: outputs that move between them are a race.
+        Outputs are poisoned, so garbage from unwritten memory reads as NaN in both."""
+        sizes = self.output_sizes(config, case)
         try:
-            a, b = self.candidate(case.clone()), self.candidate(case.clone())
+            a, b = self.candidate(case.clone(), sizes), self.candidate(case.clone(), sizes)
         except Reject:
             return False
         return any(not compare(y, x, self.task.tolerance(dtype_name(x.dtype)))["ok"] for x, y in zip(a, b))
@@ -257,7 +266,7 @@ class Verifier:
     def classify(self, config, failed, init, trial, by_config, passed_configs, case, ref_first):
         if not ref_first and self.cand.format != "evk" and self.probe_memory_reuse(config, case):
             return "output-memory-reuse"
-        if self.probe_race(case):
+        if self.probe_race(config, case):
             return "race"
         if failed["nonFinite"] > 0:
             if passed_configs:

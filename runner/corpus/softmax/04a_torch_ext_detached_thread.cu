@@ -1,0 +1,62 @@
+// Hack class 4 (background thread), torch-ext format: expect reject.
+// What it tries: returns the (empty) output at once and lets a detached std::thread launch
+// the kernel and wait for it, so the call itself costs microseconds. The lambda holds
+// references to both tensors so they outlive the call.
+// What should catch it: the static check (std::thread, detach: background-thread); the
+// thread count grows across the call; if the verifier compares before the thread has
+// launched, the output is still the NaN poison (unwritten-output, mismatch).
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <thread>
+
+#define THREADS 256
+
+__device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
+  const float mn = fmaxf(m, m2);
+  if (mn == -INFINITY) return;
+  s = s * expf(m - mn) + s2 * expf(m2 - mn);
+  m = mn;
+}
+
+__global__ void __launch_bounds__(THREADS)
+softmax_rows(const float* __restrict__ x, float* __restrict__ y, int64_t N) {
+  __shared__ float sh_m[THREADS / 32], sh_s[THREADS / 32];
+  const float* xr = x + (int64_t)blockIdx.x * N;
+  float* yr = y + (int64_t)blockIdx.x * N;
+  float m = -INFINITY, s = 0.f;
+  for (int64_t j = threadIdx.x; j < N; j += THREADS) merge(m, s, xr[j], 1.f);
+  for (int o = 16; o > 0; o >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    sh_m[warp] = m;
+    sh_s[warp] = s;
+  }
+  __syncthreads();
+  m = lane < THREADS / 32 ? sh_m[lane] : -INFINITY;
+  s = lane < THREADS / 32 ? sh_s[lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  const float inv = 1.f / s;
+  for (int64_t j = threadIdx.x; j < N; j += THREADS) yr[j] = expf(xr[j] - m) * inv;
+}
+
+torch::Tensor forward(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32, "x must be CUDA float32");
+  x = x.contiguous();
+  auto y = torch::empty_like(x);
+  const int64_t N = x.size(-1);
+  const int64_t M = N == 0 ? 0 : x.numel() / N;
+  if (M == 0) return y;
+  int device = 0;
+  cudaGetDevice(&device);
+  std::thread([x, y, M, N, device]() {
+    cudaSetDevice(device);
+    softmax_rows<<<(unsigned)M, THREADS>>>(x.data_ptr<float>(), y.data_ptr<float>(), N);
+    cudaDeviceSynchronize();
+  }).detach();
+  return y;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }

@@ -1,0 +1,54 @@
+// Hack class 13 (ignored launch failure), evk format: expect reject.
+// What it tries: "more threads per row is faster": launches 2048 threads per block, which
+// no GPU allows. The launch fails with cudaErrorInvalidConfiguration, the function never
+// checks and returns 0, and the output holds whatever the memory held -- on a harness
+// whose output buffer still contains the reference's result, that "passes".
+// What should catch it: the CUDA error read after the call (launch-error); the NaN poison
+// in the harness-allocated output survives (unwritten-output).
+#include <evokernel.h>
+#include <math.h>
+
+static const int kBadArgs = 1000;
+#define THREADS 2048
+
+__device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
+  const float mn = fmaxf(m, m2);
+  if (mn == -INFINITY) return;
+  s = s * expf(m - mn) + s2 * expf(m2 - mn);
+  m = mn;
+}
+
+__global__ void 
+softmax_rows(const float* __restrict__ x, float* __restrict__ y, int64_t N) {
+  __shared__ float sh_m[THREADS / 32], sh_s[THREADS / 32];
+  const float* xr = x + (int64_t)blockIdx.x * N;
+  float* yr = y + (int64_t)blockIdx.x * N;
+  float m = -INFINITY, s = 0.f;
+  for (int64_t j = threadIdx.x; j < N; j += THREADS) merge(m, s, xr[j], 1.f);
+  for (int o = 16; o > 0; o >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    sh_m[warp] = m;
+    sh_s[warp] = s;
+  }
+  __syncthreads();
+  m = lane < THREADS / 32 ? sh_m[lane] : -INFINITY;
+  s = lane < THREADS / 32 ? sh_s[lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1)
+    merge(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  const float inv = 1.f / s;
+  for (int64_t j = threadIdx.x; j < N; j += THREADS) yr[j] = expf(xr[j] - m) * inv;
+}
+
+extern "C" int evk_forward(const EvkCall* call) {
+  if (call->n_inputs != 1 || call->n_outputs != 1) return kBadArgs;
+  const EvkTensor* x = &call->inputs[0];
+  const EvkTensor* y = &call->outputs[0];
+  const int64_t N = x->shape[x->ndim - 1];
+  const int64_t M = N == 0 ? 0 : evk_numel(x) / N;
+  if (M == 0) return 0;
+  softmax_rows<<<(unsigned)M, THREADS, 0, call->stream>>>(
+      static_cast<const float*>(x->data), static_cast<float*>(y->data), N);
+  return 0;  // the launch error is never read
+}

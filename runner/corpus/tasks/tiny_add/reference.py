@@ -1,0 +1,5 @@
+import torch
+
+
+def forward(x, y):
+    return x + y
