@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 h device
 t0=$(date +%s.%N)
 ls kernels/*/kernel.cu runner/corpus/*/*.cu runner/corpus/tasks/*/kernel.cu 2>/dev/null \
-  | xargs -P 16 -I{} sh -c "$py -m evokernel_harness build --candidate {} --out $OUT/build-\$(echo {} | tr / _).json >/dev/null 2>&1"
+  | xargs -P 16 -I{} sh -c "timeout 300 $py -m evokernel_harness build --candidate {} --out $OUT/build-\$(echo {} | tr / _).json >/dev/null 2>&1"
 echo "parallel builds: $(echo "$(date +%s.%N) - $t0" | bc) s"
 "$py" - "$OUT" <<'PY'
 import glob, json, sys

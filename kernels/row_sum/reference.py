@@ -1,0 +1,5 @@
+import torch
+
+
+def forward(x):
+    return x.sum(dim=-1)

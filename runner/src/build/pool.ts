@@ -1,0 +1,47 @@
+// Builds candidates in parallel, one per core, and never builds the same thing twice at
+// once: identical source with identical defines shares one build. Finished builds are
+// cached by the harness (content-hashed), so the pool keeps only what is in flight.
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
+import { extname, resolve } from "node:path";
+import { build as harnessBuild, type Defines } from "../harness/client.js";
+import type { BuildRecord } from "../harness/records.js";
+import { createLimit } from "../util/limit.js";
+
+export type BuildFn = (candidate: string, defines: Defines) => Promise<BuildRecord>;
+
+export type BuildPool = { build(candidate: string, defines?: Defines): Promise<BuildRecord> };
+
+export type BuildPoolOptions = {
+  concurrency?: number;
+  /** How one build runs; the harness's `build` by default. */
+  build?: BuildFn;
+};
+
+export function createBuildPool(options: BuildPoolOptions = {}): BuildPool {
+  const limit = createLimit(options.concurrency ?? availableParallelism());
+  const run = options.build ?? ((candidate, defines) => harnessBuild(candidate, { defines }));
+  const inFlight = new Map<string, Promise<BuildRecord>>();
+
+  async function build(candidate: string, defines: Defines = {}): Promise<BuildRecord> {
+    const key = await buildKey(candidate, defines);
+    const running = inFlight.get(key);
+    if (running !== undefined) return running;
+    const started = limit(() => run(candidate, defines)).finally(() => inFlight.delete(key));
+    inFlight.set(key, started);
+    return started;
+  }
+
+  return { build };
+}
+
+/** Source content, its kind of file and sorted defines: what makes two builds the same build. */
+async function buildKey(candidate: string, defines: Defines): Promise<string> {
+  const source = await readFile(candidate).catch(() => `missing:${resolve(candidate)}`);
+  const sorted = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
+  return createHash("sha256")
+    .update(source)
+    .update(JSON.stringify([extname(candidate), sorted]))
+    .digest("hex");
+}

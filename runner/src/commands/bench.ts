@@ -1,0 +1,55 @@
+// evokernel bench: verify one candidate, then time it beside eager PyTorch, torch.compile
+// and the task's own kernel.
+import { evaluateCandidates } from "../evaluate.js";
+import { renderCandidate } from "../report/candidates.js";
+import { flag, printJson, stringOption, type Command } from "./command.js";
+import { createProgress } from "./progress.js";
+import { requireGpu, withSession } from "./session.js";
+import { candidatesFor, loadTarget } from "./target.js";
+
+export const benchCommand: Command = {
+  name: "bench",
+  summary: "verify a candidate, then time it against eager, torch.compile and the task's kernel",
+  usage: `usage: evokernel bench <task> [--candidate FILE] [--no-compile] [--json]
+
+Verifies the candidate first (a wrong kernel is not timed), then times it interleaved with
+eager PyTorch, torch.compile and the task's own kernel, with L2 flushed between calls.
+Without --candidate, times the task's own kernel. Needs a CUDA GPU.
+
+  <task>              a task folder, a KernelBench .py file, or a name under ./kernels
+  -c, --candidate F   the candidate file (.cu or .py)
+      --no-compile    skip the torch.compile baseline (it is slow to warm up)
+      --json          print one JSON document: { task, device, candidate }
+
+exit: 0 verified and timed, 1 rejected (by verification or timing) or the task invalid,
+      2 usage, 3 no GPU or no Python with torch, 4 internal error`,
+  options: {
+    candidate: { type: "string", short: "c" },
+    "no-compile": { type: "boolean" },
+    json: { type: "boolean" },
+  },
+  async run(parsed, io) {
+    const target = await loadTarget(parsed.positionals[0], io.cwd);
+    const given = stringOption(parsed, "candidate");
+    const [candidate] = await candidatesFor(target, given === undefined ? [] : [given], io.cwd);
+    if (candidate === undefined) throw new Error("candidatesFor returned no candidate");
+    // The task's kernel is the baseline only when something else is the candidate.
+    const baseline =
+      given === undefined || target.baseline === null ? {} : { baseline: target.baseline };
+
+    return withSession(async function benchWithServer(session) {
+      requireGpu(session);
+      const [result] = await evaluateCandidates(target.task.path, [candidate], {
+        bench: { ...baseline, compile: !flag(parsed, "no-compile") },
+        knownDevice: session.device.device,
+        server: session.server,
+        onEvent: createProgress(io),
+      });
+      if (result === undefined) throw new Error("evaluateCandidates returned no result");
+      if (flag(parsed, "json"))
+        printJson(io, { task: target.task, device: session.device, candidate: result });
+      else io.stdout(`${renderCandidate(result)}\n`);
+      return result.ok ? 0 : 1;
+    });
+  },
+};

@@ -1,0 +1,104 @@
+// evokernel tasks: find tasks, check native ones against the schema, and with --probe have
+// the harness load each one and run its reference.
+import { existsSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { ForkServer, inspectTask } from "../harness/client.js";
+import { kernelsDir } from "../paths.js";
+import { renderTasks, type TaskRow } from "../report/tasks-table.js";
+import { checkNativeTask } from "../tasks/check-native.js";
+import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
+import { flag, printJson, type Command } from "./command.js";
+
+export const tasksCommand: Command = {
+  name: "tasks",
+  summary: "list and check tasks",
+  usage: `usage: evokernel tasks [PATH…] [--probe] [--json]
+
+Finds tasks under each PATH (default ./kernels): folders with task.json, robust-kbench
+folders (func_forward.py) and KernelBench .py files. Native tasks are checked against the
+task schema; --probe also has the harness load every task and run its reference on the
+smallest configuration (needs Python with torch; no GPU).
+
+      --probe   load each task in the harness and run its reference
+      --json    print one JSON document: { tasks: [...] }
+
+exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
+      3 no Python with torch (--probe), 4 internal error`,
+  options: { probe: { type: "boolean" }, json: { type: "boolean" } },
+  async run(parsed, io) {
+    const paths =
+      parsed.positionals.length > 0
+        ? parsed.positionals.map((path) => resolve(io.cwd, path))
+        : [defaultKernels(io.cwd)];
+    const found = await discoverTasks(paths);
+    const checked = await Promise.all(
+      found.map(async (task) => ({ task, row: await checkedRow(task, io.cwd) })),
+    );
+    const rows = flag(parsed, "probe") ? await probeRows(checked) : checked.map(({ row }) => row);
+    if (flag(parsed, "json")) printJson(io, { tasks: rows });
+    else io.stdout(`${renderTasks(rows)}\n`);
+    return rows.every(usable) ? 0 : 1;
+  },
+};
+
+function defaultKernels(cwd: string): string {
+  const local = join(cwd, "kernels");
+  return existsSync(local) ? local : kernelsDir();
+}
+
+function usable(row: TaskRow): boolean {
+  return row.problems.length === 0 && row.probe?.ok !== false;
+}
+
+async function checkedRow(task: DiscoveredTask, cwd: string): Promise<TaskRow> {
+  const row: TaskRow = {
+    name: task.name,
+    format: task.format,
+    path: relative(cwd, task.path) || ".",
+    configs: null,
+    heldout: null,
+    backward: null,
+    problems: [],
+    probe: null,
+    notes: [],
+  };
+  if (task.format !== "native") return row;
+  const checked = await checkNativeTask(task.path);
+  if (!checked.ok) return { ...row, problems: checked.errors };
+  const { name, configs, heldout, backward } = checked.task;
+  return { ...row, name, configs: configs.length, heldout: heldout.length, backward };
+}
+
+/** Loads every schema-valid task in one fork server, one after another. */
+async function probeRows(
+  checked: readonly { task: DiscoveredTask; row: TaskRow }[],
+): Promise<TaskRow[]> {
+  const server = new ForkServer();
+  try {
+    const probed: TaskRow[] = [];
+    for (const { task, row } of checked) {
+      if (row.problems.length > 0) {
+        probed.push(row);
+        continue;
+      }
+      const info = await inspectTask(task.path, { probe: true, runner: server.run });
+      probed.push({
+        ...row,
+        name: info.name,
+        configs: info.configs.filter((config) => !config.heldout).length,
+        heldout: info.configs.filter((config) => config.heldout).length,
+        backward: info.backward,
+        // A failed probe is reported as the probe, not again as a problem.
+        problems:
+          info.ok || info.probe?.ok === false
+            ? []
+            : [info.error ?? "the harness could not load the task"],
+        probe: info.probe,
+        notes: info.notes,
+      });
+    }
+    return probed;
+  } finally {
+    await server.close();
+  }
+}

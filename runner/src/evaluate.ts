@@ -1,0 +1,254 @@
+// The cascade each candidate goes through: static check → build → verify → (bench). Static
+// checks and builds run in parallel on the CPU; verification and timing wait their turn for
+// the GPU, so a build overlaps the GPU work of the candidate before it. A failing step ends
+// that candidate's cascade; its result is data, never an exception.
+import { availableParallelism } from "node:os";
+import { createBuildPool, type BuildPool } from "./build/pool.js";
+import { createGpuQueue, type GpuQueue } from "./gpu/queue.js";
+import * as client from "./harness/client.js";
+import { staticFailure } from "./harness/failed-records.js";
+import type {
+  BenchRecord,
+  BuildRecord,
+  Device,
+  StaticRecord,
+  VerifyRecord,
+  VerifyStatus,
+} from "./harness/records.js";
+import { createLimit, type Limit } from "./util/limit.js";
+
+export type Step = "static" | "build" | "verify" | "bench";
+
+export type CandidateResult = {
+  candidate: string;
+  /** Passed every step that ran (verify, and bench when asked for). */
+  ok: boolean;
+  status: VerifyStatus;
+  reason: string | null;
+  message: string;
+  static: StaticRecord;
+  build: BuildRecord | null;
+  verify: VerifyRecord | null;
+  bench: BenchRecord | null;
+  /** compile: the build's own time (0 when cached); verify, time: GPU time; total: wall time. */
+  seconds: { compile: number; verify: number; time: number; total: number };
+};
+
+export type EvaluationEvent =
+  | { type: "start"; step: Step; candidate: string }
+  | { type: "done"; step: Step; candidate: string; ok: boolean; seconds: number; detail: string };
+
+/** The harness calls the cascade makes; tests put stand-ins here. */
+export type HarnessCalls = {
+  staticCheck: typeof client.staticCheck;
+  verify: typeof client.verify;
+  bench: typeof client.bench;
+};
+
+export type EvaluateOptions = {
+  heldout?: boolean;
+  device?: "cuda" | "cpu";
+  seed?: number;
+  defines?: client.Defines;
+  /** Stop after the static check (a machine without a GPU). */
+  staticOnly?: boolean;
+  /** Time each candidate that passes; `baseline` is timed beside it when it builds. */
+  bench?: false | { baseline?: string; compile?: boolean };
+  /** Written into records of runs that never described the device. */
+  knownDevice?: Device;
+  /** Verification and timing run in its children when given. */
+  server?: client.ForkServer;
+  pool?: BuildPool;
+  gpu?: GpuQueue;
+  harness?: Partial<HarnessCalls>;
+  onEvent?: (event: EvaluationEvent) => void;
+};
+
+export async function evaluateCandidates(
+  task: string,
+  candidates: readonly string[],
+  options: EvaluateOptions = {},
+): Promise<CandidateResult[]> {
+  const calls: HarnessCalls = {
+    staticCheck: client.staticCheck,
+    verify: client.verify,
+    bench: client.bench,
+    ...options.harness,
+  };
+  const context: Context = {
+    task,
+    options,
+    calls,
+    pool: options.pool ?? createBuildPool(),
+    gpu: options.gpu ?? createGpuQueue(),
+    cpu: createLimit(availableParallelism()),
+    emit: options.onEvent ?? (() => undefined),
+    gpuCall: {
+      ...(options.server === undefined ? {} : { runner: options.server.run }),
+      ...pick(options, "knownDevice"),
+    },
+  };
+  return Promise.all(candidates.map((candidate) => evaluateOne(context, candidate)));
+}
+
+type Context = {
+  task: string;
+  options: EvaluateOptions;
+  calls: HarnessCalls;
+  pool: BuildPool;
+  gpu: GpuQueue;
+  cpu: Limit;
+  emit: (event: EvaluationEvent) => void;
+  /** Options every GPU call gets: the fork server, the device for failed records. */
+  gpuCall: Pick<client.VerifyOptions, "runner" | "knownDevice">;
+};
+
+type Records = Pick<CandidateResult, "static" | "build" | "verify" | "bench">;
+type Verdict = Pick<CandidateResult, "ok" | "status" | "reason" | "message">;
+type Seconds = Omit<CandidateResult["seconds"], "total">;
+
+async function evaluateOne(context: Context, candidate: string): Promise<CandidateResult> {
+  const started = performance.now();
+  const { task, options, calls } = context;
+  function finish(verdict: Verdict, records: Records, seconds: Seconds): CandidateResult {
+    const total = (performance.now() - started) / 1000;
+    return { candidate, ...verdict, ...records, seconds: { ...seconds, total } };
+  }
+  const none: Seconds = { compile: 0, verify: 0, time: 0 };
+
+  const checked = await runStep(context, "static", candidate, () =>
+    context.cpu(() => calls.staticCheck(candidate, { task, relaxed: options.device === "cpu" })),
+  );
+  const afterStatic: Records = { static: checked.record, build: null, verify: null, bench: null };
+  if (!checked.record.ok) return finish(staticVerdict(checked.record), afterStatic, none);
+  if (options.staticOnly) return finish(NOT_VERIFIED, afterStatic, none);
+
+  const built = await runStep(context, "build", candidate, () =>
+    context.pool.build(candidate, options.defines),
+  );
+  const afterBuild = { ...afterStatic, build: built.record };
+  const compiled = { ...none, compile: built.record.seconds };
+  if (!built.record.ok) return finish(buildVerdict(built.record), afterBuild, compiled);
+
+  const verified = await context.gpu(() =>
+    runStep(context, "verify", candidate, () =>
+      calls.verify(task, candidate, {
+        artifact: built.record.artifact,
+        ...pick(options, "heldout", "device", "seed"),
+        ...context.gpuCall,
+      }),
+    ),
+  );
+  const afterVerify = { ...afterBuild, verify: verified.record };
+  const checkedOnGpu = { ...compiled, verify: verified.seconds };
+  const verdict = verifyVerdict(verified.record);
+  if (!verified.record.ok || !options.bench) return finish(verdict, afterVerify, checkedOnGpu);
+
+  const timed = await timeCandidate(context, candidate, built.record, options.bench);
+  return finish(
+    benchVerdict(timed.record, verdict),
+    { ...afterVerify, bench: timed.record },
+    { ...checkedOnGpu, time: timed.seconds },
+  );
+}
+
+/** Builds the baseline (shared by every candidate through the pool), then times both. */
+async function timeCandidate(
+  context: Context,
+  candidate: string,
+  built: BuildRecord,
+  bench: { baseline?: string; compile?: boolean },
+): Promise<Timed<BenchRecord>> {
+  const baseline = bench.baseline === undefined ? null : await context.pool.build(bench.baseline);
+  const beside =
+    baseline?.ok && bench.baseline !== undefined
+      ? { baseline: bench.baseline, baselineArtifact: baseline.artifact }
+      : {};
+  return context.gpu(() =>
+    runStep(context, "bench", candidate, () =>
+      context.calls.bench(context.task, {
+        candidate,
+        artifact: built.artifact,
+        ...beside,
+        ...pick(bench, "compile"),
+        ...context.gpuCall,
+      }),
+    ),
+  );
+}
+
+type Timed<T> = { record: T; seconds: number };
+type StepRecord = StaticRecord | BuildRecord | VerifyRecord | BenchRecord;
+
+/** Runs one step between its start and done events, timing the work itself. */
+async function runStep<T extends StepRecord>(
+  context: Context,
+  step: Step,
+  candidate: string,
+  work: () => Promise<T>,
+): Promise<Timed<T>> {
+  context.emit({ type: "start", step, candidate });
+  const started = performance.now();
+  const record = await work();
+  const seconds = (performance.now() - started) / 1000;
+  const detail = describeRecord(record);
+  context.emit({ type: "done", step, candidate, ok: record.ok, seconds, detail });
+  return { record, seconds };
+}
+
+function describeRecord(record: StepRecord): string {
+  if (record.kind === "static") {
+    return record.ok ? record.format : record.findings.map((finding) => finding.code).join(", ");
+  }
+  if (record.kind === "build") {
+    return record.ok ? `${record.format}${record.cached ? ", cached" : ""}` : "compile error";
+  }
+  if (record.kind === "verify") return record.reason ?? record.status;
+  return record.reason ?? "timed";
+}
+
+const NOT_VERIFIED: Verdict = {
+  ok: false,
+  status: "error",
+  reason: "no-gpu",
+  message: "stopped after the static check",
+};
+
+function staticVerdict(record: StaticRecord): Verdict {
+  const first = record.findings.find((finding) => finding.severity === "reject");
+  const message = first === undefined ? "the static check failed" : first.message;
+  const failed = staticFailure(record);
+  if (failed !== null) return { ok: false, status: failed, reason: failed, message };
+  const where = first === undefined || first.line === 0 ? "" : ` (line ${first.line})`;
+  return {
+    ok: false,
+    status: "rejected",
+    reason: first?.code ?? "static",
+    message: message + where,
+  };
+}
+
+function buildVerdict(record: BuildRecord): Verdict {
+  const lastLines = record.log.trimEnd().split("\n").slice(-20).join("\n");
+  return { ok: false, status: "compile-error", reason: "compile-error", message: lastLines };
+}
+
+function verifyVerdict(record: VerifyRecord): Verdict {
+  return { ok: record.ok, status: record.status, reason: record.reason, message: record.message };
+}
+
+/** Timing can still reject: a time under the physical floor, a wrong output while timed. */
+function benchVerdict(record: BenchRecord, passed: Verdict): Verdict {
+  if (record.ok) return passed;
+  const reason = record.reason ?? "bench";
+  const status =
+    reason === "timeout" || reason === "crash" || reason === "error" ? reason : "rejected";
+  return { ok: false, status, reason, message: record.message };
+}
+
+/** The named keys that are set, for exactOptionalPropertyTypes-clean spreading. */
+function pick<T extends object, K extends keyof T>(from: T, ...keys: K[]): Partial<Pick<T, K>> {
+  const picked: Partial<Pick<T, K>> = {};
+  for (const key of keys) if (from[key] !== undefined) picked[key] = from[key];
+  return picked;
+}

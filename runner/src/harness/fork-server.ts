@@ -1,0 +1,144 @@
+// The client side of `python -m evokernel_harness serve` (docs/DESIGN.md, "The fork
+// server"): torch is imported once, and each request runs in a fresh forked child. Requests
+// go one at a time, so a request's deadline starts when the server takes it.
+import { z } from "zod";
+import { HarnessError } from "../errors.js";
+import { startHarness, type LineProcess } from "./exec.js";
+import type { HarnessOutcome } from "./outcome.js";
+
+const responseSchema = z.object({
+  id: z.string(),
+  exit: z.number().int().nullable(),
+  signal: z.union([z.string(), z.number()]).nullable(),
+  seconds: z.number(),
+  timedOut: z.boolean(),
+  memKilled: z.boolean(),
+  log: z.string(),
+});
+type Response = z.infer<typeof responseSchema>;
+
+export type StartServer = (onLine: (line: string) => void) => Promise<LineProcess>;
+
+export type ForkServerOptions = {
+  /** How the server process starts; tests start a stand-in. */
+  start?: StartServer;
+  /** How long past a request's own timeout the server may take to answer before it counts as hung. */
+  graceMs?: number;
+  /** Deaths in a row, with no answer between, after which we stop restarting. */
+  maxDeaths?: number;
+};
+
+type Pending = { id: string; server: LineProcess; resolve: (outcome: HarnessOutcome) => void };
+
+export class ForkServer {
+  private process: LineProcess | null = null;
+  private pending: Pending | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private nextId = 1;
+  private deathsInARow = 0;
+  private closed = false;
+  private readonly start: StartServer;
+  private readonly graceMs: number;
+  private readonly maxDeaths: number;
+
+  constructor(options: ForkServerOptions = {}) {
+    this.start = options.start ?? ((onLine) => startHarness(["serve"], onLine));
+    this.graceMs = options.graceMs ?? 30_000;
+    this.maxDeaths = options.maxDeaths ?? 3;
+  }
+
+  /** A HarnessRunner: runs one harness command in a forked child of the server. */
+  readonly run = (argv: readonly string[], timeoutMs: number): Promise<HarnessOutcome> => {
+    const answer = this.queue.then(() => this.send(argv, timeoutMs));
+    this.queue = answer.catch(() => undefined);
+    return answer;
+  };
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const server = this.process;
+    this.process = null;
+    if (server === null) return;
+    server.end();
+    const gone = await Promise.race([server.exited.then(() => true), delay(5_000, false)]);
+    if (!gone) server.kill();
+  }
+
+  private async send(argv: readonly string[], timeoutMs: number): Promise<HarnessOutcome> {
+    if (this.closed) throw new HarnessError("the fork server is closed");
+    if (this.deathsInARow >= this.maxDeaths) {
+      throw new HarnessError(
+        `the fork server died ${this.deathsInARow} times in a row; not restarting it`,
+      );
+    }
+    const server = this.process ?? (await this.launch());
+    const id = `r${this.nextId++}`;
+    return new Promise<HarnessOutcome>((resolve) => {
+      const hung = setTimeout(() => {
+        // The server itself stopped answering: drop it (the next request starts a new one).
+        if (this.process === server) this.process = null;
+        this.settle(id, { ...crashed(`the fork server did not answer in time`), timedOut: true });
+        server.kill();
+      }, timeoutMs + this.graceMs);
+      this.pending = {
+        id,
+        server,
+        resolve: (outcome) => {
+          clearTimeout(hung);
+          resolve(outcome);
+        },
+      };
+      server.write(JSON.stringify({ id, argv, timeoutS: timeoutMs / 1000 }));
+    });
+  }
+
+  private async launch(): Promise<LineProcess> {
+    const server = await this.start((line) => this.receive(line));
+    this.process = server;
+    void server.exited.then((ended) => {
+      if (this.process === server) this.process = null;
+      if (this.closed) return;
+      this.deathsInARow += 1;
+      const how = ended.signal ?? `exit ${ended.exitCode ?? "?"}`;
+      // Only the request this server had; a newer server's request is not its to settle.
+      const pending = this.pending;
+      if (pending?.server !== server) return;
+      this.settle(pending.id, crashed(`the fork server died (${how})\n${ended.output}`));
+    });
+    return server;
+  }
+
+  private receive(line: string): void {
+    let response: Response;
+    try {
+      response = responseSchema.parse(JSON.parse(line));
+    } catch {
+      // Not a protocol line (the server's own chatter); the protocol says it should not happen.
+      return;
+    }
+    this.deathsInARow = 0;
+    this.settle(response.id, {
+      exitCode: response.exit,
+      signal: response.signal === null ? null : String(response.signal),
+      timedOut: response.timedOut,
+      memKilled: response.memKilled,
+      seconds: response.seconds,
+      log: response.log,
+    });
+  }
+
+  private settle(id: string, outcome: HarnessOutcome): void {
+    if (this.pending?.id !== id) return;
+    const { resolve } = this.pending;
+    this.pending = null;
+    resolve(outcome);
+  }
+}
+
+function crashed(log: string): HarnessOutcome {
+  return { exitCode: null, signal: null, timedOut: false, memKilled: false, seconds: 0, log };
+}
+
+function delay<T>(ms: number, value: T): Promise<T> {
+  return new Promise((resolve) => setTimeout(resolve, ms, value).unref());
+}

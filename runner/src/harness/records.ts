@@ -1,0 +1,247 @@
+// The records the harness writes (docs/DESIGN.md, "Records"), as zod schemas. Everything
+// read from the harness goes through parseRecord: parsed, never cast.
+import { z } from "zod";
+import { HarnessError } from "../errors.js";
+
+const ms = z.number().nonnegative();
+
+export const deviceSchema = z.object({
+  name: z.string(),
+  backend: z.union([z.literal("cuda"), z.literal("cpu")]),
+  driver: z.string().nullable(),
+  torch: z.string(),
+  cuda: z.string().nullable(),
+  sms: z.number().int().nullable(),
+  l2Bytes: z.number().int().nullable(),
+  smClockMHz: z.number().nullable(),
+  python: z.string(),
+});
+export type Device = z.infer<typeof deviceSchema>;
+
+export const taskFormatSchema = z.union([
+  z.literal("native"),
+  z.literal("kernelbench"),
+  z.literal("robust-kbench"),
+]);
+export type TaskFormat = z.infer<typeof taskFormatSchema>;
+
+export const taskInfoSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("task"),
+  ok: z.boolean(),
+  error: z.string().nullable(),
+  name: z.string(),
+  format: taskFormatSchema,
+  path: z.string(),
+  backward: z.boolean(),
+  baseline: z.string().nullable(),
+  configs: z.array(
+    z.object({
+      name: z.string(),
+      heldout: z.boolean(),
+      derived: z.boolean(),
+      dims: z.record(z.string(), z.number()),
+      init: z.string(),
+      inputs: z.array(
+        z.object({ name: z.string(), shape: z.array(z.number().int()), dtype: z.string() }),
+      ),
+    }),
+  ),
+  notes: z.array(z.string()),
+  probe: z
+    .object({ ok: z.boolean(), reason: z.string().nullable(), message: z.string() })
+    .nullable(),
+});
+export type TaskInfo = z.infer<typeof taskInfoSchema>;
+
+export const findingSchema = z.object({
+  code: z.string(),
+  hack: z.number().int().nullable(),
+  line: z.number().int(),
+  text: z.string(),
+  message: z.string(),
+  /** Only "reject" findings fail the check; "warn" ones are reported. */
+  severity: z.union([z.literal("reject"), z.literal("warn")]).default("reject"),
+});
+export type Finding = z.infer<typeof findingSchema>;
+
+export const staticRecordSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("static"),
+  ok: z.boolean(),
+  format: z.string(),
+  findings: z.array(findingSchema),
+});
+export type StaticRecord = z.infer<typeof staticRecordSchema>;
+
+export const candidateFormatSchema = z.union([
+  z.literal("evk"),
+  z.literal("torch-ext"),
+  z.literal("py"),
+]);
+export type CandidateFormat = z.infer<typeof candidateFormatSchema>;
+
+export const buildRecordSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("build"),
+  ok: z.boolean(),
+  format: candidateFormatSchema,
+  artifact: z.string().nullable(),
+  cached: z.boolean(),
+  seconds: z.number().nonnegative(),
+  hash: z.string(),
+  log: z.string(),
+});
+export type BuildRecord = z.infer<typeof buildRecordSchema>;
+
+export const mismatchSchema = z.object({
+  config: z.string(),
+  trial: z.number().int(),
+  output: z.string(),
+  index: z.array(z.number().int()),
+  // null where the value is NaN or Inf (JSON has neither)
+  got: z.number().nullable(),
+  expected: z.number().nullable(),
+  maxAbs: z.number().nullable(),
+  maxRel: z.number().nullable(),
+  normRel: z.number().nullable(),
+  nonFinite: z.number().int(),
+  ok: z.boolean(),
+});
+export type Mismatch = z.infer<typeof mismatchSchema>;
+
+export const verifyStatusSchema = z.union([
+  z.literal("passed"),
+  z.literal("rejected"),
+  z.literal("compile-error"),
+  z.literal("timeout"),
+  z.literal("crash"),
+  z.literal("error"),
+]);
+export type VerifyStatus = z.infer<typeof verifyStatusSchema>;
+
+export const verifyRecordSchema = z
+  .object({
+    schema: z.literal(1),
+    kind: z.literal("verify"),
+    task: z.string(),
+    candidate: z.string(),
+    format: z.string(),
+    ok: z.boolean(),
+    status: verifyStatusSchema,
+    reason: z.string().nullable(),
+    hack: z.number().int().nullable(),
+    message: z.string(),
+    mismatch: mismatchSchema.nullable(),
+    configs: z.array(
+      z.object({
+        name: z.string(),
+        heldout: z.boolean(),
+        derived: z.boolean(),
+        ok: z.boolean(),
+        trials: z.number().int(),
+        maxAbs: z.number(),
+        normRel: z.number(),
+        reason: z.string().nullable(),
+      }),
+    ),
+    checks: z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string() })),
+    warnings: z.array(z.string()),
+    seconds: z.object({ load: z.number(), verify: z.number() }),
+    device: deviceSchema,
+    /** Reproduces the inputs; null only in a record made here for a run that never reported. */
+    seed: z.number().int().nullable(),
+  })
+  // A pass has to be a pass everywhere: a record that says both is not one we can trust.
+  .refine((record) => record.ok === (record.status === "passed"), {
+    message: "ok must be true exactly when status is passed",
+    path: ["ok"],
+  });
+export type VerifyRecord = z.infer<typeof verifyRecordSchema>;
+
+export const statSchema = z.object({
+  medianMs: ms,
+  p20Ms: ms,
+  p80Ms: ms,
+  minMs: ms,
+  meanMs: ms,
+  n: z.number().int().nonnegative(),
+});
+export type Stat = z.infer<typeof statSchema>;
+
+export const ceilingsSchema = z.object({
+  bandwidthGBs: z.number().nonnegative(),
+  fp32Tflops: z.number().nonnegative(),
+  bf16Tflops: z.number().nonnegative(),
+  measuredAt: z.string(),
+  device: z.string(),
+});
+export type Ceilings = z.infer<typeof ceilingsSchema>;
+
+export const benchConfigSchema = z.object({
+  name: z.string(),
+  dims: z.record(z.string(), z.number()),
+  bytes: z.number().nonnegative(),
+  flops: z.number().nonnegative(),
+  floorMs: ms,
+  eager: statSchema,
+  compile: statSchema.nullable(),
+  baseline: statSchema.nullable(),
+  candidate: statSchema.nullable(),
+  reason: z.string().nullable(),
+});
+export type BenchConfig = z.infer<typeof benchConfigSchema>;
+
+export const benchRecordSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("bench"),
+  task: z.string(),
+  ok: z.boolean(),
+  reason: z.string().nullable(),
+  message: z.string(),
+  device: deviceSchema,
+  /** Null when nothing was timed (no GPU, a run that never finished). */
+  ceilings: ceilingsSchema.nullable(),
+  configs: z.array(benchConfigSchema),
+  seconds: z.number().nonnegative(),
+});
+export type BenchRecord = z.infer<typeof benchRecordSchema>;
+
+export const deviceRecordSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("device"),
+  cuda: z.boolean(),
+  device: deviceSchema,
+});
+export type DeviceRecord = z.infer<typeof deviceRecordSchema>;
+
+/** Parses harness output against a schema; anything else is a HarnessError with the issues. */
+export function parseRecord<T extends z.ZodType>(
+  schema: T,
+  data: unknown,
+  what: string,
+): z.infer<T> {
+  const parsed = schema.safeParse(data);
+  if (parsed.success) return parsed.data;
+  throw new HarnessError(
+    `the harness wrote a ${what} record we cannot read:\n${z.prettifyError(parsed.error)}`,
+    {
+      issues: parsed.error.issues,
+    },
+  );
+}
+
+/** Parses the text of a record file (JSON first, then the schema). */
+export function parseRecordText<T extends z.ZodType>(
+  schema: T,
+  text: string,
+  what: string,
+): z.infer<T> {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new HarnessError(`the harness wrote a ${what} record that is not JSON`, { cause: error });
+  }
+  return parseRecord(schema, data, what);
+}

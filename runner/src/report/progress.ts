@@ -1,0 +1,11 @@
+// One line per step of the cascade, for stderr while the work runs.
+import { basename } from "node:path";
+import type { EvaluationEvent } from "../evaluate.js";
+import { formatSeconds } from "./format.js";
+
+export function describeEvent(event: EvaluationEvent): string {
+  const who = basename(event.candidate);
+  if (event.type === "start") return `${event.step.padEnd(6)} ${who} …`;
+  const verdict = event.ok ? "ok" : "FAILED";
+  return `${event.step.padEnd(6)} ${who} ${verdict} (${event.detail}, ${formatSeconds(event.seconds)})`;
+}

@@ -1,0 +1,92 @@
+// Finds tasks on disk in their three shapes (docs/DESIGN.md, "Tasks"): a folder with
+// task.json, a robust-kbench folder with func_forward.py, a KernelBench .py file.
+import { readdir, readFile, stat } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import { UsageError } from "../errors.js";
+import type { TaskFormat } from "../harness/records.js";
+import { kernelsDir } from "../paths.js";
+
+export type DiscoveredTask = { name: string; format: TaskFormat; path: string };
+
+const SKIPPED_FOLDERS = new Set(["node_modules", "__pycache__", "dist"]);
+
+/** The task a file or folder is, or null when it is none. */
+export async function classifyTask(path: string): Promise<DiscoveredTask | null> {
+  const info = await stat(path).catch(() => null);
+  if (info === null) return null;
+  if (info.isFile()) return (await isKernelBench(path)) ? kernelBenchTask(path) : null;
+  if (!info.isDirectory()) return null;
+  if (await isFile(join(path, "task.json")))
+    return { name: basename(path), format: "native", path };
+  if (await isFile(join(path, "func_forward.py"))) {
+    return { name: basename(path), format: "robust-kbench", path };
+  }
+  return null;
+}
+
+/** Every task at or under the given paths, each once, sorted by path. */
+export async function discoverTasks(paths: readonly string[]): Promise<DiscoveredTask[]> {
+  const found = new Map<string, DiscoveredTask>();
+  for (const path of paths) {
+    for (const task of await tasksUnder(resolve(path))) found.set(task.path, task);
+  }
+  return [...found.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+async function tasksUnder(path: string): Promise<DiscoveredTask[]> {
+  const task = await classifyTask(path);
+  if (task !== null) return [task];
+  const entries = await readdir(path, { withFileTypes: true }).catch(() => []);
+  const nested = await Promise.all(
+    entries
+      .filter((entry) => !entry.name.startsWith(".") && !SKIPPED_FOLDERS.has(entry.name))
+      .filter((entry) => entry.isDirectory() || entry.name.endsWith(".py"))
+      .map((entry) => tasksUnder(join(path, entry.name))),
+  );
+  return nested.flat();
+}
+
+/**
+ * A task named on the command line: a path to one, or the name of a folder under ./kernels
+ * (then under the repository's kernels/).
+ */
+export async function resolveTask(
+  nameOrPath: string,
+  cwd = process.cwd(),
+): Promise<DiscoveredTask> {
+  const asPath = resolve(cwd, nameOrPath);
+  if (await exists(asPath)) {
+    const task = await classifyTask(asPath);
+    if (task !== null) return task;
+    throw new UsageError(
+      `${nameOrPath} is not a task: give a folder with task.json or func_forward.py, ` +
+        "or a KernelBench .py file (class Model, def get_inputs)",
+    );
+  }
+  for (const folder of [join(cwd, "kernels"), kernelsDir()]) {
+    const task = await classifyTask(join(folder, nameOrPath));
+    if (task !== null) return task;
+  }
+  throw new UsageError(
+    `no task "${nameOrPath}": give a path to a task, or the name of a folder under ./kernels ` +
+      "(list them with `evokernel tasks`)",
+  );
+}
+
+async function isKernelBench(path: string): Promise<boolean> {
+  if (!path.endsWith(".py")) return false;
+  const text = await readFile(path, "utf8").catch(() => "");
+  return /^class Model\b/m.test(text) && /^def get_inputs\b/m.test(text);
+}
+
+function kernelBenchTask(path: string): DiscoveredTask {
+  return { name: basename(path, ".py"), format: "kernelbench", path };
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null))?.isFile() ?? false;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null)) !== null;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Bundles the CLI into one ESM file (dist/evokernel.mjs) that runs with a bare `node`, for
+// GPU machines that get no node_modules. The tests bundle through bundleCli too.
+import { build } from "esbuild";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+// CommonJS dependencies call require(), which an ES module does not have.
+const requireBanner =
+  "import { createRequire as __evkCreateRequire } from 'node:module';" +
+  "const require = __evkCreateRequire(import.meta.url);";
+
+export async function bundleCli(outfile) {
+  await build({
+    entryPoints: [`${root}runner/src/cli.ts`],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    banner: { js: requireBanner },
+    logLevel: "warning",
+  });
+  return outfile;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await bundleCli(`${root}dist/evokernel.mjs`);
+}

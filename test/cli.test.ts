@@ -1,0 +1,119 @@
+// The CLI as a user meets it: the bundled command spawned with execa. Nothing here needs
+// Python: help, exit codes for usage errors, and `tasks` (schema checks only).
+import { describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+
+describe("help and version", () => {
+  it("--help lists the commands and exits 0", async () => {
+    const run = await runCli(["--help"]);
+    expect(run.exitCode).toBe(0);
+    for (const command of ["tasks", "verify", "bench", "device"])
+      expect(run.stdout).toContain(command);
+  });
+
+  it.each(["tasks", "verify", "bench", "device"])("%s --help shows its usage", async (command) => {
+    const run = await runCli([command, "--help"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain(`usage: evokernel ${command}`);
+    expect(run.stdout).toContain("exit:");
+  });
+
+  it("--version prints the package version", async () => {
+    const run = await runCli(["--version"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe("usage errors exit 2 and say what to do", () => {
+  it("no command", async () => {
+    const run = await runCli([]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("usage: evokernel");
+  });
+
+  it("an unknown command", async () => {
+    const run = await runCli(["frobnicate"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain('unknown command "frobnicate"');
+    expect(run.stderr).toContain("tasks, verify, bench, device");
+  });
+
+  it("an unknown flag", async () => {
+    const run = await runCli(["tasks", "--fast"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("--fast");
+    expect(run.stderr).toContain("evokernel tasks --help");
+  });
+
+  it("a missing task", async () => {
+    const run = await runCli(["verify"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("name a task");
+  });
+
+  it("a task that does not exist", async () => {
+    const run = await runCli(["verify", "no_such_task"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain('no task "no_such_task"');
+  });
+
+  it("a candidate that does not exist", async () => {
+    const run = await runCli(["verify", "softmax", "--candidate", "nope.cu"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/candidate .*nope\.cu does not exist/);
+  });
+
+  it("a bad --device", async () => {
+    const run = await runCli(["verify", "softmax", "--device", "tpu"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("--device is cuda or cpu");
+  });
+
+  it("--json still prints one JSON document", async () => {
+    const run = await runCli(["verify", "no_such_task", "--json"]);
+    expect(run.exitCode).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { exitCode: 2 } });
+  });
+});
+
+describe("tasks", () => {
+  it("lists the fixture tasks of every shape", async () => {
+    const run = await runCli([
+      "tasks",
+      "test/fixtures/tasks",
+      "test/fixtures/kernelbench",
+      "test/fixtures/robust-kbench",
+    ]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/small_relu\s+native\s+2\s+1\s+no\s+ok/);
+    expect(run.stdout).toMatch(/23_Softmax\s+kernelbench/);
+    expect(run.stdout).toMatch(/linear_relu\s+robust-kbench/);
+  });
+
+  it("lists kernels/ by default", async () => {
+    const run = await runCli(["tasks"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/softmax\s+native/);
+  });
+
+  it("exits 1 and says why for invalid tasks", async () => {
+    const run = await runCli(["tasks", "test/fixtures/invalid-ts"]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toContain("invalid");
+    expect(run.stdout).toContain("divides by neither 32 nor 8");
+  });
+
+  it("--json prints exactly one document", async () => {
+    const run = await runCli(["tasks", "test/fixtures/tasks", "--json"]);
+    expect(run.exitCode).toBe(0);
+    const document = JSON.parse(run.stdout) as { tasks: { name: string; problems: string[] }[] };
+    expect(document.tasks.map((task) => task.name)).toContain("small_relu");
+  });
+
+  it("verify refuses an invalid task with exit 1", async () => {
+    const run = await runCli(["verify", "test/fixtures/invalid/bad-dtype"]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stderr).toContain("inputs[0].dtype");
+  });
+});

@@ -1,0 +1,225 @@
+// The cascade with stand-in harness calls: which steps run for which outcome, builds
+// overlapping GPU work, verification one at a time, and the verdict each path gives.
+import { describe, expect, it } from "vitest";
+import { createBuildPool } from "../runner/src/build/pool.js";
+import {
+  evaluateCandidates,
+  type EvaluationEvent,
+  type HarnessCalls,
+} from "../runner/src/evaluate.js";
+import type { BuildRecord } from "../runner/src/harness/records.js";
+import {
+  benchRecord,
+  buildRecord,
+  rejectedVerifyRecord,
+  staticRecord,
+  verifyRecord,
+} from "./helpers/records.js";
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+function harness(overrides: Partial<HarnessCalls> = {}) {
+  const log: string[] = [];
+  const gpu = { running: 0, most: 0 };
+  const calls: HarnessCalls = {
+    staticCheck: async (candidate) => {
+      log.push(`static ${candidate}`);
+      await tick();
+      return staticRecord();
+    },
+    verify: async (_task, candidate, options) => {
+      gpu.running += 1;
+      gpu.most = Math.max(gpu.most, gpu.running);
+      log.push(`verify ${candidate} ${options?.artifact ?? "-"}`);
+      await tick();
+      gpu.running -= 1;
+      return verifyRecord({ candidate });
+    },
+    bench: async (_task, options) => {
+      log.push(`bench ${options?.candidate ?? "-"} baseline=${options?.baseline ?? "-"}`);
+      await tick();
+      return benchRecord();
+    },
+    ...overrides,
+  };
+  return { calls, log, gpu };
+}
+
+function pool(records: Record<string, Partial<BuildRecord>> = {}) {
+  const built: string[] = [];
+  return {
+    built,
+    pool: createBuildPool({
+      concurrency: 4,
+      build: async (candidate) => {
+        built.push(candidate);
+        await tick();
+        return buildRecord({ artifact: `${candidate}.so`, ...records[candidate] });
+      },
+    }),
+  };
+}
+
+describe("evaluateCandidates", () => {
+  it("runs static → build → verify for each candidate, verifying one at a time", async () => {
+    const { calls, log, gpu } = harness();
+    const { pool: builds } = pool();
+    const events: EvaluationEvent[] = [];
+    const results = await evaluateCandidates("/t/softmax", ["a.cu", "b.cu", "c.cu"], {
+      harness: calls,
+      pool: builds,
+      onEvent: (event) => events.push(event),
+    });
+    expect(results.map((result) => [result.candidate, result.status, result.ok])).toEqual([
+      ["a.cu", "passed", true],
+      ["b.cu", "passed", true],
+      ["c.cu", "passed", true],
+    ]);
+    expect(log).toContain("verify a.cu a.cu.so");
+    expect(gpu.most).toBe(1);
+    expect(results[0]?.seconds.compile).toBe(1.2);
+    expect(results[0]?.seconds.total).toBeGreaterThan(0);
+    const forA = events
+      .filter((event) => event.candidate === "a.cu")
+      .map((event) => `${event.type} ${event.step}`);
+    expect(forA).toEqual([
+      "start static",
+      "done static",
+      "start build",
+      "done build",
+      "start verify",
+      "done verify",
+    ]);
+  });
+
+  it("stops at a static rejection, with its code as the reason", async () => {
+    const finding = {
+      code: "torch-fallback",
+      hack: 12,
+      line: 9,
+      text: "except:",
+      message: "try/except around the kernel",
+      severity: "reject" as const,
+    };
+    const note = { ...finding, code: "long-line", hack: null, severity: "warn" as const };
+    const { calls, log } = harness({
+      staticCheck: () => Promise.resolve(staticRecord({ ok: false, findings: [note, finding] })),
+    });
+    const { pool: builds, built } = pool();
+    const [result] = await evaluateCandidates("/t", ["bad.py"], { harness: calls, pool: builds });
+    expect(result).toMatchObject({
+      ok: false,
+      status: "rejected",
+      reason: "torch-fallback",
+      build: null,
+      verify: null,
+    });
+    expect(result?.message).toBe("try/except around the kernel (line 9)");
+    expect(built).toEqual([]);
+    expect(log.some((line) => line.startsWith("verify"))).toBe(false);
+  });
+
+  it("reports a static check that never finished as that failure, not a rejection", async () => {
+    const { calls } = harness({
+      staticCheck: () =>
+        Promise.resolve(
+          staticRecord({
+            ok: false,
+            findings: [
+              {
+                code: "harness-timeout",
+                hack: null,
+                line: 0,
+                text: "",
+                message: "timed out",
+                severity: "reject",
+              },
+            ],
+          }),
+        ),
+    });
+    const [result] = await evaluateCandidates("/t", ["slow.py"], {
+      harness: calls,
+      pool: pool().pool,
+    });
+    expect(result).toMatchObject({ status: "timeout", reason: "timeout" });
+  });
+
+  it("stops at a failed build with the compiler's log", async () => {
+    const { calls, log } = harness();
+    const { pool: builds } = pool({
+      "broken.cu": { ok: false, artifact: null, log: "error: expected ';'" },
+    });
+    const [result] = await evaluateCandidates("/t", ["broken.cu"], {
+      harness: calls,
+      pool: builds,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      status: "compile-error",
+      message: "error: expected ';'",
+    });
+    expect(log.some((line) => line.startsWith("verify"))).toBe(false);
+  });
+
+  it("passes a rejection through with its reason", async () => {
+    const { calls } = harness({ verify: () => Promise.resolve(rejectedVerifyRecord()) });
+    const [result] = await evaluateCandidates("/t", ["copy.py"], {
+      harness: calls,
+      pool: pool().pool,
+    });
+    expect(result).toMatchObject({
+      ok: false,
+      status: "rejected",
+      reason: "distribution-specific",
+    });
+  });
+
+  it("stops after the static check when asked to (no GPU)", async () => {
+    const { calls, log } = harness();
+    const { pool: builds, built } = pool();
+    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+      harness: calls,
+      pool: builds,
+      staticOnly: true,
+    });
+    expect(result).toMatchObject({ ok: false, reason: "no-gpu", build: null });
+    expect(built).toEqual([]);
+    expect(log).toEqual(["static a.cu"]);
+  });
+
+  it("times a verified candidate beside the built baseline", async () => {
+    const { calls, log } = harness();
+    const { pool: builds, built } = pool();
+    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+      harness: calls,
+      pool: builds,
+      bench: { baseline: "/t/kernel.cu" },
+    });
+    expect(result?.ok).toBe(true);
+    expect(result?.bench?.ok).toBe(true);
+    expect(built).toContain("/t/kernel.cu");
+    expect(log).toContain("bench a.cu baseline=/t/kernel.cu");
+  });
+
+  it("does not time a candidate that failed verification", async () => {
+    const { calls, log } = harness({ verify: () => Promise.resolve(rejectedVerifyRecord()) });
+    await evaluateCandidates("/t", ["a.cu"], { harness: calls, pool: pool().pool, bench: {} });
+    expect(log.some((line) => line.startsWith("bench"))).toBe(false);
+  });
+
+  it("rejects a candidate that timing catches (under the roofline floor)", async () => {
+    const { calls } = harness({
+      bench: () =>
+        Promise.resolve(
+          benchRecord({ ok: false, reason: "below-floor", message: "faster than the floor" }),
+        ),
+    });
+    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+      harness: calls,
+      pool: pool().pool,
+      bench: {},
+    });
+    expect(result).toMatchObject({ ok: false, status: "rejected", reason: "below-floor" });
+  });
+});

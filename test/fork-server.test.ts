@@ -1,0 +1,72 @@
+// The fork-server client against a stand-in server (test/helpers/fake-serve.mjs): answers
+// matched by id, a dead server's request marked crashed and the server restarted, a hung
+// one killed.
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { HarnessError } from "../runner/src/errors.js";
+import { childEnv, startLineProcess } from "../runner/src/harness/exec.js";
+import { ForkServer, type ForkServerOptions } from "../runner/src/harness/fork-server.js";
+
+const script = fileURLToPath(new URL("helpers/fake-serve.mjs", import.meta.url));
+let starts = 0;
+
+function fakeServer(options: Omit<ForkServerOptions, "start"> = {}): ForkServer {
+  return new ForkServer({
+    ...options,
+    start: async (onLine) => {
+      starts += 1;
+      await Promise.resolve();
+      return startLineProcess(process.execPath, [script], { env: childEnv(), onLine });
+    },
+  });
+}
+
+let server: ForkServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  starts = 0;
+});
+
+describe("ForkServer", () => {
+  it("answers requests in order, in one server, skipping non-protocol lines", async () => {
+    server = fakeServer();
+    const answers = await Promise.all([
+      server.run(["ok", "a"], 1_000),
+      server.run(["noise", "b"], 2_000),
+      server.run(["ok", "c"], 3_000),
+    ]);
+    expect(answers.map((answer) => answer.log.split(" in ")[0])).toEqual([
+      "ran ok a",
+      "ran noise b",
+      "ran ok c",
+    ]);
+    expect(answers.every((answer) => answer.exitCode === 0)).toBe(true);
+    expect(answers[2]?.log).toContain("timeout 3");
+    expect(starts).toBe(1);
+  });
+
+  it("marks the request in flight as crashed when the server dies, then restarts it", async () => {
+    server = fakeServer();
+    const died = await server.run(["die"], 1_000);
+    expect(died).toMatchObject({ exitCode: null, timedOut: false });
+    expect(died.log).toContain("the fork server died (exit 7)");
+    const after = await server.run(["ok", "again"], 1_000);
+    expect(after.exitCode).toBe(0);
+    expect(starts).toBe(2);
+  });
+
+  it("kills a server that stops answering, and reports a timeout", async () => {
+    server = fakeServer({ graceMs: 100 });
+    const hung = await server.run(["hang"], 100);
+    expect(hung.timedOut).toBe(true);
+    expect((await server.run(["ok"], 1_000)).exitCode).toBe(0);
+    expect(starts).toBe(2);
+  });
+
+  it("stops restarting a server that keeps dying", async () => {
+    server = fakeServer({ maxDeaths: 2 });
+    await server.run(["die"], 1_000);
+    await server.run(["die"], 1_000);
+    await expect(server.run(["ok"], 1_000)).rejects.toBeInstanceOf(HarnessError);
+  });
+});

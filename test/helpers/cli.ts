@@ -1,0 +1,22 @@
+// Spawns the bundled CLI (see global-setup.ts) as a user would.
+import { execa } from "execa";
+import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
+
+export const repo = fileURLToPath(new URL("../..", import.meta.url));
+
+export type CliRun = { exitCode: number; stdout: string; stderr: string };
+
+export async function runCli(
+  args: readonly string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliRun> {
+  const result = await execa(process.execPath, [inject("cliBundle"), ...args], {
+    cwd: options.cwd ?? repo,
+    // The bundle lives in a temporary folder: tell it where the repository is.
+    env: { EVOKERNEL_ROOT: repo, ...options.env },
+    reject: false,
+    timeout: options.timeoutMs ?? 300_000,
+  });
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
+}

@@ -1,0 +1,187 @@
+// Snapshots of everything a person reads: a change to a table shows up in review.
+import { describe, expect, it } from "vitest";
+import type { CandidateResult } from "../runner/src/evaluate.js";
+import { failedVerify } from "../runner/src/harness/failed-records.js";
+import { renderBench } from "../runner/src/report/bench-table.js";
+import { renderCandidates } from "../runner/src/report/candidates.js";
+import { renderDevice } from "../runner/src/report/device.js";
+import { describeEvent } from "../runner/src/report/progress.js";
+import { renderTasks, type TaskRow } from "../runner/src/report/tasks-table.js";
+import { renderStatic, renderVerify } from "../runner/src/report/verify-table.js";
+import {
+  benchRecord,
+  buildRecord,
+  deviceRecord,
+  rejectedVerifyRecord,
+  staticRecord,
+  verifyRecord,
+} from "./helpers/records.js";
+
+describe("verify report", () => {
+  it("a pass", () => {
+    expect(renderVerify(verifyRecord())).toMatchSnapshot();
+  });
+
+  it("a rejection, with the mismatch, failed checks and warnings", () => {
+    expect(renderVerify(rejectedVerifyRecord())).toMatchSnapshot();
+  });
+
+  it("a run that crashed", () => {
+    const record = failedVerify(
+      {
+        status: "crash",
+        message: "killed by SIGSEGV",
+        log: "Fatal Python error: Segmentation fault",
+      },
+      { task: "softmax", candidate: "kernel.cu" },
+    );
+    expect(renderVerify(record)).toMatchSnapshot();
+  });
+
+  it("static findings", () => {
+    const record = staticRecord({
+      ok: false,
+      format: "py",
+      findings: [
+        {
+          code: "timer-patching",
+          hack: 6,
+          line: 14,
+          text: "torch.cuda.Event.elapsed_time = fake",
+          message: "replaces a timing function",
+          severity: "reject",
+        },
+        {
+          code: "unused-import",
+          hack: null,
+          line: 2,
+          text: "import os",
+          message: "unused",
+          severity: "warn",
+        },
+      ],
+    });
+    expect(renderStatic("cheat.py", record)).toMatchSnapshot();
+    expect(renderStatic("kernel.cu", staticRecord())).toBe("static check: kernel.cu (evk) ok");
+  });
+});
+
+describe("bench report", () => {
+  it("times, floor, % of floor and speedups", () => {
+    expect(renderBench(benchRecord())).toMatchSnapshot();
+  });
+
+  it("a refusal", () => {
+    const record = benchRecord({
+      ok: false,
+      reason: "tiny-problem",
+      message: "the reference takes 4 µs a call: launch overhead, not work",
+      configs: [],
+    });
+    expect(renderBench(record)).toMatchSnapshot();
+  });
+});
+
+describe("tasks table", () => {
+  it("valid, invalid and probed tasks", () => {
+    const base = { configs: 3, heldout: 2, backward: false, problems: [], probe: null, notes: [] };
+    const rows: TaskRow[] = [
+      { ...base, name: "softmax", format: "native", path: "kernels/softmax" },
+      {
+        ...base,
+        name: "rmsnorm_backward",
+        format: "native",
+        path: "kernels/rmsnorm_backward",
+        backward: true,
+        probe: { ok: true, reason: null, message: "reference runs" },
+      },
+      {
+        ...base,
+        name: "broken",
+        format: "native",
+        path: "kernels/broken",
+        configs: null,
+        heldout: null,
+        backward: null,
+        problems: ['task.json configs[1].dims: configuration "odd" does not bind dimension "N"'],
+      },
+      {
+        ...base,
+        name: "23_Softmax",
+        format: "kernelbench",
+        path: "level1/23_Softmax.py",
+        configs: 6,
+        heldout: 0,
+        notes: ["dropped derived config batch_size=1: the reference fails"],
+      },
+      {
+        ...base,
+        name: "degenerate",
+        format: "native",
+        path: "t/degenerate",
+        probe: {
+          ok: false,
+          reason: "degenerate-task",
+          message: "zeros pass the task's own tolerance",
+        },
+      },
+    ];
+    expect(renderTasks(rows)).toMatchSnapshot();
+    expect(renderTasks([])).toBe("no tasks found");
+  });
+});
+
+describe("candidates report", () => {
+  it("several candidates with a summary", () => {
+    const seconds = { compile: 1.2, verify: 3.4, time: 0, total: 5.1 };
+    const results: CandidateResult[] = [
+      {
+        candidate: "a.cu",
+        ok: true,
+        status: "passed",
+        reason: null,
+        message: "",
+        static: staticRecord(),
+        build: buildRecord(),
+        verify: verifyRecord({ candidate: "a.cu" }),
+        bench: null,
+        seconds,
+      },
+      {
+        candidate: "b.cu",
+        ok: false,
+        status: "compile-error",
+        reason: "compile-error",
+        message: 'b.cu(12): error: identifier "tid" is undefined',
+        static: staticRecord(),
+        build: buildRecord({ ok: false, artifact: null, log: "…" }),
+        verify: null,
+        bench: null,
+        seconds: { ...seconds, verify: 0 },
+      },
+    ];
+    expect(renderCandidates(results)).toMatchSnapshot();
+  });
+});
+
+describe("device and progress lines", () => {
+  it("a GPU machine", () => {
+    expect(renderDevice(deviceRecord())).toMatchSnapshot();
+  });
+
+  it("progress events", () => {
+    expect(describeEvent({ type: "start", step: "build", candidate: "/tmp/x/kernel.cu" })).toBe(
+      "build  kernel.cu …",
+    );
+    expect(
+      describeEvent({
+        type: "done",
+        step: "verify",
+        candidate: "kernel.cu",
+        ok: false,
+        seconds: 12.3,
+        detail: "race",
+      }),
+    ).toBe("verify kernel.cu FAILED (race, 12 s)");
+  });
+});
