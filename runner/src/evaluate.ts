@@ -62,6 +62,8 @@ export type EvaluateOptions = {
   gpu?: GpuQueue;
   harness?: Partial<HarnessCalls>;
   onEvent?: (event: EvaluationEvent) => void;
+  /** Limits for one candidate's GPU steps (defaults: the client's, 10 minutes each). */
+  timeouts?: { verifyMs?: number; benchMs?: number };
 };
 
 export async function evaluateCandidates(
@@ -136,6 +138,7 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
         artifact: built.record.artifact,
         ...pick(options, "heldout", "device", "seed"),
         ...context.gpuCall,
+        ...(options.timeouts?.verifyMs === undefined ? {} : { timeoutMs: options.timeouts.verifyMs }),
       }),
     ),
   );
@@ -172,6 +175,9 @@ async function timeCandidate(
         ...beside,
         ...pick(bench, "compile"),
         ...context.gpuCall,
+        ...(context.options.timeouts?.benchMs === undefined
+          ? {}
+          : { timeoutMs: context.options.timeouts.benchMs }),
       }),
     ),
   );

@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { benchCommand } from "./commands/bench.js";
 import { printJson, type Command, type Io } from "./commands/command.js";
 import { deviceCommand } from "./commands/device.js";
+import { selftestCommand } from "./commands/selftest.js";
 import { tasksCommand } from "./commands/tasks.js";
 import { verifyCommand } from "./commands/verify.js";
 import { EnvironmentError, HarnessError, TaskError, UsageError } from "./errors.js";
@@ -13,7 +14,13 @@ import { repoRoot } from "./paths.js";
 
 export type { Io } from "./commands/command.js";
 
-const COMMANDS: readonly Command[] = [tasksCommand, verifyCommand, benchCommand, deviceCommand];
+const COMMANDS: readonly Command[] = [
+  tasksCommand,
+  verifyCommand,
+  benchCommand,
+  selftestCommand,
+  deviceCommand,
+];
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, environment: 3, internal: 4 } as const;
 

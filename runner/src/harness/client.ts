@@ -196,6 +196,9 @@ export async function bench(task: string, options: BenchOptions = {}): Promise<B
     ...(options.baseline === undefined ? [] : ["--baseline", resolve(options.baseline)]),
     ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
     ...(options.compile === false ? ["--no-compile"] : []),
+    // measured once per GPU, then read back: the harness re-measures if the GPU differs
+    "--ceilings",
+    join(cacheDir(), "ceilings.json"),
   ];
   const called = await call(argv, benchRecordSchema, "bench", options, 600_000);
   if ("record" in called) return called.record;

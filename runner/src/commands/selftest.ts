@@ -1,0 +1,109 @@
+// evokernel selftest: run the adversarial corpus on this GPU and check every verdict. It
+// proves the verifier on a new runner, and measures how many candidates a minute it takes.
+import { join, relative } from "node:path";
+import { UsageError } from "../errors.js";
+import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
+import { createBuildPool } from "../build/pool.js";
+import { createGpuQueue } from "../gpu/queue.js";
+import { meetsExpectation, readManifest, type CorpusEntry } from "../corpus/manifest.js";
+import { repoRoot } from "../paths.js";
+import { renderSelftest, type SelftestRow } from "../report/selftest-table.js";
+import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
+import { createProgress } from "./progress.js";
+import { requireGpu, withSession } from "./session.js";
+
+const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolation/manifest.json"];
+
+export const selftestCommand: Command = {
+  name: "selftest",
+  summary: "run the adversarial corpus: every hack rejected, every correct kernel passed",
+  usage: `usage: evokernel selftest [--manifest FILE]… [--timeout S] [--json]
+
+Builds every candidate of the corpus in parallel, verifies (and where the manifest says,
+times) each on the GPU one at a time, and checks each verdict against the manifest.
+Prints per candidate the compile, verify and timing seconds, and candidates per minute.
+
+  -m, --manifest F   a corpus manifest (default: runner/corpus/manifest.json and
+                     runner/corpus/isolation/manifest.json)
+      --timeout S    limit for one candidate's verification, seconds (default 60)
+      --json         print one JSON document
+
+exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 internal error`,
+  options: {
+    manifest: { type: "string", short: "m", multiple: true },
+    timeout: { type: "string" },
+    json: { type: "boolean" },
+  },
+  async run(parsed, io) {
+    const root = repoRoot();
+    const manifests = stringsOption(parsed, "manifest");
+    const timeoutText = stringOption(parsed, "timeout") ?? "60";
+    const timeoutS = Number(timeoutText);
+    if (!(timeoutS > 0)) throw new UsageError(`--timeout is a number of seconds, not ${timeoutText}`);
+    const entries: CorpusEntry[] = [];
+    for (const path of manifests.length ? manifests : DEFAULT_MANIFESTS) {
+      entries.push(...(await readManifest(join(root, path))));
+    }
+    return withSession(async function selftestWithServer(session) {
+      requireGpu(session);
+      const pool = createBuildPool();
+      const gpu = createGpuQueue();
+      const started = performance.now();
+      // one cascade per (task, check); all share the pool and the GPU queue, so every
+      // build starts at once and the GPU never waits for a compile it could skip
+      const groups = new Map<string, CorpusEntry[]>();
+      for (const entry of entries) {
+        const key = `${entry.task}\n${entry.check}`;
+        groups.set(key, [...(groups.get(key) ?? []), entry]);
+      }
+      const results = new Map<CorpusEntry, CandidateResult>();
+      await Promise.all(
+        [...groups.values()].map(async function evaluateGroup(group) {
+          const first = group[0];
+          if (first === undefined) return;
+          const evaluated = await evaluateCandidates(
+            join(root, first.task),
+            group.map((entry) => join(root, entry.file)),
+            {
+              server: session.server,
+              pool,
+              gpu,
+              heldout: true,
+              knownDevice: session.device.device,
+              timeouts: { verifyMs: timeoutS * 1000, benchMs: 10 * timeoutS * 1000 },
+              ...(first.check === "bench" ? { bench: {} } : {}),
+              onEvent: createProgress(io),
+            },
+          );
+          group.forEach((entry, i) => {
+            const result = evaluated[i];
+            if (result !== undefined) results.set(entry, result);
+          });
+        }),
+      );
+      const wallS = (performance.now() - started) / 1000;
+      const rows: SelftestRow[] = entries.map((entry) => {
+        const result = results.get(entry);
+        return {
+          file: relative(root, join(root, entry.file)),
+          hack: entry.hack,
+          expect: entry.expect,
+          reasons: entry.reasons,
+          got: result ? { ok: result.ok, status: result.status, reason: result.reason } : null,
+          met: result !== undefined && meetsExpectation(entry, result),
+          seconds: result?.seconds ?? { compile: 0, verify: 0, time: 0, total: 0 },
+          message: result?.message ?? "not evaluated",
+        };
+      });
+      const summary = {
+        candidates: rows.length,
+        met: rows.filter((row) => row.met).length,
+        wallSeconds: wallS,
+        candidatesPerMinute: rows.length / (wallS / 60),
+      };
+      if (flag(parsed, "json")) printJson(io, { device: session.device, summary, rows });
+      else io.stdout(`${renderSelftest(rows, summary)}\n`);
+      return summary.met === summary.candidates ? 0 : 1;
+    });
+  },
+};

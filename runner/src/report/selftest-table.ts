@@ -1,0 +1,67 @@
+// The selftest report: one row per corpus candidate, then caught/total per hack class and
+// the throughput of the whole run.
+import { renderTable } from "./table.js";
+
+export type SelftestRow = {
+  file: string;
+  hack: number | null;
+  expect: "pass" | "reject";
+  reasons: string[];
+  got: { ok: boolean; status: string; reason: string | null } | null;
+  met: boolean;
+  seconds: { compile: number; verify: number; time: number; total: number };
+  message: string;
+};
+
+export type SelftestSummary = {
+  candidates: number;
+  met: number;
+  wallSeconds: number;
+  candidatesPerMinute: number;
+};
+
+const s = (x: number) => x.toFixed(1);
+
+export function renderSelftest(rows: readonly SelftestRow[], summary: SelftestSummary): string {
+  const table = renderTable(
+    ["", "candidate", "hack", "expected", "got", "compile s", "verify s", "time s"],
+    rows.map((row) => [
+      row.met ? "ok" : "MISS",
+      row.file,
+      row.hack === null ? "-" : String(row.hack),
+      row.expect === "pass" ? "pass" : row.reasons.join("|"),
+      row.got === null ? "-" : row.got.ok ? "pass" : `${row.got.reason ?? row.got.status}`,
+      s(row.seconds.compile),
+      s(row.seconds.verify),
+      s(row.seconds.time),
+    ]),
+    ["left", "left", "right", "left", "left", "right", "right", "right"],
+  );
+  const classes = new Map<string, { caught: number; total: number }>();
+  for (const row of rows) {
+    const key = row.expect === "pass" ? "correct (pass)" : row.hack === null ? "isolation" : `hack ${row.hack}`;
+    const entry = classes.get(key) ?? { caught: 0, total: 0 };
+    entry.total += 1;
+    if (row.met) entry.caught += 1;
+    classes.set(key, entry);
+  }
+  const order = (key: string) => (key.startsWith("hack ") ? Number(key.slice(5)) : key === "isolation" ? 100 : 0);
+  const perClass = renderTable(
+    ["class", "as expected / total"],
+    [...classes.entries()]
+      .sort(([a], [b]) => order(a) - order(b))
+      .map(([key, v]) => [key, `${v.caught} / ${v.total}`]),
+  );
+  const misses = rows
+    .filter((row) => !row.met)
+    .map((row) => `MISS ${row.file}: ${row.message.split("\n")[0]?.slice(0, 300) ?? ""}`);
+  return [
+    table,
+    "",
+    perClass,
+    "",
+    `${summary.met} / ${summary.candidates} as expected in ${s(summary.wallSeconds)} s: ` +
+      `${summary.candidatesPerMinute.toFixed(1)} candidates per minute`,
+    ...misses,
+  ].join("\n");
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The GPU runs whose output is committed in docs/RESULTS.md. On the GPU machine (which has
+# no Node.js) with .device/node.xz and dist/ carried along:
+#   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
+#   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/evokernel-results}
+mkdir -p "$out"
+if ! command -v node >/dev/null; then
+  xz -d -c .device/node.xz > /tmp/node && chmod +x /tmp/node && export PATH=/tmp:$PATH
+fi
+export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-/tmp/evokernel-cache}
+evk() { node dist/evokernel.mjs "$@"; }
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  echo "# node $(node --version), nvcc $(nvcc --version | tail -1)"
+  evk device
+} | tee "$out/device.txt"
+case "${1:-selftest}" in
+  selftest)
+    evk selftest 2>"$out/selftest.log" | tee "$out/selftest.txt"
+    for t in kernels/*/; do
+      evk verify "$t" --heldout 2>>"$out/verify.log" | tail -n +1
+    done | tee "$out/verify.txt"
+    ;;
+  bench)
+    for t in kernels/*/; do
+      echo "## $(basename "$t")"
+      evk bench "$t" 2>>"$out/bench.log"
+    done | tee "$out/bench.txt"
+    ;;
+esac
