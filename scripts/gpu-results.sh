@@ -19,7 +19,8 @@ evk() { node dist/evokernel.mjs "$@"; }
 } | tee "$out/device.txt"
 case "${1:-selftest}" in
   selftest)
-    evk selftest 2>"$out/selftest.log" | tee "$out/selftest.txt"
+    evk selftest --manifest runner/corpus/manifest.json 2>"$out/selftest.log" | tee "$out/selftest.txt"
+    evk selftest --manifest runner/corpus/isolation/manifest.json 2>>"$out/selftest.log" | tee -a "$out/selftest.txt"
     for t in kernels/*/; do
       evk verify "$t" --heldout 2>>"$out/verify.log" | tail -n +1
     done | tee "$out/verify.txt"
