@@ -20,6 +20,7 @@ evk() { node dist/evokernel.mjs "$@"; }
 case "${1:-selftest}" in
   selftest)
     evk selftest --manifest runner/corpus/manifest.json 2>"$out/selftest.log" | tee "$out/selftest.txt"
+    [ "${2:-}" = "--quick" ] && exit 0
     evk selftest --manifest runner/corpus/isolation/manifest.json 2>>"$out/selftest.log" | tee -a "$out/selftest.txt"
     for t in kernels/*/; do
       evk verify "$t" --heldout 2>>"$out/verify.log" | tail -n +1

@@ -10,6 +10,8 @@ def load_module(path, name):
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
+    # registered like any import: torch.compile (dynamo) re-imports a function's module by name
+    sys.modules[name] = module
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, folder)  # let a task's files import their siblings
     try:
