@@ -39,14 +39,14 @@ def _compiled(task, log):
         return None
 
 
-def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5):
+def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True):
     start = time.perf_counter()
     device = torch.device("cuda")
     timer = Timer(device, device_info.get("l2Bytes"))
     overhead = sync_overhead_ms(timer)
     ref = task.reference_entry()
     grad_ctx = torch.enable_grad if task.backward else torch.no_grad
-    compiled = _compiled(task, log)
+    compiled = _compiled(task, log) if compile_baseline else None
     configs_out, reasons = [], []
     for ci, config in enumerate(task.visible_configs()):
         cases = [task.make_case(config, seed + 31 * ci + k, device) for k in range(ROTATE)]

@@ -258,7 +258,7 @@ def cmd_bench(args):
     baseline_path = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
     baseline = load(baseline_path, args.baseline_artifact)
     candidate = load(args.candidate, args.artifact)
-    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget)
+    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget, compile_baseline=not args.no_compile)
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
             "baseline": os.path.abspath(baseline_path) if baseline_path else None,
             "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}
@@ -309,6 +309,7 @@ def build_parser():
             sp.add_argument("--baseline")
             sp.add_argument("--baseline-artifact")
             sp.add_argument("--no-baseline", action="store_true")
+            sp.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
             sp.add_argument("--ceilings", help="JSON file caching this GPU's measured ceilings")
             sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
     common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
