@@ -180,6 +180,12 @@ def check(path, source, fmt, ref_ops=frozenset(), strict=True):
         findings = check_py(source, ref_ops, strict)
     else:
         findings = check_c(source, torch_ext=(fmt == "torch-ext"), ref_ops=ref_ops, strict=strict)
-    findings.sort(key=lambda f: (f["severity"] != "reject", f["line"]))
+    seen, unique = set(), []
+    for f in findings:  # one finding per rule and line, however many matches it has
+        key = (f["code"], f["line"], f["message"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    findings = sorted(unique, key=lambda f: (f["severity"] != "reject", f["line"]))
     ok = not any(f["severity"] == "reject" for f in findings)
     return {"schema": 1, "kind": "static", "ok": ok, "format": fmt, "findings": findings}
