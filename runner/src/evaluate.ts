@@ -138,7 +138,9 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
         artifact: built.record.artifact,
         ...pick(options, "heldout", "device", "seed"),
         ...context.gpuCall,
-        ...(options.timeouts?.verifyMs === undefined ? {} : { timeoutMs: options.timeouts.verifyMs }),
+        ...(options.timeouts?.verifyMs === undefined
+          ? {}
+          : { timeoutMs: options.timeouts.verifyMs }),
       }),
     ),
   );

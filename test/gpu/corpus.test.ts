@@ -3,7 +3,11 @@
 // correct kernels pass, each hack is rejected for one of the reasons the manifest allows.
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { meetsExpectation, readManifest, type CorpusEntry } from "../../runner/src/corpus/manifest.js";
+import {
+  meetsExpectation,
+  readManifest,
+  type CorpusEntry,
+} from "../../runner/src/corpus/manifest.js";
 import { evaluateCandidates, type CandidateResult } from "../../runner/src/evaluate.js";
 import { ForkServer } from "../../runner/src/harness/client.js";
 import { repo } from "../helpers/cli.js";

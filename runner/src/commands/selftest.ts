@@ -39,7 +39,8 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     const manifests = stringsOption(parsed, "manifest");
     const timeoutText = stringOption(parsed, "timeout") ?? "30";
     const timeoutS = Number(timeoutText);
-    if (!(timeoutS > 0)) throw new UsageError(`--timeout is a number of seconds, not ${timeoutText}`);
+    if (!(timeoutS > 0))
+      throw new UsageError(`--timeout is a number of seconds, not ${timeoutText}`);
     const entries: CorpusEntry[] = [];
     for (const path of manifests.length ? manifests : DEFAULT_MANIFESTS) {
       entries.push(...(await readManifest(join(root, path))));

@@ -39,13 +39,19 @@ export function renderSelftest(rows: readonly SelftestRow[], summary: SelftestSu
   );
   const classes = new Map<string, { caught: number; total: number }>();
   for (const row of rows) {
-    const key = row.expect === "pass" ? "correct (pass)" : row.hack === null ? "isolation" : `hack ${row.hack}`;
+    const key =
+      row.expect === "pass"
+        ? "correct (pass)"
+        : row.hack === null
+          ? "isolation"
+          : `hack ${row.hack}`;
     const entry = classes.get(key) ?? { caught: 0, total: 0 };
     entry.total += 1;
     if (row.met) entry.caught += 1;
     classes.set(key, entry);
   }
-  const order = (key: string) => (key.startsWith("hack ") ? Number(key.slice(5)) : key === "isolation" ? 100 : 0);
+  const order = (key: string) =>
+    key.startsWith("hack ") ? Number(key.slice(5)) : key === "isolation" ? 100 : 0;
   const perClass = renderTable(
     ["class", "as expected / total"],
     [...classes.entries()]
