@@ -198,7 +198,8 @@ def cmd_verify(args):
     rec["seconds"]["load"] = time.perf_counter() - t0
     from .verify import verify
 
-    result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout, trials=args.trials, log=_log)
+    result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout and not args.quick,
+                              trials=args.trials, log=_log, quick=args.quick)
     static_check = rec["checks"][0]
     static_warnings = rec["warnings"]
     rec.update({k: v for k, v in result.items() if k != "seconds"})
@@ -305,6 +306,7 @@ def build_parser():
             sp.add_argument("--heldout", action="store_true", help="include held-out configurations (final verification)")
             sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
             sp.add_argument("--trials", type=int, default=2)
+            sp.add_argument("--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)")
         else:
             sp.add_argument("--baseline")
             sp.add_argument("--baseline-artifact")
