@@ -99,8 +99,8 @@ def cmd_inspect(args):
     except Exception as err:  # noqa: BLE001 — a task whose Python fails to import is invalid, with its error
         return {**base, "error": f"cannot load the task: {type(err).__name__}: {err}"}
     configs = []
-    import torch
-
+    if args.probe:
+        task.prune("cpu")
     for c in task.configs:
         entry = {"name": c.name, "heldout": c.heldout, "derived": c.derived,
                  "dims": {k: v for k, v in c.dims.items() if isinstance(v, int) and not isinstance(v, bool)},
@@ -139,6 +139,7 @@ def _load_for_run(args, backend):
     from .tasks import load_task
 
     task = load_task(args.task)
+    task.prune(backend)
     path = args.candidate or task.baseline
     if not path:
         raise CandidateError(f"task {task.name} has no baseline kernel: pass --candidate FILE")
@@ -185,6 +186,7 @@ def cmd_verify(args):
             return {**rec, "status": "compile-error", "reason": "compile-error", "message": msg[len("compile-error:"):]}
         return {**rec, "status": "rejected", "reason": "load-error", "message": msg}
     rec.update(task=task.name, candidate=os.path.abspath(path), format=fmt)
+    rec["warnings"] += task.notes
     rec["checks"].append({"name": "static", "ok": static["ok"], "detail": f"{len(static['findings'])} findings"})
     rec["warnings"] += [f"line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"]
     if cand is None:
@@ -234,6 +236,7 @@ def cmd_bench(args):
     _precise_math()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     task = load_task(args.task)
+    task.prune("cuda")
     info = device_info("cuda")
     ceilings = None
     if args.ceilings and os.path.exists(args.ceilings):

@@ -42,15 +42,3 @@ def signed_mixed_like(t, gen):
     base = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
     scale = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32).mul_(4.0).sub_(2.0)
     return base.mul_(torch.pow(10.0, scale)).to(t.dtype if t.is_floating_point() else torch.float32)
-
-
-def refill_(t, gen, init="normal"):
-    """New random values written into an existing tensor (same storage, same pointer)."""
-    if not t.is_floating_point():
-        # integer inputs (indices) keep their range: shuffle them instead of redrawing
-        flat = t.reshape(-1)
-        perm = torch.randperm(flat.numel(), generator=gen, device=t.device)
-        t.copy_(flat[perm].reshape(t.shape))
-        return t
-    t.copy_(make_tensor(t.shape, t.dtype, init, gen, t.device))
-    return t

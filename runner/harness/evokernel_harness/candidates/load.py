@@ -136,7 +136,6 @@ class Candidate:
         self.format = detect_format(path, self.source)
         self.kernels = own_kernel_names(self.source)
         self.task = task
-        self.models = {}
         artifact = artifact or (path if self.format == "py" else None)
         if artifact is None:
             raise CandidateError("no build artifact: build the candidate first")
@@ -154,10 +153,11 @@ class Candidate:
 
     def run(self, case):
         if self.entry is None:  # KernelBench ModelNew: one instance per case, built like the Model
-            model = self.models.get(id(case))
+            # kept on the case itself (clones do not carry it): an id() could be reused
+            model = getattr(case, "_candidate_model", None)
             if model is None:
                 model = self.task.instantiate(self.model_cls, case)
-                self.models = {id(case): model, **dict(list(self.models.items())[:7])}
+                case._candidate_model = model
             return as_tuple(model(*case.args))
         if isinstance(self.entry, EvkFunction):
             self.entry.meta_source = self.task.meta_entry(case)

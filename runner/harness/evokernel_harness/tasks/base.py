@@ -97,6 +97,9 @@ class Task:
         nbytes += sum(t.numel() * t.element_size() for t in outputs)
         return nbytes, 0
 
+    def prune(self, device):
+        """Drop configurations the reference cannot run (derived ones only; see KernelBench)."""
+
     # --- shared -------------------------------------------------------------------
     def visible_configs(self):
         return [c for c in self.configs if not c.heldout]

@@ -134,12 +134,23 @@ class NativeTask(Task):
         return int(nbytes), int(flops)
 
 
+SETUP_FUNCTIONS = ("get_inputs", "get_init_inputs", "__init__")
+
+
 def called_names(path):
-    """Attribute names called in a Python file (torch.softmax → softmax, x.sum() → sum)."""
+    """Attribute names the reference calls to compute (torch.softmax → softmax, x.sum() →
+    sum): not in input or parameter set-up (get_inputs, __init__), not constructors."""
     with open(path) as f:
         tree = ast.parse(f.read(), filename=path)
+    setup = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in SETUP_FUNCTIONS:
+            setup |= {id(n) for n in ast.walk(node)}
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            names.add(node.func.attr)
+        if id(node) in setup or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        attr = node.func.attr
+        if not attr.startswith("__") and not attr[:1].isupper():  # constructors make parameters, not results
+            names.add(attr)
     return names

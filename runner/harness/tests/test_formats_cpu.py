@@ -1,0 +1,94 @@
+"""The public formats run unchanged on the CPU: KernelBench problems with ModelNew
+candidates (declared, derived odd-size and signed, mixed-scale configurations) and
+robust-kbench folders (forward; backward through AutogradFunction)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+FIX = os.path.join(REPO, "test", "fixtures")
+
+
+def harness(*argv):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "record.json")
+        env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
+        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
+                              capture_output=True, text=True, env=env, timeout=600)
+        if proc.returncode != 0:
+            raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
+        with open(out) as f:
+            return json.load(f)
+
+
+class KernelBenchTest(unittest.TestCase):
+    def test_derived_configurations(self):
+        """One declared shape becomes several: odd sizes (one held out) and signed inputs;
+        constants computed from varied ones at import (bias_shape) follow them."""
+        rec = harness("inspect", "--probe", "--task", os.path.join(FIX, "kernelbench", "76_Gemm_Add_ReLU.py"))
+        self.assertTrue(rec["ok"], rec)
+        names = {c["name"]: c for c in rec["configs"]}
+        self.assertEqual(set(names), {"declared", "declared-signed-mixed", "odd-sizes", "small-odd-sizes", "heldout-odd-sizes"})
+        self.assertTrue(names["heldout-odd-sizes"]["heldout"])
+        for c in ("odd-sizes", "small-odd-sizes"):
+            for v in names[c]["dims"].values():
+                if v >= 16:
+                    self.assertTrue(v % 8 and v % 32, f"{c}: {names[c]['dims']}")
+
+    def test_modelnew_passes(self):
+        for problem in ("23_Softmax", "76_Gemm_Add_ReLU"):
+            with self.subTest(problem=problem):
+                rec = harness("verify", "--device", "cpu", "--heldout", "--seed", "7",
+                              "--task", os.path.join(FIX, "kernelbench", f"{problem}.py"),
+                              "--candidate", os.path.join(FIX, "kernelbench_modelnew", f"{problem}_new.py"))
+                self.assertTrue(rec["ok"], rec["message"])
+                self.assertEqual(len(rec["configs"]), 5)
+
+    def test_modelnew_fixed_to_declared_shape_is_rejected(self):
+        """Hack class 10: right only on the declared dim."""
+        rec = harness("verify", "--device", "cpu", "--seed", "7",
+                      "--task", os.path.join(FIX, "kernelbench", "23_Softmax.py"),
+                      "--candidate", os.path.join(HERE, "candidates", "kb_softmax_fixed_dim.py"))
+        self.assertFalse(rec["ok"])
+        self.assertEqual(rec["reason"], "shape-specific", rec["message"])
+
+
+class RobustKBenchTest(unittest.TestCase):
+    def test_forward_candidate_passes_every_configuration(self):
+        folder = os.path.join(FIX, "robust-kbench", "linear_relu")
+        rec = harness("verify", "--device", "cpu", "--seed", "7", "--task", folder,
+                      "--candidate", os.path.join(folder, "candidate_forward.py"))
+        self.assertTrue(rec["ok"], rec["message"])
+        self.assertGreaterEqual(len(rec["configs"]), 9)
+
+    def test_backward_compares_every_gradient(self):
+        """The backward task runs through AutogradFunction.backward_fn; a backward that
+        gets the bias gradient wrong is caught (static checks relaxed: CPU, torch-written)."""
+        folder = os.path.join(FIX, "robust-kbench", "linear_relu")
+        info = harness("inspect", "--task", folder + "#backward")
+        self.assertTrue(info["ok"], info)
+        self.assertTrue(info["backward"])
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write(
+                "import torch\n\n"
+                "def backward(grad_output, x, weight, bias):\n"
+                "    mask = (torch.addmm(bias, x, weight.t()) > 0).to(grad_output.dtype)\n"
+                "    g = grad_output * mask\n"
+                "    return g.mm(weight), g.t().mm(x), g.mean(0)\n"
+            )
+        try:
+            rec = harness("verify", "--device", "cpu", "--seed", "7", "--task", folder + "#backward", "--candidate", f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertFalse(rec["ok"])
+        self.assertIn(rec["reason"], ("mismatch", "shape-specific", "reduced-precision"), rec["message"])
+        self.assertIn("output", rec["mismatch"]["output"])
+
+
+if __name__ == "__main__":
+    unittest.main()
