@@ -1,0 +1,178 @@
+// The contract of the evolution loop (issue 3): what a proposer is given, what it returns,
+// and what the evaluator says of a candidate. Proposers (llm, tuner, …) implement
+// `Proposer`; a new one is one new file in runner/src/proposers.
+import type { Spread } from "../../../src/shared/result.js";
+
+export type { Spread } from "../../../src/shared/result.js";
+
+/** Timing of one configuration, in milliseconds (median and spread as the harness reports). */
+export type ConfigTiming = {
+  config: string;
+  medianMs: number;
+  p20Ms: number;
+  p80Ms: number;
+  /** The baseline kernel timed in the same process, interleaved. */
+  baselineMs: number;
+  baselineP20Ms: number;
+  baselineP80Ms: number;
+};
+
+/** What a candidate's evaluation produced: a verdict, and timings when it passed. */
+export type Evaluation = {
+  ok: boolean;
+  /** Which stage ended it: static, compile, quick (smallest configuration), verify, time. */
+  stage: "static" | "compile" | "quick" | "verify" | "time" | "done";
+  reason: string | null;
+  /** Compiler or verifier message for a failed child: shown to the next proposal. */
+  message: string;
+  timings: ConfigTiming[];
+  /** Geometric mean over visible configurations of baseline / candidate median: fitness. */
+  fitness: number | null;
+  /** A short profile of the candidate (top kernels by time), when the GPU allows. */
+  profile: string | null;
+  seconds: { compile: number; verify: number; time: number };
+};
+
+/** A kernel in the population: source, where it came from, and how it did. */
+export type Individual = {
+  id: string;
+  /**
+   * sha256 of the normalised source (comments and blank space removed), and of the defines
+   * when there are any: the dedup key (see fingerprint.ts).
+   */
+  hash: string;
+  source: string;
+  /** Compile-time defines (-D) the tuner chose; empty for LLM proposals. */
+  defines: Record<string, string>;
+  parents: string[];
+  /** The proposer's one-paragraph "thought": why the kernel is written this way. */
+  insight: string;
+  proposer: string;
+  evaluation: Evaluation;
+};
+
+/** EvoEngineer's three published configurations (see README: the default and why). */
+export type EvoConfig = "free" | "insight" | "full";
+
+/** What a proposer may see. Never held-out configurations, never text from a pull request. */
+export type ProposalContext = {
+  task: {
+    name: string;
+    reference: string; // source of the PyTorch reference
+    visibleConfigs: { name: string; dims: Record<string, number> }[];
+    format: "evk" | "torch-ext" | "py";
+    gpu: string;
+    cuda: string;
+  };
+  config: EvoConfig;
+  best: Individual;
+  /** Parents chosen by rank (full: 1 for mutation, 2 for crossover). */
+  parents: Individual[];
+  operator: "new" | "mutation" | "crossover";
+  /** Insights sampled from the population (insight and full configurations). */
+  insights: string[];
+  /** The last failed child's message, so the next proposal can fix it. */
+  lastFailure: { source: string; reason: string | null; message: string } | null;
+  techniques: string;
+  /** Deterministic per proposal under --seed. */
+  seed: number;
+};
+
+export type Proposal = {
+  source: string;
+  defines: Record<string, string>;
+  insight: string;
+  name: string;
+  /** Precision-keeping nvcc flags (the tuner, only when asked for them; see
+   * proposers/compile-flags.ts). Not yet passed to the build by the evaluator. */
+  flags?: string[];
+};
+
+/** Tokens and money a proposal cost (zero for offline proposers). */
+export type Usage = {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  usd: number;
+};
+
+/** A proposal, or a record of why there is none (an unusable reply is data, not an error). */
+export type ProposalResult =
+  | { ok: true; proposal: Proposal; usage: Usage }
+  | { ok: false; reason: string; message: string; usage: Usage };
+
+export type Proposer = {
+  name: string;
+  propose(context: ProposalContext, signal?: AbortSignal): Promise<ProposalResult>;
+  /**
+   * Optional: told of every evaluated candidate, failed ones and duplicates included (the
+   * tuner learns fitness from it; without it, only from context.best and parents). The
+   * engine calls it in proposal order once each generation has ended, and for the archive's
+   * candidates when a run resumes, so what a proposer learns does not depend on timing.
+   */
+  observe?(individual: Individual): void;
+};
+
+/** Evaluates one candidate source (cascade: static → compile → quick → verify → time). */
+export type Evaluator = {
+  evaluate(
+    source: string,
+    defines: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<Evaluation>;
+};
+
+/** When the search stops: whichever runs out first. */
+export type Budget = {
+  /** Proposals, each counted once whatever became of it (failed, duplicate, evaluated). */
+  candidates: number;
+  /** Wall time of the search, over every run that resumed the same archive. */
+  seconds: number;
+  /** Money spent on proposals (Usage.usd). */
+  usd: number;
+};
+
+/** Milliseconds since some fixed point; tests pass a fake that they move by hand. */
+export type Clock = { now(): number };
+
+/** The final verification of a winner: every configuration, held-out ones included. */
+export type FinalVerification = {
+  ok: boolean;
+  status: string;
+  reason: string | null;
+  message: string;
+  configs: { name: string; heldout: boolean; ok: boolean; reason: string | null }[];
+};
+
+/** One configuration of the final timing: all four interleaved in one process. */
+export type FinalConfigTiming = {
+  config: string;
+  floorMs: number;
+  eager: Spread;
+  compile: Spread | null;
+  baseline: Spread;
+  /** Null when only the baseline was timed. */
+  candidate: Spread | null;
+};
+
+export type FinalTiming = {
+  ok: boolean;
+  reason: string | null;
+  message: string;
+  configs: FinalConfigTiming[];
+};
+
+/** The last word on a winner, before it is called one (torch.compile timed this once). */
+export type Rechecker = {
+  verify(
+    source: string,
+    defines: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<FinalVerification>;
+  /** Times the candidate (null: the baseline alone) beside the baseline, eager and compile. */
+  time(
+    candidate: { source: string; defines: Record<string, string> } | null,
+    signal?: AbortSignal,
+  ): Promise<FinalTiming>;
+};
