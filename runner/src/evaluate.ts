@@ -1,4 +1,4 @@
-// The cascade each candidate goes through: static check → build → verify → (bench). Static
+// The cascade each candidate goes through: static check → build → (quick) → verify → (bench). Static
 // checks and builds run in parallel on the CPU; verification and timing wait their turn for
 // the GPU, so a build overlaps the GPU work of the candidate before it. A failing step ends
 // that candidate's cascade; its result is data, never an exception.
@@ -17,7 +17,7 @@ import type {
 } from "./harness/records.js";
 import { createLimit, type Limit } from "./util/limit.js";
 
-export type Step = "static" | "build" | "verify" | "bench";
+export type Step = "static" | "build" | "quick" | "verify" | "bench";
 
 export type CandidateResult = {
   candidate: string;
@@ -30,6 +30,8 @@ export type CandidateResult = {
   build: BuildRecord | null;
   verify: VerifyRecord | null;
   bench: BenchRecord | null;
+  /** The check on the smallest configuration, when asked for (`quick`). */
+  quick?: VerifyRecord;
   /** compile: the build's own time (0 when cached); verify, time: GPU time; total: wall time. */
   seconds: { compile: number; verify: number; time: number; total: number };
 };
@@ -47,6 +49,8 @@ export type HarnessCalls = {
 
 export type EvaluateOptions = {
   heldout?: boolean;
+  /** Check the smallest visible configuration first: a failure there saves the full check. */
+  quick?: boolean;
   device?: "cuda" | "cpu";
   seed?: number;
   defines?: client.Defines;
@@ -105,7 +109,7 @@ type Context = {
   gpuCall: Pick<client.VerifyOptions, "runner" | "knownDevice">;
 };
 
-type Records = Pick<CandidateResult, "static" | "build" | "verify" | "bench">;
+type Records = Pick<CandidateResult, "static" | "build" | "verify" | "bench" | "quick">;
 type Verdict = Pick<CandidateResult, "ok" | "status" | "reason" | "message">;
 type Seconds = Omit<CandidateResult["seconds"], "total">;
 
@@ -132,20 +136,31 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   const compiled = { ...none, compile: built.record.seconds };
   if (!built.record.ok) return finish(buildVerdict(built.record), afterBuild, compiled);
 
-  const verified = await context.gpu(() =>
-    runStep(context, "verify", candidate, () =>
-      calls.verify(task, candidate, {
-        artifact: built.record.artifact,
-        ...pick(options, "heldout", "device", "seed"),
-        ...context.gpuCall,
-        ...(options.timeouts?.verifyMs === undefined
-          ? {}
-          : { timeoutMs: options.timeouts.verifyMs }),
-      }),
-    ),
-  );
-  const afterVerify = { ...afterBuild, verify: verified.record };
-  const checkedOnGpu = { ...compiled, verify: verified.seconds };
+  const verifyOn = (step: "quick" | "verify") =>
+    context.gpu(() =>
+      runStep(context, step, candidate, () =>
+        calls.verify(task, candidate, {
+          artifact: built.record.artifact,
+          ...pick(options, "heldout", "device", "seed"),
+          ...(step === "quick" ? { quick: true, heldout: false } : {}),
+          ...context.gpuCall,
+          ...(options.timeouts?.verifyMs === undefined
+            ? {}
+            : { timeoutMs: options.timeouts.verifyMs }),
+        }),
+      ),
+    );
+  const quick = options.quick ? await verifyOn("quick") : null;
+  const afterQuick: Records = quick === null ? afterBuild : { ...afterBuild, quick: quick.record };
+  const quickSeconds = quick?.seconds ?? 0;
+  if (quick !== null && !quick.record.ok) {
+    const verdict = verifyVerdict(quick.record);
+    return finish(verdict, afterQuick, { ...compiled, verify: quickSeconds });
+  }
+
+  const verified = await verifyOn("verify");
+  const afterVerify = { ...afterQuick, verify: verified.record };
+  const checkedOnGpu = { ...compiled, verify: quickSeconds + verified.seconds };
   const verdict = verifyVerdict(verified.record);
   if (!verified.record.ok || !options.bench) return finish(verdict, afterVerify, checkedOnGpu);
 

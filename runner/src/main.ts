@@ -1,16 +1,15 @@
 // The command line: picks the command, parses its flags, and turns every way a run can end
 // into one exit code (docs/CLI.md). Results go to stdout, messages and progress to stderr.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { benchCommand } from "./commands/bench.js";
 import { printJson, type Command, type Io } from "./commands/command.js";
 import { deviceCommand } from "./commands/device.js";
+import { optimizeCommand } from "./commands/optimize.js";
 import { selftestCommand } from "./commands/selftest.js";
 import { tasksCommand } from "./commands/tasks.js";
 import { verifyCommand } from "./commands/verify.js";
 import { EnvironmentError, HarnessError, TaskError, UsageError } from "./errors.js";
-import { repoRoot } from "./paths.js";
+import { packageVersion } from "./paths.js";
 
 export type { Io } from "./commands/command.js";
 
@@ -18,6 +17,7 @@ const COMMANDS: readonly Command[] = [
   tasksCommand,
   verifyCommand,
   benchCommand,
+  optimizeCommand,
   selftestCommand,
   deviceCommand,
 ];
@@ -67,7 +67,7 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (name === "--version" || name === "-v") {
-    io.stdout(`${version()}\n`);
+    io.stdout(`${packageVersion()}\n`);
     return EXIT.ok;
   }
   const command = COMMANDS.find((candidate) => candidate.name === name);
@@ -112,12 +112,4 @@ function describeError(error: unknown, command: string | undefined): string {
   }
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
   return `internal error${command === undefined ? "" : ` in ${command}`}: ${detail}`;
-}
-
-function version(): string {
-  const text = readFileSync(join(repoRoot(), "package.json"), "utf8");
-  const parsed: unknown = JSON.parse(text);
-  const value =
-    typeof parsed === "object" && parsed !== null && "version" in parsed ? parsed.version : null;
-  return typeof value === "string" ? value : "unknown";
 }

@@ -1,6 +1,6 @@
 // Where things live: the repository root (found from this file, so any working directory
 // works), the harness package and the build cache.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,4 +30,13 @@ export function kernelsDir(): string {
 /** Build outputs and torch extension builds: $EVOKERNEL_CACHE or .cache/evokernel. */
 export function cacheDir(): string {
   return process.env["EVOKERNEL_CACHE"] ?? join(repoRoot(), ".cache", "evokernel");
+}
+
+/** The version in package.json ("unknown" when it cannot be read). */
+export function packageVersion(): string {
+  const text = readFileSync(join(repoRoot(), "package.json"), "utf8");
+  const parsed: unknown = JSON.parse(text);
+  const value =
+    typeof parsed === "object" && parsed !== null && "version" in parsed ? parsed.version : null;
+  return typeof value === "string" ? value : "unknown";
 }

@@ -144,6 +144,8 @@ export type VerifyOptions = CallOptions & {
   /** The build's artifact; py candidates have none. */
   artifact?: string | null;
   heldout?: boolean;
+  /** The smallest visible configuration only: a cheap first gate before the full check. */
+  quick?: boolean;
   device?: "cuda" | "cpu";
   seed?: number;
   /** Written into a failed record when the run never described the device itself. */
@@ -163,6 +165,7 @@ export async function verify(
     resolve(candidate),
     ...(options.artifact ? ["--artifact", options.artifact] : []),
     ...(options.heldout ? ["--heldout"] : []),
+    ...(options.quick ? ["--quick"] : []),
     ...(options.device === undefined ? [] : ["--device", options.device]),
     ...(options.seed === undefined ? [] : ["--seed", String(options.seed)]),
   ];

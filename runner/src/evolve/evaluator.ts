@@ -1,0 +1,252 @@
+// The real Evaluator and Rechecker, on the harness: each candidate source is written to a
+// file of its own, then goes through the cascade of evaluate.ts (static check → build in the
+// pool → quick check on the smallest configuration → full verification → timing beside the
+// baseline, without torch.compile). Builds run in parallel; GPU work waits its turn in one
+// queue, so proposing and compiling overlap the timing of another candidate.
+import { createHash } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { extname, join } from "node:path";
+import { createBuildPool, type BuildPool } from "../build/pool.js";
+import {
+  evaluateCandidates,
+  type CandidateResult,
+  type EvaluateOptions,
+  type EvaluationEvent,
+  type HarnessCalls,
+} from "../evaluate.js";
+import { createGpuQueue, type GpuQueue } from "../gpu/queue.js";
+import * as client from "../harness/client.js";
+import type { BenchRecord, Device, Stat } from "../harness/records.js";
+import { judgeSpeedup } from "./noise.js";
+import type {
+  ConfigTiming,
+  Evaluation,
+  Evaluator,
+  FinalTiming,
+  FinalVerification,
+  Rechecker,
+  Spread,
+} from "./types.js";
+
+export type HarnessEvaluatorOptions = {
+  /** The task's path. */
+  task: string;
+  /** The kernel to beat: timed beside every candidate. */
+  baseline: string;
+  /** Where candidate files are written (one per distinct source). */
+  workDir: string;
+  server?: client.ForkServer;
+  knownDevice?: Device;
+  pool?: BuildPool;
+  gpu?: GpuQueue;
+  harness?: Partial<HarnessCalls>;
+  onEvent?: (event: EvaluationEvent) => void;
+  timeouts?: EvaluateOptions["timeouts"];
+};
+
+/** A message shown to the next proposal: the end of it, where compilers put the error. */
+const MESSAGE_LIMIT = 4000;
+
+export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evaluator & Rechecker {
+  const pool = options.pool ?? createBuildPool();
+  const gpu = options.gpu ?? createGpuQueue();
+  const benchCall = options.harness?.bench ?? client.bench;
+  const shared: EvaluateOptions = {
+    pool,
+    gpu,
+    ...(options.server === undefined ? {} : { server: options.server }),
+    ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+    ...(options.harness === undefined ? {} : { harness: options.harness }),
+    ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
+    ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),
+  };
+
+  async function write(source: string): Promise<string> {
+    const name = createHash("sha256").update(source).digest("hex").slice(0, 16);
+    const file = join(options.workDir, `${name}${extname(options.baseline)}`);
+    await mkdir(options.workDir, { recursive: true });
+    await writeFile(file, source, "utf8");
+    return file;
+  }
+
+  async function cascade(
+    source: string,
+    defines: Record<string, string>,
+    extra: EvaluateOptions,
+  ): Promise<CandidateResult> {
+    const file = await write(source);
+    const [result] = await evaluateCandidates(options.task, [file], {
+      ...shared,
+      defines,
+      ...extra,
+    });
+    if (result === undefined) throw new Error("evaluateCandidates returned no result");
+    return result;
+  }
+
+  return {
+    async evaluate(source, defines) {
+      const result = await cascade(source, defines, {
+        quick: true,
+        bench: { baseline: options.baseline, compile: false },
+      });
+      return toEvaluation(result);
+    },
+
+    async verify(source, defines) {
+      const result = await cascade(source, defines, { heldout: true });
+      return toFinalVerification(result);
+    },
+
+    async time(candidate) {
+      const file = candidate === null ? null : await write(candidate.source);
+      const [built, baseline] = await Promise.all([
+        file === null || candidate === null ? null : pool.build(file, candidate.defines),
+        pool.build(options.baseline),
+      ]);
+      if (built !== null && !built.ok) {
+        return { ok: false, reason: "compile-error", message: built.log, configs: [] };
+      }
+      const record = await gpu(() =>
+        benchCall(options.task, {
+          ...(file === null ? {} : { candidate: file, artifact: built?.artifact ?? null }),
+          baseline: options.baseline,
+          baselineArtifact: baseline.ok ? baseline.artifact : null,
+          compile: true,
+          ...(options.server === undefined ? {} : { runner: options.server.run }),
+          ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+        }),
+      );
+      return toFinalTiming(record);
+    },
+  };
+}
+
+/** The cascade's result as the engine sees it: which stage ended it, timings, fitness. */
+export function toEvaluation(result: CandidateResult): Evaluation {
+  const seconds = {
+    compile: result.seconds.compile,
+    verify: result.seconds.verify,
+    time: result.seconds.time,
+  };
+  const stage = stageOf(result);
+  const message = tail(result.message);
+  if (!result.ok) {
+    return {
+      ok: false,
+      stage,
+      reason: result.reason,
+      message,
+      timings: [],
+      fitness: null,
+      profile: null,
+      seconds,
+    };
+  }
+  const timings = timingsOf(result.bench);
+  const judged = judgeSpeedup(
+    timings.map((timing) => ({
+      baseline: {
+        medianMs: timing.baselineMs,
+        p20Ms: timing.baselineP20Ms,
+        p80Ms: timing.baselineP80Ms,
+      },
+      candidate: { medianMs: timing.medianMs, p20Ms: timing.p20Ms, p80Ms: timing.p80Ms },
+    })),
+  );
+  const configs = result.bench?.configs.length ?? 0;
+  if (judged === null || timings.length !== configs) {
+    return {
+      ok: false,
+      stage: "time",
+      reason: "not-timed",
+      message: "no time beside the baseline on every configuration",
+      timings,
+      fitness: null,
+      profile: null,
+      seconds,
+    };
+  }
+  return {
+    ok: true,
+    stage: "done",
+    reason: null,
+    message,
+    timings,
+    fitness: judged.speedup,
+    profile: null,
+    seconds,
+  };
+}
+
+function stageOf(result: CandidateResult): Evaluation["stage"] {
+  if (!result.static.ok) return "static";
+  if (result.build !== null && !result.build.ok) return "compile";
+  if (result.quick !== undefined && !result.quick.ok) return "quick";
+  if (result.verify === null || !result.verify.ok) return "verify";
+  if (result.bench !== null && !result.bench.ok) return "time";
+  return "done";
+}
+
+function timingsOf(bench: BenchRecord | null): ConfigTiming[] {
+  return (bench?.configs ?? []).flatMap((config) =>
+    config.candidate === null || config.baseline === null
+      ? []
+      : [
+          {
+            config: config.name,
+            medianMs: config.candidate.medianMs,
+            p20Ms: config.candidate.p20Ms,
+            p80Ms: config.candidate.p80Ms,
+            baselineMs: config.baseline.medianMs,
+            baselineP20Ms: config.baseline.p20Ms,
+            baselineP80Ms: config.baseline.p80Ms,
+          },
+        ],
+  );
+}
+
+export function toFinalVerification(result: CandidateResult): FinalVerification {
+  return {
+    ok: result.ok,
+    status: result.status,
+    reason: result.reason,
+    message: tail(result.message),
+    configs: (result.verify?.configs ?? []).map((config) => ({
+      name: config.name,
+      heldout: config.heldout,
+      ok: config.ok,
+      reason: config.reason,
+    })),
+  };
+}
+
+export function toFinalTiming(record: BenchRecord): FinalTiming {
+  return {
+    ok: record.ok,
+    reason: record.reason,
+    message: tail(record.message),
+    configs: record.configs.flatMap((config) =>
+      config.baseline === null
+        ? []
+        : [
+            {
+              config: config.name,
+              floorMs: config.floorMs,
+              eager: spread(config.eager),
+              compile: config.compile === null ? null : spread(config.compile),
+              baseline: spread(config.baseline),
+              candidate: config.candidate === null ? null : spread(config.candidate),
+            },
+          ],
+    ),
+  };
+}
+
+function spread(stat: Stat): Spread {
+  return { medianMs: stat.medianMs, p20Ms: stat.p20Ms, p80Ms: stat.p80Ms };
+}
+
+function tail(message: string): string {
+  return message.length <= MESSAGE_LIMIT ? message : `…${message.slice(-MESSAGE_LIMIT)}`;
+}

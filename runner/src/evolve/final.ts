@@ -1,0 +1,85 @@
+// Before a candidate is called a win: re-verified on every configuration, held-out ones
+// included (they never reached a proposal), then re-timed beside the baseline, eager
+// PyTorch and torch.compile, and judged against the noise (noise.ts). A candidate that fails
+// its final verification is passed over for the next best; a few at most.
+import { judgeSpeedup, type Judged } from "./noise.js";
+import type { FinalTiming, FinalVerification, Individual, Rechecker } from "./types.js";
+
+export type Final = {
+  /** The candidate that passed its final verification and was timed; null: none did. */
+  candidate: Individual | null;
+  verification: FinalVerification | null;
+  timing: FinalTiming;
+  judged: Judged | null;
+  win: boolean;
+  verdict: string;
+  /** Candidates passed over, and why. */
+  rejected: { id: string; reason: string | null }[];
+};
+
+export type FinalOptions = {
+  population: readonly Individual[];
+  baseline: Individual;
+  rechecker: Rechecker;
+  /** How many candidates may fail their final verification before we give up (3). */
+  tries?: number;
+  signal?: AbortSignal;
+};
+
+export async function finalize(options: FinalOptions): Promise<Final> {
+  const { rechecker, baseline, signal } = options;
+  const contenders = options.population.filter(
+    (individual) => individual.hash !== baseline.hash && (individual.evaluation.fitness ?? 0) > 1,
+  );
+  const rejected: Final["rejected"] = [];
+  for (const candidate of contenders.slice(0, options.tries ?? 3)) {
+    const verification = await rechecker.verify(candidate.source, candidate.defines, signal);
+    if (!verification.ok) {
+      rejected.push({ id: candidate.id, reason: verification.reason ?? verification.status });
+      continue;
+    }
+    const timing = await rechecker.time(candidate, signal);
+    if (!timing.ok) {
+      rejected.push({ id: candidate.id, reason: timing.reason ?? "timing" });
+      continue;
+    }
+    const judged = judgeSpeedup(
+      timing.configs.flatMap(({ baseline: base, candidate: timed }) =>
+        timed === null ? [] : [{ baseline: base, candidate: timed }],
+      ),
+    );
+    const win = judged?.win ?? false;
+    return {
+      candidate,
+      verification,
+      timing,
+      judged,
+      win,
+      verdict: verdictOf(candidate, judged),
+      rejected,
+    };
+  }
+  const timing = await rechecker.time(null, signal);
+  const verdict =
+    contenders.length === 0
+      ? "no candidate was faster than the baseline in the search"
+      : `no candidate passed its final checks (${rejected.map((r) => `${r.id}: ${r.reason ?? "failed"}`).join(", ")})`;
+  return {
+    candidate: null,
+    verification: null,
+    timing,
+    judged: null,
+    win: false,
+    verdict,
+    rejected,
+  };
+}
+
+function verdictOf(candidate: Individual, judged: Judged | null): string {
+  if (judged === null) return `${candidate.id} could not be timed on every configuration`;
+  const speedup = `${judged.speedup.toFixed(2)}× (lower bound ${judged.lowerBound.toFixed(2)}×)`;
+  if (judged.win) {
+    return `${candidate.id} passed every configuration, held-out ones included, and is ${speedup} faster than the baseline`;
+  }
+  return `${candidate.id} passed every configuration, but its speedup of ${speedup} is within the noise of the measurement`;
+}

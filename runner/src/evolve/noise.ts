@@ -1,0 +1,39 @@
+// When a faster kernel is faster: beyond the noise of the measurement. Each configuration's
+// time is a distribution (median, p20, p80 over many calls, baseline and candidate
+// interleaved in one process). The speedup's lower bound pairs the baseline's fast end with
+// the candidate's slow end, p20 / p80; a win needs the geometric mean of those over the
+// configurations above 1. A configuration is "clearly faster" where the candidate's p80
+// is under the baseline's p20.
+import type { Spread } from "./types.js";
+
+export type Judged = {
+  /** Geometric mean of baseline median / candidate median (the search's fitness). */
+  speedup: number;
+  /** Geometric mean of baseline p20 / candidate p80. */
+  lowerBound: number;
+  win: boolean;
+  clearlyFaster: boolean[];
+};
+
+export function judgeSpeedup(
+  configs: readonly { baseline: Spread; candidate: Spread }[],
+): Judged | null {
+  const usable = configs.filter(
+    ({ baseline, candidate }) =>
+      candidate.medianMs > 0 && candidate.p80Ms > 0 && baseline.p20Ms > 0,
+  );
+  if (usable.length === 0 || usable.length !== configs.length) return null;
+  const speedup = geometricMean(usable.map((c) => c.baseline.medianMs / c.candidate.medianMs));
+  const lowerBound = geometricMean(usable.map((c) => c.baseline.p20Ms / c.candidate.p80Ms));
+  return {
+    speedup,
+    lowerBound,
+    win: lowerBound > 1,
+    clearlyFaster: usable.map((c) => c.candidate.p80Ms < c.baseline.p20Ms),
+  };
+}
+
+export function geometricMean(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  return Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length);
+}

@@ -1,0 +1,165 @@
+// The result of a run, as the app will post it (src/shared/result.ts): built from the
+// search, the final checks and the original kernel, and parsed against the shared schema
+// before anyone sees it.
+import { createTwoFilesPatch } from "diff";
+import { resultSchema, type Result, type ResultConfig } from "../../../src/shared/result.js";
+import type { EngineResult } from "./engine.js";
+import type { Final } from "./final.js";
+import type { Language } from "./fingerprint.js";
+import { geometricMean } from "./noise.js";
+import type { Budget, FinalConfigTiming } from "./types.js";
+
+export type ResultInput = {
+  task: Result["task"];
+  run: Result["run"];
+  budget: Budget;
+  engine: EngineResult;
+  final: Final;
+  /** The kernel the run started from; `file` is how the diff names it (a repository path). */
+  original: { file: string; source: string };
+  language: Language;
+  device: Result["device"];
+};
+
+export function buildResult(input: ResultInput): Result {
+  const { engine, final } = input;
+  const configs = final.timing.configs.map(describeConfig);
+  const subjects = final.timing.configs.map((config) => config.candidate ?? config.baseline);
+  const compiled = final.timing.configs.flatMap((config, index) =>
+    config.compile === null ? [] : [config.compile.medianMs / (subjects[index]?.medianMs ?? 1)],
+  );
+  const candidate = final.candidate;
+  const result: Result = {
+    schema: 1,
+    kind: "optimize",
+    task: input.task,
+    run: input.run,
+    win: final.win,
+    verdict: final.verdict,
+    speedup: {
+      baseline: final.judged?.speedup ?? null,
+      lowerBound: final.judged?.lowerBound ?? null,
+      eager: positiveOrNull(
+        geometricMean(
+          final.timing.configs.map(
+            (config, index) => config.eager.medianMs / (subjects[index]?.medianMs ?? 1),
+          ),
+        ),
+      ),
+      compile:
+        compiled.length === configs.length && compiled.length > 0
+          ? positiveOrNull(geometricMean(compiled))
+          : null,
+    },
+    configs,
+    verification: {
+      ...(final.verification ?? {
+        ok: false,
+        status: "not-run",
+        reason: null,
+        message: final.verdict,
+        configs: [],
+      }),
+      rejected: final.rejected,
+    },
+    best:
+      candidate === null
+        ? null
+        : (() => {
+            const source = materializeDefines(candidate.source, candidate.defines, input.language);
+            return {
+              id: candidate.id,
+              hash: candidate.hash,
+              proposer: candidate.proposer,
+              parents: candidate.parents,
+              insight: candidate.insight,
+              defines: candidate.defines,
+              source,
+              file: input.original.file,
+              diff: unifiedDiff(input.original.file, input.original.source, source),
+            };
+          })(),
+    history: engine.history,
+    search: {
+      candidates: engine.spent.candidates,
+      ...engine.counts,
+      seconds: engine.spent.seconds,
+      stoppedBy: engine.stoppedBy,
+      budget: input.budget,
+    },
+    usage: engine.usage,
+    device: input.device,
+  };
+  return resultSchema.parse(result);
+}
+
+function describeConfig(config: FinalConfigTiming): ResultConfig {
+  const best = config.candidate;
+  const subject = best ?? config.baseline;
+  return {
+    name: config.config,
+    floorMs: config.floorMs,
+    baseline: config.baseline,
+    best,
+    eager: config.eager,
+    compile: config.compile,
+    speedup: {
+      baseline: best === null ? null : ratio(config.baseline.medianMs, best.medianMs),
+      eager: ratio(config.eager.medianMs, subject.medianMs),
+      compile: config.compile === null ? null : ratio(config.compile.medianMs, subject.medianMs),
+    },
+    percentOfFloor: {
+      baseline: percentOf(config.floorMs, config.baseline.medianMs) ?? 0,
+      best: best === null ? null : percentOf(config.floorMs, best.medianMs),
+    },
+    clearlyFaster: best !== null && best.p80Ms < config.baseline.p20Ms,
+  };
+}
+
+function ratio(reference: number, subject: number): number | null {
+  return subject > 0 ? positiveOrNull(reference / subject) : null;
+}
+
+function percentOf(floorMs: number, ms: number): number | null {
+  return ms > 0 ? (floorMs / ms) * 100 : null;
+}
+
+function positiveOrNull(value: number): number | null {
+  return Number.isFinite(value) && value > 0 ? value : null;
+}
+
+/** Unified diff of the original kernel against the best, both named by the same path. */
+export function unifiedDiff(file: string, before: string, after: string): string {
+  return createTwoFilesPatch(`a/${file}`, `b/${file}`, before, after, undefined, undefined, {
+    context: 3,
+  });
+}
+
+/**
+ * The source as it would be committed: a tuner's -D values written into it. A default
+ * guarded by `#ifndef NAME` gets the new value in place (a one-line diff); otherwise a
+ * `#define` goes on top, where -D would have been. Python sources have no defines.
+ */
+export function materializeDefines(
+  source: string,
+  defines: Readonly<Record<string, string>>,
+  language: Language,
+): string {
+  const entries = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
+  if (language === "python" || entries.length === 0) return source;
+  let text = source;
+  const prepend: string[] = [];
+  for (const [name, value] of entries) {
+    const guarded = new RegExp(
+      `(#\\s*ifndef\\s+${name}\\b[^\\n]*\\n\\s*#\\s*define\\s+${name}\\s+)([^\\n]*?)([ \\t]*(?://[^\\n]*)?)$`,
+      "m",
+    );
+    if (guarded.test(text))
+      text = text.replace(
+        guarded,
+        (_, head: string, _old: string, tail: string) => `${head}${value}${tail}`,
+      );
+    else prepend.push(`#define ${name} ${value}`);
+  }
+  return prepend.length === 0 ? text : `${prepend.join("\n")}\n${text}`;
+}

@@ -1,0 +1,116 @@
+// `evokernel optimize` as a user meets it: its usage, arguments checked before anything
+// starts, exit 3 without a GPU, and a whole run (and its resumption) against a stand-in
+// for the harness on a GPU machine (test/helpers/fake-gpu-harness.mjs).
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { resultSchema } from "../../src/shared/result.js";
+import { runCli } from "../helpers/cli.js";
+import { skipWithoutPython } from "../helpers/python.js";
+
+const fakeHarness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
+
+const onGpuMachine = process.env["EVOKERNEL_GPU_TESTS"] === "1";
+const noKey = { ANTHROPIC_API_KEY: "" };
+
+describe("evokernel optimize", () => {
+  it("--help shows its usage", async () => {
+    const run = await runCli(["optimize", "--help"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("usage: evokernel optimize <task>");
+    expect(run.stdout).toContain("--config C");
+    expect(run.stdout).toContain("exit:");
+  });
+
+  it.each([
+    [["--config", "greedy"], "--config is one of free, insight, full, not greedy"],
+    [["--candidates=-3"], "--candidates is at least 0, not -3"],
+    [["--candidates", "2.5"], "--candidates is a whole number"],
+    [["--usd", "lots"], "--usd is a number, not lots"],
+    [["--proposer", "oracle"], "--proposer is one of"],
+    [["--proposer", "llm"], "ANTHROPIC_API_KEY"],
+  ])("refuses %j with exit 2", async (args, message) => {
+    const run = await runCli(["optimize", "softmax", ...args], { env: noKey });
+    expect(run.exitCode, run.stderr).toBe(2);
+    expect(run.stderr).toContain(message);
+  });
+
+  it("a task that does not exist is a usage error", async () => {
+    const run = await runCli(["optimize", "no_such_task", "--json"], { env: noKey });
+    expect(run.exitCode).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({ error: { exitCode: 2 } });
+  });
+
+  it.skipIf(skipWithoutPython || onGpuMachine)(
+    "without a GPU exits 3 after checking its arguments",
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
+      try {
+        const archive = join(dir, "archive.jsonl");
+        const run = await runCli(
+          ["optimize", "softmax", "--proposer", "tuner", "--archive", archive],
+          { env: noKey },
+        );
+        expect(run.exitCode, run.stderr).toBe(3);
+        expect(run.stderr).toContain("no CUDA GPU on this machine");
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+describe("evokernel optimize on a (stand-in) GPU", () => {
+  it("searches, re-checks the best, writes the result, and resumes from its archive", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
+    try {
+      const env = { ...noKey, EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+      const archive = join(dir, "archive.jsonl");
+      const out = join(dir, "out");
+      const args = ["optimize", "softmax", "--proposer", "tuner", "--seed", "3"];
+      const run = await runCli(
+        [...args, "--candidates", "6", "--parallel", "2", "--archive", archive, "--out", out],
+        { env },
+      );
+      const result = resultSchema.parse(
+        JSON.parse(await readFile(join(out, "result.json"), "utf8")),
+      );
+      expect(run.exitCode, run.stderr).toBe(result.win ? 0 : 1);
+      expect(run.stderr).toMatch(/^\[0\/6\] c0 ok 1\.00×/m);
+      expect(run.stderr).toContain("generation 3: 2 proposals");
+      expect(run.stdout).toContain("search: 6/6 candidates");
+      expect(result.search).toMatchObject({ candidates: 6, stoppedBy: "candidates" });
+      expect(result.verification.configs.some((config) => config.heldout)).toBe(true);
+      expect(result.device).toMatchObject({ gpu: "Fake GPU", driver: "999.1" });
+      expect((await readFile(archive, "utf8")).trim().split("\n")).toHaveLength(7);
+      if (result.win) {
+        expect(result.best?.diff).toContain("--- a/kernels/softmax/kernel.cu");
+        expect(await readFile(join(out, "best.cu"), "utf8")).toBe(result.best?.source);
+      }
+
+      // the same command with more budget continues; its result counts both runs
+      const resumed = await runCli(
+        [...args, "--candidates", "8", "--parallel", "2", "--archive", archive, "--json"],
+        { env },
+      );
+      expect(resumed.stderr).toContain("resuming: 7 archived (6/8 candidates");
+      expect(resumed.stderr).toContain("generation 4: 2 proposals");
+      expect(resumed.stderr).not.toContain("generation 3");
+      const again = resultSchema.parse(JSON.parse(resumed.stdout));
+      expect(again.search.candidates).toBe(8);
+      expect(again.run.seed).toBe(3);
+      expect(again.history[0]).toEqual(result.history[0]);
+
+      // another seed is another run: refused before anything starts
+      const other = await runCli(["optimize", "softmax", "--seed", "4", "--archive", archive], {
+        env,
+      });
+      expect(other.exitCode).toBe(2);
+      expect(other.stderr).toContain("--seed 3 --config insight");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

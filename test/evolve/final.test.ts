@@ -1,0 +1,117 @@
+// Before a win is called one: the final verification (held-out configurations included) and
+// the timing against the noise.
+import { describe, expect, it } from "vitest";
+import { finalize } from "../../runner/src/evolve/final.js";
+import { judgeSpeedup } from "../../runner/src/evolve/noise.js";
+import type { Individual } from "../../runner/src/evolve/types.js";
+import { BASELINE, evaluationOf, fakeRechecker, finalConfig } from "./fakes.js";
+
+function individual(id: string, source: string): Individual {
+  return {
+    id,
+    hash: id,
+    source,
+    defines: {},
+    parents: ["c0"],
+    insight: "",
+    proposer: "fake",
+    evaluation: evaluationOf(source),
+  };
+}
+
+const baseline = individual("c0", BASELINE);
+const spread = (medianMs: number, p20Ms: number, p80Ms: number) => ({ medianMs, p20Ms, p80Ms });
+
+describe("the noise rule", () => {
+  it("a win needs the geometric mean of baseline p20 / candidate p80 above 1", () => {
+    const clear = judgeSpeedup([
+      { baseline: spread(1, 0.95, 1.05), candidate: spread(0.8, 0.78, 0.82) },
+      { baseline: spread(2, 1.9, 2.1), candidate: spread(1.7, 1.65, 1.75) },
+    ]);
+    expect(clear?.win).toBe(true);
+    expect(clear?.clearlyFaster).toEqual([true, true]);
+    expect(clear?.lowerBound).toBeCloseTo(Math.sqrt((0.95 / 0.82) * (1.9 / 1.75)), 10);
+    expect(clear?.speedup).toBeCloseTo(Math.sqrt((1 / 0.8) * (2 / 1.7)), 10);
+  });
+
+  it("a faster median inside the spread is not a win", () => {
+    // 3 % faster by the median, but the spreads overlap
+    const inside = judgeSpeedup([
+      { baseline: spread(1, 0.95, 1.05), candidate: spread(0.97, 0.93, 1.01) },
+    ]);
+    expect(inside?.speedup).toBeGreaterThan(1);
+    expect(inside?.lowerBound).toBeLessThan(1);
+    expect(inside?.win).toBe(false);
+    expect(inside?.clearlyFaster).toEqual([false]);
+  });
+
+  it("a configuration without a time gives no judgement", () => {
+    expect(judgeSpeedup([])).toBeNull();
+    expect(judgeSpeedup([{ baseline: spread(1, 1, 1), candidate: spread(0, 0, 0) }])).toBeNull();
+  });
+});
+
+describe("finalize", () => {
+  it("re-verifies the best with held-out configurations, re-times it, and calls a win", async () => {
+    const { rechecker, calls } = fakeRechecker();
+    const best = individual("c7", "k7 speed=1.5");
+    const final = await finalize({ population: [best, baseline], baseline, rechecker });
+    expect(calls).toEqual(["verify k7 speed=1.5", "time k7 speed=1.5"]);
+    expect(final.win).toBe(true);
+    expect(final.candidate?.id).toBe("c7");
+    expect(final.verification?.configs.some((config) => config.heldout)).toBe(true);
+    expect(final.verdict).toMatch(/c7 passed every configuration, held-out ones included/);
+  });
+
+  it("a candidate inside the noise is not a win", async () => {
+    const { rechecker } = fakeRechecker({
+      time: () => ({
+        ok: true,
+        reason: null,
+        message: "",
+        configs: [finalConfig("8192x8192", spread(0.98, 0.94, 1.02))],
+      }),
+    });
+    const best = individual("c3", "k3 speed=1.2");
+    const final = await finalize({ population: [best, baseline], baseline, rechecker });
+    expect(final.candidate?.id).toBe("c3");
+    expect(final.judged?.speedup).toBeGreaterThan(1);
+    expect(final.win).toBe(false);
+    expect(final.verdict).toMatch(/within the noise/);
+  });
+
+  it("passes over a candidate that fails a held-out configuration for the next best", async () => {
+    const { rechecker, calls } = fakeRechecker({
+      verify: (source) =>
+        source.includes("k9")
+          ? {
+              ok: false,
+              status: "rejected",
+              reason: "shape-specific",
+              message: "wrong on tall-12289x999",
+              configs: [{ name: "tall-12289x999", heldout: true, ok: false, reason: "mismatch" }],
+            }
+          : { ok: true, status: "passed", reason: null, message: "", configs: [] },
+    });
+    const population = [
+      individual("c9", "k9 speed=1.8"),
+      individual("c4", "k4 speed=1.3"),
+      baseline,
+    ];
+    const final = await finalize({ population, baseline, rechecker });
+    expect(calls).toEqual(["verify k9 speed=1.8", "verify k4 speed=1.3", "time k4 speed=1.3"]);
+    expect(final.rejected).toEqual([{ id: "c9", reason: "shape-specific" }]);
+    expect(final.candidate?.id).toBe("c4");
+    expect(final.win).toBe(true);
+  });
+
+  it("with nothing faster than the baseline, times the baseline alone", async () => {
+    const { rechecker, calls } = fakeRechecker();
+    const slower = individual("c2", "k2 speed=0.9");
+    const final = await finalize({ population: [baseline, slower], baseline, rechecker });
+    expect(calls).toEqual(["time baseline"]);
+    expect(final.win).toBe(false);
+    expect(final.candidate).toBeNull();
+    expect(final.verdict).toBe("no candidate was faster than the baseline in the search");
+  });
+});

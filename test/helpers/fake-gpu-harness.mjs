@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+// A stand-in for `python -m evokernel_harness` on a machine with a GPU, for CLI tests of
+// commands that need one (EVOKERNEL_PYTHON points here). It writes well-formed records:
+// every candidate passes; a candidate's time follows its BLOCK_SIZE (-D, or `speed=` in
+// its source): 512 is the fastest. `serve` speaks the fork server's line protocol.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+const device = {
+  name: "Fake GPU",
+  backend: "cuda",
+  driver: "999.1",
+  torch: "2.11.0",
+  cuda: "13.0",
+  sms: 132,
+  l2Bytes: 52428800,
+  smClockMHz: 1980,
+  python: "3.12.3",
+};
+const visible = [
+  { name: "8192x8192", dims: { M: 8192, N: 8192 } },
+  { name: "32768x1024", dims: { M: 32768, N: 1024 } },
+  { name: "odd-4097x5003", dims: { M: 4097, N: 5003 } },
+];
+const heldout = [{ name: "tall-12289x999", dims: { M: 12289, N: 999 } }];
+const SPEED = { 128: 1.25, 256: 1, 512: 0.7, 1024: 0.9 };
+
+function option(argv, name) {
+  const index = argv.indexOf(name);
+  return index === -1 ? undefined : argv[index + 1];
+}
+
+function all(argv, name) {
+  return argv.flatMap((arg, index) => (arg === name ? [argv[index + 1]] : []));
+}
+
+/** A candidate's time as a fraction of the baseline's, from what its build recorded. */
+function speedOf(artifact, candidate) {
+  const built = artifact && existsSync(artifact) ? JSON.parse(readFileSync(artifact, "utf8")) : {};
+  const source = candidate && existsSync(candidate) ? readFileSync(candidate, "utf8") : "";
+  const marked = /speed=([\d.]+)/.exec(source);
+  if (marked) return Number(marked[1]);
+  const block = built.defines?.BLOCK_SIZE ?? /#define BLOCK_SIZE (\d+)/.exec(source)?.[1] ?? 256;
+  return SPEED[block] ?? 1;
+}
+
+const stat = (ms) => ({
+  medianMs: ms,
+  p20Ms: ms * 0.98,
+  p80Ms: ms * 1.02,
+  minMs: ms * 0.97,
+  meanMs: ms,
+  n: 100,
+});
+
+const COMMANDS = {
+  device: () => ({ schema: 1, kind: "device", cuda: true, device }),
+  inspect: (argv) => ({
+    schema: 1,
+    kind: "task",
+    ok: true,
+    error: null,
+    name: "softmax",
+    format: "native",
+    path: option(argv, "--task"),
+    backward: false,
+    baseline: null,
+    configs: [
+      ...visible.map((c) => ({ ...c, heldout: false })),
+      ...heldout.map((c) => ({ ...c, heldout: true })),
+    ].map((c) => ({
+      ...c,
+      derived: false,
+      init: "normal",
+      inputs: [{ name: "x", shape: [c.dims.M, c.dims.N], dtype: "float32" }],
+    })),
+    notes: [],
+    probe: null,
+  }),
+  static: () => ({ schema: 1, kind: "static", ok: true, format: "evk", findings: [] }),
+  build: (argv) => {
+    const candidate = option(argv, "--candidate");
+    const defines = Object.fromEntries(all(argv, "--define").map((pair) => pair.split("=")));
+    const hash = createHash("sha256")
+      .update(readFileSync(candidate))
+      .update(JSON.stringify(defines))
+      .digest("hex")
+      .slice(0, 16);
+    const artifact = `${option(argv, "--cache")}/fake-${hash}.json`;
+    writeFileSync(artifact, JSON.stringify({ defines }));
+    return {
+      schema: 1,
+      kind: "build",
+      ok: true,
+      format: "evk",
+      artifact,
+      cached: false,
+      seconds: 0.01,
+      hash,
+      log: "",
+    };
+  },
+  verify: (argv) => {
+    const configs = argv.includes("--quick")
+      ? visible.slice(2)
+      : [...visible, ...(argv.includes("--heldout") ? heldout : [])];
+    return {
+      schema: 1,
+      kind: "verify",
+      task: "softmax",
+      candidate: option(argv, "--candidate"),
+      format: "evk",
+      ok: true,
+      status: "passed",
+      reason: null,
+      hack: null,
+      message: "passed",
+      mismatch: null,
+      configs: configs.map((c) => ({
+        name: c.name,
+        heldout: heldout.includes(c),
+        derived: false,
+        ok: true,
+        trials: 2,
+        maxAbs: 1e-7,
+        normRel: 1e-8,
+        reason: null,
+      })),
+      checks: [],
+      warnings: [],
+      seconds: { load: 0.01, verify: 0.01 },
+      device,
+      seed: 1,
+    };
+  },
+  bench: (argv) => {
+    const candidate = option(argv, "--candidate");
+    const speed = speedOf(option(argv, "--artifact"), candidate);
+    return {
+      schema: 1,
+      kind: "bench",
+      task: "softmax",
+      ok: true,
+      reason: null,
+      message: "",
+      device,
+      ceilings: {
+        bandwidthGBs: 3000,
+        fp32Tflops: 50,
+        bf16Tflops: 700,
+        measuredAt: "2026-11-21T00:00:00Z",
+        device: device.name,
+      },
+      configs: visible.map((c) => ({
+        name: c.name,
+        dims: c.dims,
+        bytes: 8 * c.dims.M * c.dims.N,
+        flops: 5 * c.dims.M * c.dims.N,
+        floorMs: 0.25,
+        eager: stat(2),
+        compile: argv.includes("--no-compile") ? null : stat(1.5),
+        baseline: stat(1),
+        candidate: candidate === undefined ? null : stat(speed),
+        reason: null,
+      })),
+      seconds: 0.1,
+    };
+  },
+};
+
+function run(argv) {
+  const record = COMMANDS[argv[0]](argv);
+  writeFileSync(option(argv, "--out"), JSON.stringify(record));
+}
+
+const [flag, module, ...argv] = process.argv.slice(2);
+if (flag !== "-m" || module !== "evokernel_harness") process.exit(2);
+if (argv[0] === "serve") {
+  console.log(JSON.stringify({ ready: true, pid: process.pid }));
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    const request = JSON.parse(line);
+    run(request.argv);
+    const answer = {
+      id: request.id,
+      exit: 0,
+      signal: null,
+      seconds: 0.01,
+      timedOut: false,
+      memKilled: false,
+      log: "",
+    };
+    console.log(JSON.stringify(answer));
+  });
+} else {
+  run(argv);
+}
