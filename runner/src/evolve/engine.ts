@@ -23,6 +23,7 @@ import type {
   Proposer,
   Usage,
 } from "./types.js";
+import { ZERO_USAGE } from "./types.js";
 
 export type EngineOptions = {
   task: ProposalContext["task"];
@@ -77,14 +78,6 @@ export type EngineResult = {
 };
 
 export const DEFAULTS = { populationSize: 5, parallel: 4, insights: 3 } as const;
-
-const ZERO_USAGE: Usage = {
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheWriteTokens: 0,
-  usd: 0,
-};
 
 export async function runEngine(options: EngineOptions): Promise<EngineResult> {
   const run = new Run(options, await options.archive.load());

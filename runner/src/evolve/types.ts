@@ -97,6 +97,15 @@ export type Usage = {
   usd: number;
 };
 
+/** What an offline proposal (or an unused slot) costs. */
+export const ZERO_USAGE: Usage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  usd: 0,
+};
+
 /** A proposal, or a record of why there is none (an unusable reply is data, not an error). */
 export type ProposalResult =
   | { ok: true; proposal: Proposal; usage: Usage }

@@ -11,7 +11,13 @@ import {
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
 import { UsageError } from "../errors.js";
-import type { ProposalContext, ProposalResult, Proposer, Usage } from "../evolve/types.js";
+import {
+  ZERO_USAGE,
+  type ProposalContext,
+  type ProposalResult,
+  type Proposer,
+  type Usage,
+} from "../evolve/types.js";
 import type { LlmClient } from "./anthropic-client.js";
 import { parseReply } from "./parse-reply.js";
 import { costUsd, type Price } from "./pricing.js";
@@ -44,14 +50,6 @@ const messageSchema = z.object({
       .nullish(),
   }),
 });
-
-const ZERO_USAGE: Usage = {
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheWriteTokens: 0,
-  usd: 0,
-};
 
 export function createLlmProposer(options: LlmProposerOptions): Proposer {
   const maxTokens = options.maxTokens ?? LLM_DEFAULTS.maxTokens;

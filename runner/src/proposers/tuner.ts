@@ -26,12 +26,12 @@ import {
   type Tunable,
   type TunableValue,
 } from "./detect-tunables.js";
-import type {
-  Individual,
-  ProposalContext,
-  ProposalResult,
-  Proposer,
-  Usage,
+import {
+  ZERO_USAGE,
+  type Individual,
+  type ProposalContext,
+  type ProposalResult,
+  type Proposer,
 } from "../evolve/types.js";
 import { createRng, deriveSeed, type Rng } from "../evolve/rng.js";
 
@@ -70,13 +70,6 @@ type Trial = {
 
 type Scored = Trial & { fitness: number };
 
-const ZERO_USAGE: Usage = {
-  inputTokens: 0,
-  outputTokens: 0,
-  cacheReadTokens: 0,
-  cacheWriteTokens: 0,
-  usd: 0,
-};
 const DEFAULT_POOL = 6;
 const CLIMB = 0.7;
 const JUMP = 0.1;
