@@ -169,9 +169,7 @@ def cmd_verify(args):
            "configs": [], "checks": [], "warnings": [], "seed": seed,
            "seconds": {"load": 0.0, "verify": 0.0}, "device": None}
     if backend is None:
-        from .env import device_info as di
-
-        return {**rec, "reason": "no-gpu", "device": di("cpu"),
+        return {**rec, "reason": "no-gpu", "device": device_info("cpu"),
                 "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}
     _precise_math()
     rec["device"] = device_info(backend)

@@ -24,10 +24,6 @@ def dtype_name(dtype):
     return DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
 
 
-def cuda_available():
-    return torch.cuda.is_available()
-
-
 def _driver_version():
     try:
         out = subprocess.run(

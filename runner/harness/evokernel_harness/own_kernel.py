@@ -5,32 +5,28 @@ import re
 import torch
 
 
-def launched_kernels(fn):
+def _kernel_times_us(fn):
+    """GPU kernels one call launches, by name, with their total device time (CUPTI)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    names = set()
-    for evt in prof.events():
-        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
-            names.add(evt.name)
-    return names
+    return {
+        e.key: getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        for e in prof.key_averages()
+        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+    }
+
+
+def launched_kernels(fn):
+    return set(_kernel_times_us(fn))
 
 
 def launched_kernel_time_ms(fn):
-    """GPU time of the kernels one call launches (CUPTI), without host gaps; None if unknown."""
-    from torch.profiler import ProfilerActivity, profile
-
+    """GPU time of the kernels one call launches, without host gaps; None if unknown."""
     try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            fn()
-            torch.cuda.synchronize()
-        total_us = sum(
-            getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
-            for e in prof.key_averages()
-            if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
-        )
+        total_us = sum(_kernel_times_us(fn).values())
     except Exception:  # noqa: BLE001 — no profiler: the check is skipped, not failed
         return None
     return total_us / 1e3 if total_us else None

@@ -3,8 +3,6 @@
 import os
 import re
 
-FORMATS = ("evk", "torch-ext", "py")
-
 _GLOBAL_RE = re.compile(r"__global__\s+(?:[\w:<>]+\s+)*?(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
 _TRITON_RE = re.compile(r"@triton\.(?:jit|autotune)[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+(\w+)")
 

@@ -110,12 +110,6 @@ class Task:
             return {"atol": 0.0, "rtol": 0.0, "norm": 0.0}  # integers and bools: exact
         return tol
 
-    def describe(self, config, case):
-        return [
-            {"name": n, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-            for n, t in case.tensors()
-        ]
-
 
 def as_tuple(out):
     if isinstance(out, (tuple, list)):
