@@ -3,6 +3,8 @@
 # no Node.js) with .device/node.xz and dist/ carried along:
 #   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
 #   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
+#   bash scripts/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
+#        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/evokernel-results}
@@ -31,5 +33,20 @@ case "${1:-selftest}" in
       echo "## $(basename "$t")"
       evk bench "$t" 2>>"$out/bench.log"
     done | tee "$out/bench.txt"
+    ;;
+  optimize)
+    shift
+    tasks=("$@")
+    [ ${#tasks[@]} -eq 0 ] && tasks=(kernels/*/)
+    for t in "${tasks[@]}"; do
+      name=$(basename "$t")
+      mkdir -p "$out/optimize/$name"
+      echo "## $name $(date -u +%H:%M:%S)"
+      evk optimize "$t" --proposer tuner --seed 1 --candidates "${EVK_CANDIDATES:-24}" \
+        --minutes "${EVK_MINUTES:-3}" --archive "$out/optimize/$name/archive.jsonl" \
+        --out "$out/optimize/$name" 2>"$out/optimize/$name.log"
+      echo "exit $?"
+    done | tee "$out/optimize.txt"
+    tar -czf "$out/optimize.tgz" -C "$out" optimize && rm -rf "$out/optimize"
     ;;
 esac

@@ -106,8 +106,11 @@ describe("static, build, bench", () => {
       runner: fake.runner,
       cache: "/cache",
       defines: { BLOCK: 256, FAST: "1" },
+      flags: ["-maxrregcount=64"],
     });
-    expect(fake.calls[0]?.join(" ")).toContain("--cache /cache --define BLOCK=256 --define FAST=1");
+    expect(fake.calls[0]?.join(" ")).toContain(
+      "--cache /cache --define BLOCK=256 --define FAST=1 --nvcc-flag=-maxrregcount=64",
+    );
     const broken = fakeRunner(() => ({ outcome: { timedOut: true } }));
     const record = await build("/c/k.cu", { runner: broken.runner, timeoutMs: 5_000 });
     expect(record.ok).toBe(false);
@@ -123,9 +126,10 @@ describe("static, build, bench", () => {
       baseline: "/t/softmax/kernel.cu",
       baselineArtifact: "/a/b.so",
       compile: false,
+      budgetS: 0.5,
     });
     expect(fake.calls[0]?.join(" ")).toContain(
-      "--candidate /c/k.cu --artifact /a/k.so --baseline /t/softmax/kernel.cu --baseline-artifact /a/b.so --no-compile",
+      "--candidate /c/k.cu --artifact /a/k.so --baseline /t/softmax/kernel.cu --baseline-artifact /a/b.so --no-compile --budget 0.5",
     );
     const broken = fakeRunner(() => ({ outcome: { exitCode: null, signal: "SIGSEGV" } }));
     const record = await bench("/t/softmax", { runner: broken.runner });

@@ -27,6 +27,19 @@ function countingBuild(delayMs = 20) {
 }
 
 describe("build pool", () => {
+  it("builds the same source under other nvcc flags separately", async () => {
+    const { state, build } = countingBuild();
+    const pool = createBuildPool({ build, concurrency: 4 });
+    const a = await source("flags.cu", "kernel F");
+    await Promise.all([
+      pool.build(a, {}, ["-maxrregcount=64"]),
+      pool.build(a, {}, ["-maxrregcount=64"]),
+      pool.build(a, {}, []),
+      pool.build(a),
+    ]);
+    expect(state.calls).toBe(2);
+  });
+
   it("shares one build between identical sources with identical defines", async () => {
     const { state, build } = countingBuild();
     const pool = createBuildPool({ build, concurrency: 4 });

@@ -54,10 +54,12 @@ export type EvaluateOptions = {
   device?: "cuda" | "cpu";
   seed?: number;
   defines?: client.Defines;
+  /** Precision-keeping nvcc flags for the build (the tuner's; proposers/compile-flags.ts). */
+  flags?: readonly string[];
   /** Stop after the static check (a machine without a GPU). */
   staticOnly?: boolean;
   /** Time each candidate that passes; `baseline` is timed beside it when it builds. */
-  bench?: false | { baseline?: string; compile?: boolean };
+  bench?: false | { baseline?: string; compile?: boolean; budgetS?: number };
   /** Written into records of runs that never described the device. */
   knownDevice?: Device;
   /** Verification and timing run in its children when given. */
@@ -130,7 +132,7 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   if (options.staticOnly) return finish(NOT_VERIFIED, afterStatic, none);
 
   const built = await runStep(context, "build", candidate, () =>
-    context.pool.build(candidate, options.defines),
+    context.pool.build(candidate, options.defines, options.flags),
   );
   const afterBuild = { ...afterStatic, build: built.record };
   const compiled = { ...none, compile: built.record.seconds };
@@ -177,7 +179,7 @@ async function timeCandidate(
   context: Context,
   candidate: string,
   built: BuildRecord,
-  bench: { baseline?: string; compile?: boolean },
+  bench: { baseline?: string; compile?: boolean; budgetS?: number },
 ): Promise<Timed<BenchRecord>> {
   const baseline = bench.baseline === undefined ? null : await context.pool.build(bench.baseline);
   const beside =
@@ -191,6 +193,7 @@ async function timeCandidate(
         artifact: built.artifact,
         ...beside,
         ...pick(bench, "compile"),
+        ...pick(bench, "budgetS"),
         ...context.gpuCall,
         ...(context.options.timeouts?.benchMs === undefined
           ? {}

@@ -37,10 +37,19 @@ export const resultConfigSchema = z.object({
   percentOfFloor: z.object({ baseline: z.number().nonnegative(), best: z.number().nullable() }),
   /** The best kernel's p80 is under the baseline's p20 here. */
   clearlyFaster: z.boolean(),
+  /** The best kernel's p20 is above the baseline's p80 here (never so for a win). */
+  clearlySlower: z.boolean().default(false),
 });
 export type ResultConfig = z.infer<typeof resultConfigSchema>;
 
-export const stoppedBySchema = z.enum(["candidates", "seconds", "usd", "interrupted"]);
+export const stoppedBySchema = z.enum([
+  "candidates",
+  "seconds",
+  "usd",
+  "interrupted",
+  /** The proposer had nothing more to try (the tuner's whole space, or no knob at all). */
+  "proposer",
+]);
 export type StoppedBy = z.infer<typeof stoppedBySchema>;
 
 export const resultSchema = z.object({
@@ -101,6 +110,11 @@ export const resultSchema = z.object({
       parents: z.array(z.string()),
       insight: z.string(),
       defines: z.record(z.string(), z.string()),
+      /**
+       * nvcc flags the winner was built and timed with (precision-keeping ones only). They
+       * cannot be written into the source: whoever builds the kernel must pass them.
+       */
+      flags: z.array(z.string()).default([]),
       /** The source as it would be committed (the tuner's defines written into it). */
       source: z.string(),
       file: z.string(),

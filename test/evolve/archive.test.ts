@@ -28,6 +28,7 @@ function entry(slot: number): ArchiveEntry {
       hash: "ab".repeat(32),
       source: "__global__ void k() {} // speed=1.2",
       defines: { BLOCK: "256" },
+      flags: [],
       parents: ["c0"],
       insight: "vectorised loads",
       proposer: "llm",

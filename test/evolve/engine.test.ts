@@ -10,7 +10,15 @@ import { runEngine, type EngineOptions } from "../../runner/src/evolve/engine.js
 import { proposalTask } from "../../runner/src/evolve/task-context.js";
 import type { EvoConfig } from "../../runner/src/evolve/types.js";
 import { h100, taskInfo } from "../helpers/records.js";
-import { BASELINE, fakeClock, fakeEvaluator, fakeProposer, task, usage } from "./fakes.js";
+import {
+  BASELINE,
+  fakeClock,
+  fakeEvaluator,
+  fakeProposer,
+  proposalFor,
+  task,
+  usage,
+} from "./fakes.js";
 
 type Setup = Partial<EngineOptions> & { config?: EvoConfig };
 
@@ -403,5 +411,67 @@ describe("dedup", () => {
     );
     expect(evaluated).toHaveLength(5);
     expect(result.counts.duplicates).toBe(0);
+  });
+
+  it("the same source under other nvcc flags is another candidate, evaluated with them", async () => {
+    const flagSets = [
+      [],
+      ["-maxrregcount=64"],
+      ["-maxrregcount=64"],
+      ["-extra-device-vectorization"],
+    ];
+    const { proposer } = fakeProposer({
+      propose: (_context, call) => ({
+        ok: true,
+        proposal: {
+          name: "k",
+          source: BASELINE,
+          defines: {},
+          flags: flagSets[call - 1] ?? [],
+          insight: "",
+        },
+        usage: usage(),
+      }),
+    });
+    const seen: (readonly string[])[] = [];
+    const { evaluator } = fakeEvaluator();
+    const result = await runEngine(
+      engineOptions({
+        proposer,
+        evaluator: {
+          evaluate: (variant, signal) => {
+            seen.push(variant.flags);
+            return evaluator.evaluate(variant, signal);
+          },
+        },
+        budget: { candidates: 4, seconds: 1e6, usd: 1e6 },
+        parallel: 1,
+      }),
+    );
+    expect(seen).toEqual([[], ["-maxrregcount=64"], ["-extra-device-vectorization"]]);
+    expect(result.counts.duplicates).toBe(2); // the baseline again, and the repeated flag
+    const flagged = result.entries.find((entry) => entry.individual?.flags.length === 1);
+    expect(flagged?.individual?.flags).toEqual(["-maxrregcount=64"]);
+  });
+
+  it("stops when the proposer has nothing more to try", async () => {
+    const { proposer, calls } = fakeProposer({
+      propose: (context, call) =>
+        call <= 5
+          ? { ok: true, proposal: proposalFor(context), usage: usage() }
+          : {
+              ok: false,
+              reason: "search-exhausted",
+              message: "every combination was tried",
+              usage: usage(),
+              final: true,
+            },
+    });
+    const result = await runEngine(
+      engineOptions({ proposer, budget: { candidates: 40, seconds: 1e6, usd: 1e6 }, parallel: 4 }),
+    );
+    expect(result.stoppedBy).toBe("proposer");
+    expect(calls()).toBe(8); // the generation that heard it ends, and no other begins
+    expect(result.counts.proposalFailures).toBe(3);
   });
 });

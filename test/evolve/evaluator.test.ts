@@ -103,7 +103,11 @@ describe("the harness evaluator", () => {
 
   it("runs static → build → quick → verify → time, and scores by the geometric mean", async () => {
     const calls = harness();
-    const evaluation = await evaluatorWith(calls).evaluate("__global__ void k() {}", {});
+    const evaluation = await evaluatorWith(calls).evaluate({
+      source: "__global__ void k() {}",
+      defines: {},
+      flags: [],
+    });
     expect(calls.log).toEqual([
       "static",
       "quick",
@@ -122,7 +126,7 @@ describe("the harness evaluator", () => {
   it("a configuration timed without the baseline beside it gives no fitness", async () => {
     const calls = harness();
     calls.harness.bench = async () => Promise.resolve(benchRecord());
-    const evaluation = await evaluatorWith(calls).evaluate("k", {});
+    const evaluation = await evaluatorWith(calls).evaluate({ source: "k", defines: {}, flags: [] });
     expect(evaluation).toMatchObject({ ok: false, stage: "time", reason: "not-timed" });
   });
 
@@ -142,7 +146,11 @@ describe("the harness evaluator", () => {
     "a failure at %s ends the cascade there",
     async (stage, fail, builds, source, log) => {
       const calls = harness(fail);
-      const evaluation = await evaluatorWith(calls, builds).evaluate(source, {});
+      const evaluation = await evaluatorWith(calls, builds).evaluate({
+        source: source,
+        defines: {},
+        flags: [],
+      });
       expect(evaluation).toMatchObject({ ok: false, stage, fitness: null });
       expect(calls.log).toEqual(log);
     },
@@ -151,10 +159,10 @@ describe("the harness evaluator", () => {
   it("final checks: verification with held-out configurations, timing with torch.compile", async () => {
     const calls = harness();
     const evaluator = evaluatorWith(calls);
-    const verified = await evaluator.verify("k", {});
+    const verified = await evaluator.verify({ source: "k", defines: {}, flags: [] });
     expect(verified.ok).toBe(true);
     expect(verified.configs.some((config) => config.heldout)).toBe(true);
-    const timed = await evaluator.time({ source: "k", defines: {} });
+    const timed = await evaluator.time({ source: "k", defines: {}, flags: [] });
     expect(timed.configs[0]?.candidate).not.toBeNull();
     const alone = await evaluator.time(null);
     expect(alone.ok).toBe(true);

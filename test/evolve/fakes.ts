@@ -37,7 +37,7 @@ export function usage(usd = 0): Usage {
 export function fakeEvaluator(clock?: ReturnType<typeof fakeClock>, seconds = 0) {
   const evaluated: string[] = [];
   const evaluator: Evaluator = {
-    async evaluate(source) {
+    async evaluate({ source }) {
       evaluated.push(source);
       await Promise.resolve();
       clock?.advance(seconds);
@@ -123,6 +123,7 @@ export function proposalFor(context: ProposalContext) {
     name: `k${context.seed}`,
     source: `// ${context.operator}\n__global__ void k${context.seed}() {} // speed=${speed}${fail}\n`,
     defines: {},
+    flags: [],
     insight: `insight of ${context.seed}`,
   };
 }
@@ -168,7 +169,7 @@ export function fakeRechecker(
 ) {
   const calls: string[] = [];
   const rechecker: Rechecker = {
-    async verify(source) {
+    async verify({ source }) {
       calls.push(`verify ${source.trim()}`);
       await Promise.resolve();
       return (

@@ -12,6 +12,7 @@ function individual(id: string, source: string): Individual {
     hash: id,
     source,
     defines: {},
+    flags: [],
     parents: ["c0"],
     insight: "",
     proposer: "fake",
@@ -43,6 +44,16 @@ describe("the noise rule", () => {
     expect(inside?.lowerBound).toBeLessThan(1);
     expect(inside?.win).toBe(false);
     expect(inside?.clearlyFaster).toEqual([false]);
+  });
+
+  it("faster on the geometric mean but clearly slower on one shape is not a win", () => {
+    const mixed = judgeSpeedup([
+      { baseline: spread(1, 0.99, 1.01), candidate: spread(0.6, 0.59, 0.61) },
+      { baseline: spread(1, 0.99, 1.01), candidate: spread(1.06, 1.05, 1.07) },
+    ]);
+    expect(mixed?.lowerBound).toBeGreaterThan(1);
+    expect(mixed?.clearlySlower).toEqual([false, true]);
+    expect(mixed?.win).toBe(false);
   });
 
   it("a configuration without a time gives no judgement", () => {
@@ -102,6 +113,40 @@ describe("finalize", () => {
     expect(calls).toEqual(["verify k9 speed=1.8", "verify k4 speed=1.3", "time k4 speed=1.3"]);
     expect(final.rejected).toEqual([{ id: "c9", reason: "shape-specific" }]);
     expect(final.candidate?.id).toBe("c4");
+    expect(final.win).toBe(true);
+  });
+
+  it("passes over a candidate that is slower beyond the noise on one shape", async () => {
+    const { rechecker, calls } = fakeRechecker({
+      time: (source) => ({
+        ok: true,
+        reason: null,
+        message: "",
+        configs: source?.includes("k8")
+          ? [
+              finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
+              finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
+            ]
+          : [
+              finalConfig("32768x1024", spread(0.9, 0.89, 0.91)),
+              finalConfig("8192x16384", spread(0.95, 0.94, 0.96)),
+            ],
+      }),
+    });
+    const population = [
+      individual("c8", "k8 speed=1.3"),
+      individual("c5", "k5 speed=1.1"),
+      baseline,
+    ];
+    const final = await finalize({ population, baseline, rechecker });
+    expect(calls).toEqual([
+      "verify k8 speed=1.3",
+      "time k8 speed=1.3",
+      "verify k5 speed=1.1",
+      "time k5 speed=1.1",
+    ]);
+    expect(final.rejected).toEqual([{ id: "c8", reason: "slower beyond the noise on 8192x16384" }]);
+    expect(final.candidate?.id).toBe("c5");
     expect(final.win).toBe(true);
   });
 

@@ -17,6 +17,7 @@ function individual(id: string, source: string, insight = ""): Individual {
     hash: id,
     source,
     defines: {},
+    flags: [],
     parents: [],
     insight,
     proposer: "fake",

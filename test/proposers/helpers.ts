@@ -31,6 +31,7 @@ export function individual(
     hash: `hash-${id}`,
     source,
     defines: {},
+    flags: [],
     parents: [],
     insight: "",
     proposer: "test",

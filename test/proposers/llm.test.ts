@@ -314,6 +314,7 @@ describe("llm proposer", () => {
     const options: ProposerOptions = {
       seed: 1,
       taskPath: softmaxDir,
+      compiled: true,
       baselineSource: softmax,
       tunables: { BLOCK_SIZE: [128, 256, 512, 1024] },
       env: { ANTHROPIC_API_KEY: KEY },
@@ -390,6 +391,7 @@ describe("proposer registry", () => {
   const base: ProposerOptions = {
     seed: 1,
     taskPath: softmaxDir,
+    compiled: true,
     baselineSource: softmax,
     tunables: {},
     env: {},

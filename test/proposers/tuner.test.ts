@@ -54,6 +54,7 @@ async function run(
     const fitness = score(result.proposal);
     const child = individual(`c${i + 1}`, result.proposal.source, fitness, {
       defines: result.proposal.defines,
+      flags: result.proposal.flags ?? [],
       evaluation: evaluation(fitness),
     });
     if (via === "observe") tuner.observe(child);
@@ -86,7 +87,7 @@ describe("tuner", () => {
     expect(new Set(keys).size).toBe(keys.length);
     expect(keys).not.toContain(keyOf({ source, defines: {} }));
     const last = await tuner.propose(context(individual("c0", source, 1)));
-    expect(last).toMatchObject({ ok: false, reason: "search-exhausted" });
+    expect(last).toMatchObject({ ok: false, reason: "search-exhausted", final: true });
   });
 
   it("does not repeat itself when proposals run in parallel, before any result", async () => {
@@ -201,6 +202,42 @@ describe("tuner", () => {
     expect(new Set(proposals.map(keyOf)).size).toBe(59);
   });
 
+  it("sets aside a value that only ever failed to build", async () => {
+    // TILE=64 breaks a static_assert, whatever the other knobs are.
+    const source = "#ifndef TILE\n#define TILE 32\n#endif\n#pragma unroll 4\nfor (;;) {}\n";
+    const tuner = createTuner({ seed: 5, baselineSource: source, tunables: {} });
+    const tile = (p: Proposal) => p.defines["TILE"] ?? "32";
+    const seen: Proposal[] = [];
+    for (let i = 0; i < 40; i++) {
+      const result = await tuner.propose(context(individual("c0", source, 1), { seed: i }));
+      if (!result.ok) break;
+      seen.push(result.proposal);
+      const broken = tile(result.proposal) === "64";
+      tuner.observe(
+        individual(`c${i + 1}`, result.proposal.source, broken ? null : 1, {
+          defines: result.proposal.defines,
+          evaluation: evaluation(broken ? null : 1, broken ? { stage: "compile" } : {}),
+        }),
+      );
+    }
+    const sixtyFour = seen.filter((p) => tile(p) === "64");
+    expect(sixtyFour).toHaveLength(1); // tried once, then never again
+    expect(seen.length).toBe(tuner.spaceSize - 1 - (5 - 1)); // the other TILE=64 vectors skipped
+
+    // one failure to build is enough to set a value aside
+    const cleared = createTuner({ seed: 5, baselineSource: source, tunables: {} });
+    const first = proposalOf(await cleared.propose(context(individual("c0", source, 1))));
+    const failedTile = tile(first);
+    cleared.observe(
+      individual("c1", first.source, null, {
+        defines: first.defines,
+        evaluation: evaluation(null, { stage: "compile" }),
+      }),
+    );
+    const rest = await run(cleared, 40, () => 1);
+    if (failedTile !== "32") expect(rest.filter((p) => tile(p) === failedTile)).toEqual([]);
+  });
+
   it("says there is nothing to tune when there is nothing", async () => {
     const tuner = createTuner({
       seed: 1,
@@ -208,7 +245,7 @@ describe("tuner", () => {
       tunables: {},
     });
     const result = await tuner.propose(context(individual("c0", "", 1)));
-    expect(result).toMatchObject({ ok: false, reason: "nothing-to-tune" });
+    expect(result).toMatchObject({ ok: false, reason: "nothing-to-tune", final: true });
     if (!result.ok) expect(result.message).toMatch(/no #define or constexpr knob/);
     expect(result.usage).toEqual({
       inputTokens: 0,
@@ -264,12 +301,43 @@ describe("compile flags", () => {
       "flag:extra-device-vectorization",
     ]);
     const proposals = await run(tuner, 40);
+    expect(new Set(proposals.map(keyOf)).size).toBe(proposals.length);
     const flags = proposals.flatMap((p) => p.flags ?? []);
     expect(flags.length).toBeGreaterThan(0);
     for (const flag of flags) {
       expect(isPrecisionSafeFlag(flag), flag).toBe(true);
       expect(flag).not.toMatch(/fast.?math|ftz|prec-div|prec-sqrt/);
     }
+  });
+
+  it("tells apart candidates that differ only in flags, and reads flags back on resume", async () => {
+    const make = () =>
+      createTuner({
+        seed: 9,
+        baselineSource: softmax,
+        tunables: softmaxTunables,
+        compileFlags: true,
+      });
+    const first = await run(make(), 30, (p) => 1 + (p.flags ?? []).length / 10);
+    const withFlags = first.filter((p) => (p.flags ?? []).length > 0);
+    expect(withFlags.length).toBeGreaterThan(0);
+    const resumed = make();
+    first.forEach((p, i) => {
+      resumed.observe(
+        individual(`c${i + 1}`, p.source, 1, {
+          defines: p.defines,
+          flags: p.flags ?? [],
+          evaluation: evaluation(1),
+        }),
+      );
+    });
+    const before = new Set(first.map(keyOf));
+    const next = await run(resumed, 30);
+    expect(next.filter((p) => before.has(keyOf(p)))).toEqual([]);
+    // a flag off the allow-list marks a candidate as not the tuner's
+    const foreign = make();
+    foreign.observe(individual("x", softmax, 5, { flags: ["--use_fast_math"] }));
+    expect((await run(foreign, 5)).map(keyOf)).toEqual((await run(make(), 5)).map(keyOf));
   });
 });
 

@@ -39,6 +39,15 @@ def _parse_defines(values):
     return out
 
 
+def _parse_flags(values):
+    from .candidates.build import FlagError, check_flags
+
+    try:
+        return check_flags(values or [])
+    except FlagError as e:
+        raise SystemExit(str(e))
+
+
 def _device_backend(requested):
     import torch
 
@@ -83,7 +92,10 @@ def cmd_build(args):
     from .candidates.build import build
 
     arch = args.arch or "sm_90"
-    return build(args.candidate, args.cache or _default_cache(), _parse_defines(args.define), arch, args.timeout)
+    return build(
+        args.candidate, args.cache or _default_cache(), _parse_defines(args.define), arch, args.timeout,
+        _parse_flags(args.nvcc_flag),
+    )
 
 
 def cmd_inspect(args):
@@ -150,7 +162,10 @@ def _load_for_run(args, backend):
         return task, path, fmt, static, None
     artifact = args.artifact
     if artifact is None:
-        b = build(path, args.cache or _default_cache(), _parse_defines(args.define), cuda_arch())
+        b = build(
+            path, args.cache or _default_cache(), _parse_defines(args.define), cuda_arch(),
+            flags=_parse_flags(args.nvcc_flag),
+        )
         if not b["ok"]:
             raise CandidateError("compile-error:" + b["log"][-4000:])
         artifact = b["artifact"]
@@ -290,6 +305,7 @@ def build_parser():
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--cache")
     sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
+    sp.add_argument("--nvcc-flag", action="append", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)")
     sp.add_argument("--arch")
     sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
@@ -302,6 +318,7 @@ def build_parser():
         sp.add_argument("--artifact")
         sp.add_argument("--cache")
         sp.add_argument("--define", action="append")
+        sp.add_argument("--nvcc-flag", action="append")
         sp.add_argument("--seed", type=int)
         if name == "verify":
             sp.add_argument("--heldout", action="store_true", help="include held-out configurations (final verification)")

@@ -1,5 +1,5 @@
 // Builds candidates in parallel, one per core, and never builds the same thing twice at
-// once: identical source with identical defines shares one build. Finished builds are
+// once: identical source with identical defines and nvcc flags shares one build. Finished builds are
 // cached by the harness (content-hashed), so the pool keeps only what is in flight.
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
@@ -9,9 +9,15 @@ import { build as harnessBuild, type Defines } from "../harness/client.js";
 import type { BuildRecord } from "../harness/records.js";
 import { createLimit } from "../util/limit.js";
 
-export type BuildFn = (candidate: string, defines: Defines) => Promise<BuildRecord>;
+export type BuildFn = (
+  candidate: string,
+  defines: Defines,
+  flags: readonly string[],
+) => Promise<BuildRecord>;
 
-export type BuildPool = { build(candidate: string, defines?: Defines): Promise<BuildRecord> };
+export type BuildPool = {
+  build(candidate: string, defines?: Defines, flags?: readonly string[]): Promise<BuildRecord>;
+};
 
 export type BuildPoolOptions = {
   concurrency?: number;
@@ -21,14 +27,19 @@ export type BuildPoolOptions = {
 
 export function createBuildPool(options: BuildPoolOptions = {}): BuildPool {
   const limit = createLimit(options.concurrency ?? availableParallelism());
-  const run = options.build ?? ((candidate, defines) => harnessBuild(candidate, { defines }));
+  const run =
+    options.build ?? ((candidate, defines, flags) => harnessBuild(candidate, { defines, flags }));
   const inFlight = new Map<string, Promise<BuildRecord>>();
 
-  async function build(candidate: string, defines: Defines = {}): Promise<BuildRecord> {
-    const key = await buildKey(candidate, defines);
+  async function build(
+    candidate: string,
+    defines: Defines = {},
+    flags: readonly string[] = [],
+  ): Promise<BuildRecord> {
+    const key = await buildKey(candidate, defines, flags);
     const running = inFlight.get(key);
     if (running !== undefined) return running;
-    const started = limit(() => run(candidate, defines)).finally(() => inFlight.delete(key));
+    const started = limit(() => run(candidate, defines, flags)).finally(() => inFlight.delete(key));
     inFlight.set(key, started);
     return started;
   }
@@ -36,12 +47,16 @@ export function createBuildPool(options: BuildPoolOptions = {}): BuildPool {
   return { build };
 }
 
-/** Source content, its kind of file and sorted defines: what makes two builds the same build. */
-async function buildKey(candidate: string, defines: Defines): Promise<string> {
+/** Source content, its kind of file, sorted defines and flags: what makes two builds the same. */
+async function buildKey(
+  candidate: string,
+  defines: Defines,
+  flags: readonly string[],
+): Promise<string> {
   const source = await readFile(candidate).catch(() => `missing:${resolve(candidate)}`);
   const sorted = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
   return createHash("sha256")
     .update(source)
-    .update(JSON.stringify([extname(candidate), sorted]))
+    .update(JSON.stringify([extname(candidate), sorted, [...flags].sort()]))
     .digest("hex");
 }

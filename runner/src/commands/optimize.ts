@@ -106,6 +106,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
       taskPath: target.task.path,
       baselineSource,
       tunables: await tunablesOf(target.task),
+      compiled: extname(start) !== ".py",
       ...(settings.model === undefined ? {} : { model: settings.model }),
       env: process.env,
     });
@@ -288,5 +289,8 @@ async function writeOutputs(
     await writeFile(file, result.best.source, "utf8");
     written.push(file);
   }
-  return written.map((path) => relative(cwd, path) || path);
+  return written.map((path) => {
+    const near = relative(cwd, path);
+    return near === "" || near.startsWith("..") || isAbsolute(near) ? path : near;
+  });
 }

@@ -38,6 +38,8 @@ export const individualSchema = z.object({
   hash: z.string(),
   source: z.string(),
   defines: z.record(z.string(), z.string()),
+  /** Absent in archives written before the tuner searched nvcc flags. */
+  flags: z.array(z.string()).default([]),
   parents: z.array(z.string()),
   insight: z.string(),
   proposer: z.string(),

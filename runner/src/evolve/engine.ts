@@ -35,7 +35,7 @@ export type EngineOptions = {
   clock: Clock;
   budget: Budget;
   /** The kernel to beat: evaluated first (generation 0), and the first parent. */
-  baseline: { source: string; defines?: Record<string, string> };
+  baseline: { source: string; defines?: Record<string, string>; flags?: string[] };
   language: Language;
   /** EvoEngineer's default: 5. */
   populationSize?: number;
@@ -95,6 +95,8 @@ class Run {
   private readonly size: number;
   private readonly parallel: number;
   private stoppedBy: StoppedBy = "candidates";
+  /** Set when a proposer says it has nothing more to offer. */
+  private proposerDone = false;
   private runningBest: Individual | null = null;
 
   constructor(
@@ -150,6 +152,10 @@ class Run {
         this.stoppedBy = "interrupted";
         return;
       }
+      if (this.proposerDone) {
+        this.stoppedBy = "proposer";
+        return;
+      }
     }
   }
 
@@ -200,15 +206,19 @@ class Run {
   }
 
   private async evaluateNewBaseline(): Promise<Individual> {
-    const { source, defines = {} } = this.options.baseline;
-    const hash = fingerprint(source, defines, this.options.language);
-    const evaluation = this.options.evaluator.evaluate(source, defines, this.options.signal);
+    const { source, defines = {}, flags = [] } = this.options.baseline;
+    const hash = fingerprint(source, defines, this.options.language, flags);
+    const evaluation = this.options.evaluator.evaluate(
+      { source, defines, flags },
+      this.options.signal,
+    );
     this.seen.set(hash, { id: "c0", evaluation });
     const individual: Individual = {
       id: "c0",
       hash,
       source,
       defines,
+      flags,
       parents: [],
       insight: "",
       proposer: "baseline",
@@ -290,6 +300,7 @@ class Run {
     if (options.signal?.aborted) return;
     const number = this.numberOf(generation, slot);
     if (!proposed.ok) {
+      if (proposed.final === true) this.proposerDone = true;
       const failure = { reason: proposed.reason, message: proposed.message };
       await this.record(
         { generation, slot, individual: null, usage: proposed.usage, failure },
@@ -297,12 +308,12 @@ class Run {
       );
       return;
     }
-    const { source, defines, insight } = proposed.proposal;
-    const hash = fingerprint(source, defines, options.language);
+    const { source, defines, insight, flags = [] } = proposed.proposal;
+    const hash = fingerprint(source, defines, options.language, flags);
     const id = `c${number}`;
     const known = this.seen.get(hash);
     const evaluation =
-      known?.evaluation ?? options.evaluator.evaluate(source, defines, options.signal);
+      known?.evaluation ?? options.evaluator.evaluate({ source, defines, flags }, options.signal);
     if (known === undefined) this.seen.set(hash, { id, evaluation });
     const parents = context.parents.length > 0 ? context.parents : [context.best];
     const individual: Individual = {
@@ -310,6 +321,7 @@ class Run {
       hash,
       source,
       defines,
+      flags,
       parents: parents.map((parent) => parent.id),
       insight,
       proposer: options.proposer.name,

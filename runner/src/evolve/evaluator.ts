@@ -26,6 +26,7 @@ import type {
   FinalVerification,
   Rechecker,
   Spread,
+  Variant,
 } from "./types.js";
 
 export type HarnessEvaluatorOptions = {
@@ -42,7 +43,14 @@ export type HarnessEvaluatorOptions = {
   harness?: Partial<HarnessCalls>;
   onEvent?: (event: EvaluationEvent) => void;
   timeouts?: EvaluateOptions["timeouts"];
+  /**
+   * Seconds of timing per configuration while searching (0.5): a screen, since the winner is
+   * timed again at the harness's full budget before it is called one.
+   */
+  searchBudgetS?: number;
 };
+
+export const SEARCH_BUDGET_S = 0.5;
 
 /** A message shown to the next proposal: the end of it, where compilers put the error. */
 const MESSAGE_LIMIT = 4000;
@@ -69,15 +77,12 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
     return file;
   }
 
-  async function cascade(
-    source: string,
-    defines: Record<string, string>,
-    extra: EvaluateOptions,
-  ): Promise<CandidateResult> {
-    const file = await write(source);
+  async function cascade(variant: Variant, extra: EvaluateOptions): Promise<CandidateResult> {
+    const file = await write(variant.source);
     const [result] = await evaluateCandidates(options.task, [file], {
       ...shared,
-      defines,
+      defines: variant.defines,
+      flags: variant.flags,
       ...extra,
     });
     if (result === undefined) throw new Error("evaluateCandidates returned no result");
@@ -85,23 +90,29 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
   }
 
   return {
-    async evaluate(source, defines) {
-      const result = await cascade(source, defines, {
+    async evaluate(variant) {
+      const result = await cascade(variant, {
         quick: true,
-        bench: { baseline: options.baseline, compile: false },
+        bench: {
+          baseline: options.baseline,
+          compile: false,
+          budgetS: options.searchBudgetS ?? SEARCH_BUDGET_S,
+        },
       });
       return toEvaluation(result);
     },
 
-    async verify(source, defines) {
-      const result = await cascade(source, defines, { heldout: true });
+    async verify(variant) {
+      const result = await cascade(variant, { heldout: true });
       return toFinalVerification(result);
     },
 
     async time(candidate) {
       const file = candidate === null ? null : await write(candidate.source);
       const [built, baseline] = await Promise.all([
-        file === null || candidate === null ? null : pool.build(file, candidate.defines),
+        file === null || candidate === null
+          ? null
+          : pool.build(file, candidate.defines, candidate.flags),
         pool.build(options.baseline),
       ]);
       if (built !== null && !built.ok) {

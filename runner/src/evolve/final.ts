@@ -33,7 +33,7 @@ export async function finalize(options: FinalOptions): Promise<Final> {
   );
   const rejected: Final["rejected"] = [];
   for (const candidate of contenders.slice(0, options.tries ?? 3)) {
-    const verification = await rechecker.verify(candidate.source, candidate.defines, signal);
+    const verification = await rechecker.verify(candidate, signal);
     if (!verification.ok) {
       rejected.push({ id: candidate.id, reason: verification.reason ?? verification.status });
       continue;
@@ -43,11 +43,19 @@ export async function finalize(options: FinalOptions): Promise<Final> {
       rejected.push({ id: candidate.id, reason: timing.reason ?? "timing" });
       continue;
     }
-    const judged = judgeSpeedup(
-      timing.configs.flatMap(({ baseline: base, candidate: timed }) =>
-        timed === null ? [] : [{ baseline: base, candidate: timed }],
-      ),
+    const timed = timing.configs.flatMap(({ config, baseline: base, candidate: time }) =>
+      time === null ? [] : [{ config, baseline: base, candidate: time }],
     );
+    const judged = judgeSpeedup(timed);
+    const slower = timed.filter((_, i) => judged?.clearlySlower[i] === true).map((c) => c.config);
+    if (judged !== null && judged.lowerBound > 1 && slower.length > 0) {
+      // faster overall but slower on some shape: try the next contender
+      rejected.push({
+        id: candidate.id,
+        reason: `slower beyond the noise on ${slower.join(", ")}`,
+      });
+      continue;
+    }
     const win = judged?.win ?? false;
     return {
       candidate,
@@ -63,7 +71,7 @@ export async function finalize(options: FinalOptions): Promise<Final> {
   const verdict =
     contenders.length === 0
       ? "no candidate was faster than the baseline in the search"
-      : `no candidate passed its final checks (${rejected.map((r) => `${r.id}: ${r.reason ?? "failed"}`).join(", ")})`;
+      : `no candidate passed its final checks (${rejected.map((r) => `${r.id}: ${r.reason ?? "failed"}`).join("; ")})`;
   return {
     candidate: null,
     verification: null,

@@ -1,5 +1,5 @@
 // The dedup key of a candidate: sha256 of its source with comments and blank space removed
-// (and its defines, when a tuner set any), so that a proposal differing only in formatting
+// (and its defines and nvcc flags, when a tuner set any), so that a proposal differing only in formatting
 // or comments is never compiled or timed twice.
 import { createHash } from "node:crypto";
 
@@ -9,10 +9,12 @@ export function fingerprint(
   source: string,
   defines: Readonly<Record<string, string>>,
   language: Language,
+  flags: readonly string[] = [],
 ): string {
   const hash = createHash("sha256").update(normalizeSource(source, language));
   const sorted = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
   if (sorted.length > 0) hash.update(`\0${JSON.stringify(sorted)}`);
+  if (flags.length > 0) hash.update(`\0flags${JSON.stringify([...flags].sort())}`);
   return hash.digest("hex");
 }
 

@@ -2,8 +2,9 @@
 // time is a distribution (median, p20, p80 over many calls, baseline and candidate
 // interleaved in one process). The speedup's lower bound pairs the baseline's fast end with
 // the candidate's slow end, p20 / p80; a win needs the geometric mean of those over the
-// configurations above 1. A configuration is "clearly faster" where the candidate's p80
-// is under the baseline's p20.
+// configurations above 1, and no configuration "clearly slower" (the candidate's p20 above
+// the baseline's p80): a kernel that trades one shape for another is not suggested. A
+// configuration is "clearly faster" where the candidate's p80 is under the baseline's p20.
 import type { Spread } from "./types.js";
 
 export type Judged = {
@@ -13,6 +14,7 @@ export type Judged = {
   lowerBound: number;
   win: boolean;
   clearlyFaster: boolean[];
+  clearlySlower: boolean[];
 };
 
 export function judgeSpeedup(
@@ -25,11 +27,13 @@ export function judgeSpeedup(
   if (usable.length === 0 || usable.length !== configs.length) return null;
   const speedup = geometricMean(usable.map((c) => c.baseline.medianMs / c.candidate.medianMs));
   const lowerBound = geometricMean(usable.map((c) => c.baseline.p20Ms / c.candidate.p80Ms));
+  const clearlySlower = usable.map((c) => c.candidate.p20Ms > c.baseline.p80Ms);
   return {
     speedup,
     lowerBound,
-    win: lowerBound > 1,
+    win: lowerBound > 1 && !clearlySlower.includes(true),
     clearlyFaster: usable.map((c) => c.candidate.p80Ms < c.baseline.p20Ms),
+    clearlySlower,
   };
 }
 

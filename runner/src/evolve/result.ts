@@ -74,6 +74,7 @@ export function buildResult(input: ResultInput): Result {
               parents: candidate.parents,
               insight: candidate.insight,
               defines: candidate.defines,
+              flags: candidate.flags,
               source,
               file: input.original.file,
               diff: unifiedDiff(input.original.file, input.original.source, source),
@@ -113,6 +114,7 @@ function describeConfig(config: FinalConfigTiming): ResultConfig {
       best: best === null ? null : percentOf(config.floorMs, best.medianMs),
     },
     clearlyFaster: best !== null && best.p80Ms < config.baseline.p20Ms,
+    clearlySlower: best !== null && best.p20Ms > config.baseline.p80Ms,
   };
 }
 

@@ -44,6 +44,8 @@ export type Individual = {
   source: string;
   /** Compile-time defines (-D) the tuner chose; empty for LLM proposals. */
   defines: Record<string, string>;
+  /** Precision-keeping nvcc flags the tuner chose (proposers/compile-flags.ts); usually empty. */
+  flags: string[];
   parents: string[];
   /** The proposer's one-paragraph "thought": why the kernel is written this way. */
   insight: string;
@@ -83,9 +85,15 @@ export type Proposal = {
   defines: Record<string, string>;
   insight: string;
   name: string;
-  /** Precision-keeping nvcc flags (the tuner, only when asked for them; see
-   * proposers/compile-flags.ts). Not yet passed to the build by the evaluator. */
+  /** Precision-keeping nvcc flags (the tuner; see proposers/compile-flags.ts). */
   flags?: string[];
+};
+
+/** What is built and checked: a source with the -D values and nvcc flags it is built with. */
+export type Variant = {
+  source: string;
+  defines: Readonly<Record<string, string>>;
+  flags: readonly string[];
 };
 
 /** Tokens and money a proposal cost (zero for offline proposers). */
@@ -109,7 +117,14 @@ export const ZERO_USAGE: Usage = {
 /** A proposal, or a record of why there is none (an unusable reply is data, not an error). */
 export type ProposalResult =
   | { ok: true; proposal: Proposal; usage: Usage }
-  | { ok: false; reason: string; message: string; usage: Usage };
+  | {
+      ok: false;
+      reason: string;
+      message: string;
+      usage: Usage;
+      /** The proposer has nothing more to offer (the tuner's space is spent): stop the search. */
+      final?: boolean;
+    };
 
 export type Proposer = {
   name: string;
@@ -125,11 +140,7 @@ export type Proposer = {
 
 /** Evaluates one candidate source (cascade: static → compile → quick → verify → time). */
 export type Evaluator = {
-  evaluate(
-    source: string,
-    defines: Record<string, string>,
-    signal?: AbortSignal,
-  ): Promise<Evaluation>;
+  evaluate(variant: Variant, signal?: AbortSignal): Promise<Evaluation>;
 };
 
 /** When the search stops: whichever runs out first. */
@@ -174,14 +185,7 @@ export type FinalTiming = {
 
 /** The last word on a winner, before it is called one (torch.compile timed this once). */
 export type Rechecker = {
-  verify(
-    source: string,
-    defines: Record<string, string>,
-    signal?: AbortSignal,
-  ): Promise<FinalVerification>;
+  verify(variant: Variant, signal?: AbortSignal): Promise<FinalVerification>;
   /** Times the candidate (null: the baseline alone) beside the baseline, eager and compile. */
-  time(
-    candidate: { source: string; defines: Record<string, string> } | null,
-    signal?: AbortSignal,
-  ): Promise<FinalTiming>;
+  time(variant: Variant | null, signal?: AbortSignal): Promise<FinalTiming>;
 };

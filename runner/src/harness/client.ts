@@ -128,14 +128,16 @@ export type Defines = Readonly<Record<string, string | number>>;
 
 export async function build(
   candidate: string,
-  options: CallOptions & { cache?: string; defines?: Defines } = {},
+  options: CallOptions & { cache?: string; defines?: Defines; flags?: readonly string[] } = {},
 ): Promise<BuildRecord> {
   const defines = Object.entries(options.defines ?? {}).flatMap(([name, value]) => [
     "--define",
     `${name}=${value}`,
   ]);
+  // one argument each, NAME=VALUE style: a flag's leading "-" must not read as an option
+  const flags = (options.flags ?? []).map((flag) => `--nvcc-flag=${flag}`);
   const cache = options.cache ?? cacheDir();
-  const argv = ["build", "--candidate", resolve(candidate), "--cache", cache, ...defines];
+  const argv = ["build", "--candidate", resolve(candidate), "--cache", cache, ...defines, ...flags];
   const called = await call(argv, buildRecordSchema, "build", options, 900_000);
   return "record" in called ? called.record : failedBuild(called.failure);
 }
@@ -186,6 +188,8 @@ export type BenchOptions = CallOptions & {
   baselineArtifact?: string | null;
   /** Time torch.compile as a second baseline (slow to warm up); on unless false. */
   compile?: boolean;
+  /** Seconds of timing per configuration (the harness's default, 1.5, when not given). */
+  budgetS?: number;
   knownDevice?: Device;
 };
 
@@ -199,6 +203,7 @@ export async function bench(task: string, options: BenchOptions = {}): Promise<B
     ...(options.baseline === undefined ? [] : ["--baseline", resolve(options.baseline)]),
     ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
     ...(options.compile === false ? ["--no-compile"] : []),
+    ...(options.budgetS === undefined ? [] : ["--budget", String(options.budgetS)]),
     // measured once per GPU, then read back: the harness re-measures if the GPU differs
     "--ceilings",
     join(cacheDir(), "ceilings.json"),

@@ -13,6 +13,8 @@ export type ProposerOptions = {
   baselineSource: string;
   /** The task's declared tunables (task.json "tunables"). */
   tunables: Record<string, (string | number)[]>;
+  /** The kernel is CUDA source built by nvcc (not Python): the tuner may try nvcc flags. */
+  compiled: boolean;
   /** The LLM's model id (llm only); DEFAULT_MODEL when absent. */
   model?: string;
   /** Where the API key comes from (llm only): pass process.env, or a copy. */
@@ -28,6 +30,7 @@ const REGISTRY = {
       seed: options.seed,
       baselineSource: options.baselineSource,
       tunables: options.tunables,
+      compileFlags: options.compiled,
     }),
   llm: createLlm,
 } satisfies Record<string, (options: ProposerOptions) => Proposer>;

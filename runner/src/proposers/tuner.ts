@@ -8,7 +8,12 @@
 // engine calls for every evaluated candidate (failed ones included), and the `best` and
 // `parents` of each ProposalContext. A vector is never proposed twice, whatever became of
 // it. When none is left it says "search-exhausted"; with no knob at all, "nothing-to-tune":
-// proposing again is then pointless.
+// proposing again is then pointless, and the engine stops.
+//
+// Values that do not compile: when a vector fails to build, each of its values that differs
+// from the baseline and has never been part of a vector that built is set aside, and no
+// vector holding one is proposed (a macro value that breaks a static_assert, say). A value
+// that later builds in another vector is cleared.
 //
 // Search: the pool is the best `poolSize` vectors with a known fitness (the baseline counts,
 // at fitness 1, until measured). For a "new" proposal, most of the time (CLIMB) the child is
@@ -40,7 +45,7 @@ export type TunerOptions = {
   baselineSource: string;
   /** The task's declared tunables (task.json "tunables"): macro name → values. */
   tunables: Readonly<Record<string, readonly (string | number)[]>>;
-  /** Also search nvcc flags (compile-flags.ts). Off until the evaluator passes flags to the build. */
+  /** Also search precision-keeping nvcc flags (compile-flags.ts): .cu kernels only. */
   compileFlags?: boolean;
   /** How many of the fittest vectors parents are drawn from. */
   poolSize?: number;
@@ -94,12 +99,15 @@ export function createTuner(options: TunerOptions): Tuner {
   const trials = new Map<string, Trial>();
   const byCandidate = new Map<string, string[]>();
   let proposals = 0;
+  /** "dimension:gene" of values seen in a vector that built, and in one that did not. */
+  const built = new Set<string>();
+  const unbuildable = new Set<string>();
 
   trials.set(keyOf(baselineVector), { vector: baselineVector, fitness: 1, order: -1 });
-  byCandidate.set(candidateKey(options.baselineSource, {}), [keyOf(baselineVector)]);
+  byCandidate.set(candidateKey(options.baselineSource, {}, []), [keyOf(baselineVector)]);
 
   function observe(individual: Individual): void {
-    const candidate = candidateKey(individual.source, individual.defines);
+    const candidate = candidateKey(individual.source, individual.defines, individual.flags);
     let keys = byCandidate.get(candidate);
     if (keys === undefined) {
       // Made by an earlier run of this search (a resumed archive), or not one of ours.
@@ -110,20 +118,38 @@ export function createTuner(options: TunerOptions): Tuner {
       byCandidate.set(candidate, keys);
       if (!trials.has(key)) trials.set(key, { vector, fitness: undefined, order: -1 });
     }
-    const { ok, fitness } = individual.evaluation;
+    const { ok, fitness, stage } = individual.evaluation;
+    const builds = stage !== "static" && stage !== "compile";
     for (const key of keys) {
       const trial = trials.get(key);
-      if (trial !== undefined) trial.fitness = ok && fitness !== null ? fitness : null;
+      if (trial === undefined) continue;
+      trial.fitness = ok && fitness !== null ? fitness : null;
+      trial.vector.forEach((gene, i) => {
+        if (gene === dimensions[i]?.baseline) return;
+        (builds ? built : unbuildable).add(`${i}:${gene}`);
+      });
     }
+  }
+
+  /** Proposed before, or holds a value that has only ever failed to build. */
+  function skip(vector: readonly number[]): boolean {
+    if (trials.has(keyOf(vector))) return true;
+    return vector.some((gene, i) => {
+      const value = `${i}:${gene}`;
+      return unbuildable.has(value) && !built.has(value);
+    });
   }
 
   /**
    * The vector that made `individual`, read back from its -D values and the text at each
    * edit site (offsets shifted by the edits before it); null unless re-applying that vector
-   * gives the very same candidate. Flags cannot be read back: they count as left out.
+   * gives the very same candidate. Its nvcc flags are read back from `flags`.
    */
   function recognise(individual: Individual, candidate: string): number[] | null {
     if (Object.keys(individual.defines).some((name) => !tunables.some((t) => t.id === name))) {
+      return null;
+    }
+    if (individual.flags.some((flag) => !flagDims.some((d) => d.values.includes(flag)))) {
       return null;
     }
     const chosen: (TunableValue | undefined)[] = tunables.map((t) =>
@@ -149,7 +175,14 @@ export function createTuner(options: TunerOptions): Tuner {
       shift += token[0].length - (site.end - site.start);
     }
     const vector = dimensions.map((d, i) => {
-      if (i >= tunables.length) return d.baseline;
+      if (i >= tunables.length) {
+        const given = d.values.filter((v) => v !== null && individual.flags.includes(String(v)));
+        return given.length === 1
+          ? d.values.indexOf(given[0] ?? null)
+          : given.length === 0
+            ? 0
+            : -1;
+      }
       const value = chosen[i] ?? null;
       return d.values.findIndex((v) => v === value || String(v) === String(value));
     });
@@ -158,7 +191,8 @@ export function createTuner(options: TunerOptions): Tuner {
       .slice(0, tunables.length)
       .map((gene, i) => dimensions[i]?.values[gene] ?? null);
     const rebuilt = applyTunables(options.baselineSource, tunables, choice);
-    return candidateKey(rebuilt.source, rebuilt.defines) === candidate ? vector : null;
+    const flags = flagsOf(vector);
+    return candidateKey(rebuilt.source, rebuilt.defines, flags) === candidate ? vector : null;
   }
 
   function pool(): Scored[] {
@@ -170,7 +204,9 @@ export function createTuner(options: TunerOptions): Tuner {
 
   function known(individual: Individual | undefined): number[] | null {
     if (individual === undefined) return null;
-    const key = byCandidate.get(candidateKey(individual.source, individual.defines))?.[0];
+    const key = byCandidate.get(
+      candidateKey(individual.source, individual.defines, individual.flags),
+    )?.[0];
     return key === undefined ? null : (trials.get(key)?.vector ?? null);
   }
 
@@ -215,10 +251,10 @@ export function createTuner(options: TunerOptions): Tuner {
     }
     const [a, b] = parentsFor(context, rng);
     let vector = a.map((gene, i) => (rng.next() < 0.5 ? gene : (b[i] ?? gene)));
-    vector = mutate(vector, rng, trials.has(keyOf(vector)));
-    for (let attempt = 0; attempt < ATTEMPTS && trials.has(keyOf(vector)); attempt++)
+    vector = mutate(vector, rng, skip(vector));
+    for (let attempt = 0; attempt < ATTEMPTS && skip(vector); attempt++)
       vector = mutate(vector, rng, true);
-    if (!trials.has(keyOf(vector))) return vector;
+    if (!skip(vector)) return vector;
     return untried(rng, pool()[0]?.vector ?? baselineVector);
   }
 
@@ -231,7 +267,7 @@ export function createTuner(options: TunerOptions): Tuner {
         if (gene < 0 || gene >= d.values.length) continue;
         const vector = [...near];
         vector[i] = gene;
-        if (!trials.has(keyOf(vector))) neighbours.push(vector);
+        if (!skip(vector)) neighbours.push(vector);
       }
     });
     return neighbours[rng.int(neighbours.length)] ?? null;
@@ -246,13 +282,13 @@ export function createTuner(options: TunerOptions): Tuner {
       const left: number[][] = [];
       for (let n = 0; n < spaceSize; n++) {
         const vector = decode(n);
-        if (!trials.has(keyOf(vector))) left.push(vector);
+        if (!skip(vector)) left.push(vector);
       }
       return left[rng.int(left.length)] ?? null;
     }
     for (let attempt = 0; attempt < ATTEMPTS * 16; attempt++) {
       const vector = dimensions.map((d) => rng.int(d.values.length));
-      if (!trials.has(keyOf(vector))) return vector;
+      if (!skip(vector)) return vector;
     }
     return null;
   }
@@ -265,6 +301,14 @@ export function createTuner(options: TunerOptions): Tuner {
     });
   }
 
+  /** The nvcc flags a vector chooses (its genes after the tunables'). */
+  function flagsOf(vector: readonly number[]): string[] {
+    return vector
+      .slice(tunables.length)
+      .map((gene, i) => dimensions[tunables.length + i]?.values[gene])
+      .filter((flag): flag is string => typeof flag === "string");
+  }
+
   function build(vector: number[], from: string): ProposalResult {
     const choice = vector.map((gene, i) => dimensions[i]?.values[gene] ?? null);
     const { source, defines } = applyTunables(
@@ -272,12 +316,12 @@ export function createTuner(options: TunerOptions): Tuner {
       tunables,
       choice.slice(0, tunables.length),
     );
-    const flags = choice.slice(tunables.length).filter((f): f is string => typeof f === "string");
+    const flags = flagsOf(vector);
     const unsafe = flags.find((flag) => !isPrecisionSafeFlag(flag));
     if (unsafe !== undefined)
       throw new Error(`the tuner chose a flag off its allow-list: ${unsafe}`);
     const changes = describe(vector, dimensions, tunables);
-    const key = candidateKey(source, defines);
+    const key = candidateKey(source, defines, flags);
     byCandidate.set(key, [...(byCandidate.get(key) ?? []), keyOf(vector)]);
     const proposal = {
       name: `tune ${changes.map((c) => c.short).join(" ") || "baseline"}`,
@@ -297,6 +341,7 @@ export function createTuner(options: TunerOptions): Tuner {
       return {
         ok: false,
         reason: "nothing-to-tune",
+        final: true,
         message:
           "nothing to tune: the task declares no tunables and the kernel has no #define or " +
           "constexpr knob, literal block size, #pragma unroll N or __launch_bounds__",
@@ -310,6 +355,7 @@ export function createTuner(options: TunerOptions): Tuner {
       return {
         ok: false,
         reason: "search-exhausted",
+        final: true,
         message: `every one of the ${spaceSize} combinations of ${dimensions.length} parameters was tried`,
         usage: ZERO_USAGE,
       };
@@ -368,7 +414,12 @@ function keyOf(vector: readonly number[]): string {
 }
 
 /** What identifies a candidate the tuner made: its source (blank space folded) and -D values. */
-function candidateKey(source: string, defines: Readonly<Record<string, string>>): string {
+function candidateKey(
+  source: string,
+  defines: Readonly<Record<string, string>>,
+  flags: readonly string[],
+): string {
   const sorted = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
-  return `${source.replace(/\s+/g, " ").trim()}\0${JSON.stringify(sorted)}`;
+  const flagList = [...flags].sort();
+  return `${source.replace(/\s+/g, " ").trim()}\0${JSON.stringify([sorted, flagList])}`;
 }

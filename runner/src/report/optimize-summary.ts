@@ -37,7 +37,7 @@ function timesTable(result: Result): string {
     formatRatio(config.speedup.baseline),
     formatRatio(config.speedup.eager),
     formatRatio(config.speedup.compile),
-    config.clearlyFaster ? "yes" : "no",
+    config.clearlyFaster ? "yes" : config.clearlySlower ? "slower" : "no",
   ]);
   const { speedup } = result;
   rows.push([
@@ -106,6 +106,11 @@ function provenance(result: Result): string {
       `best: ${best.id} by ${best.proposer}${from}` +
         (defines.length === 0 ? "" : ` with ${defines.join(" ")}`),
     );
+    if (best.flags.length > 0) {
+      lines.push(
+        `  built with nvcc ${best.flags.join(" ")}: pass these flags where the kernel is built`,
+      );
+    }
     if (best.insight.trim() !== "") lines.push(`  ${best.insight.trim().replace(/\s+/g, " ")}`);
   }
   return lines.join("\n");
@@ -116,6 +121,7 @@ const STOPPED: Record<Result["search"]["stoppedBy"], string> = {
   seconds: "wall time spent",
   usd: "money budget spent",
   interrupted: "interrupted",
+  proposer: "the proposer had nothing more to try",
 };
 
 function formatSpread(spread: Spread | null): string {

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,9 +27,39 @@ def nvcc_path():
     return None
 
 
-def content_hash(fmt, source, defines, arch, extra=""):
+# nvcc flags a build may be given (the tuner's variants): each keeps every result bit for bit
+# as written. Flags that trade accuracy for speed (fast math, flush-to-zero, approximate
+# division or square root, contraction changes) are refused whoever asks. The same list is in
+# runner/src/proposers/compile-flags.ts.
+SAFE_FLAGS = (
+    re.compile(r"-maxrregcount=\d{2,3}"),
+    re.compile(r"--ptxas-options=-dlcm=(ca|cg)"),
+    re.compile(r"--ptxas-options=-O[0-3]"),
+    re.compile(r"-Xptxas=-O[0-3]"),
+    re.compile(r"-extra-device-vectorization"),
+)
+PRECISION_LOWERING = re.compile(r"fast.?math|ftz|prec-?div|prec-?sqrt|fmad|approx", re.I)
+
+
+class FlagError(ValueError):
+    pass
+
+
+def check_flags(flags):
+    """The flags, sorted, or FlagError naming the first that is not on the allow-list."""
+    for flag in flags:
+        if PRECISION_LOWERING.search(flag) or not any(p.fullmatch(flag) for p in SAFE_FLAGS):
+            raise FlagError(
+                f"nvcc flag {flag!r} is not allowed: only flags that keep results bit for bit "
+                "(-maxrregcount=N, --ptxas-options=-dlcm=ca|cg, --ptxas-options=-O0..3, "
+                "-extra-device-vectorization) may be passed"
+            )
+    return sorted(flags)
+
+
+def content_hash(fmt, source, defines, arch, extra="", flags=()):
     h = hashlib.sha256()
-    for part in (VERSION, fmt, arch, extra, "\0".join(defines), source):
+    for part in (VERSION, fmt, arch, extra, "\0".join(defines), "\0".join(flags), source):
         h.update(part.encode())
         h.update(b"\0")
     if fmt == "evk":
@@ -36,11 +67,14 @@ def content_hash(fmt, source, defines, arch, extra=""):
     return h.hexdigest()
 
 
-def build(path, cache, defines=(), arch="sm_90", timeout=None):
+def build(path, cache, defines=(), arch="sm_90", timeout=None, flags=()):
     source = read_source(path)
     fmt = detect_format(path, source)
     defines = sorted(defines)
-    digest = content_hash(fmt, source, defines, arch)
+    flags = check_flags(flags)
+    if flags and fmt == "py":
+        raise FlagError("nvcc flags apply to .cu candidates only, not to a Python candidate")
+    digest = content_hash(fmt, source, defines, arch, flags=flags)
     out_dir = os.path.join(os.path.abspath(cache), digest[:24])
     done = os.path.join(out_dir, "artifact")
     record = {"schema": 1, "kind": "build", "format": fmt, "hash": digest, "cached": False, "log": ""}
@@ -54,7 +88,7 @@ def build(path, cache, defines=(), arch="sm_90", timeout=None):
     if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
         timeout = 120 if fmt == "evk" else 900
     builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
-    ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout)
+    ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout, flags)
     seconds = time.perf_counter() - start
     if ok:
         with open(done, "w") as f:
@@ -62,7 +96,7 @@ def build(path, cache, defines=(), arch="sm_90", timeout=None):
     return {**record, "ok": ok, "artifact": artifact if ok else None, "seconds": round(seconds, 3), "log": log[-20000:]}
 
 
-def _build_evk(path, source, out_dir, defines, arch, timeout):
+def _build_evk(path, source, out_dir, defines, arch, timeout, flags):
     nvcc = nvcc_path()
     if nvcc is None:
         return False, None, "nvcc not found: install the CUDA toolkit or put nvcc on PATH"
@@ -72,7 +106,7 @@ def _build_evk(path, source, out_dir, defines, arch, timeout):
     lib = os.path.join(out_dir, "candidate.so")
     cmd = [
         nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
-        "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], "-o", lib, src, SHIM,
+        "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], *flags, "-o", lib, src, SHIM,
     ]
     # nvcc runs cudafe++, cicc and ptxas as children: a timeout must end them all
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -114,7 +148,7 @@ def _capture_fds(fn):
     return result, log
 
 
-def _build_torch_ext(path, source, out_dir, defines, arch, timeout):
+def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
     from torch.utils.cpp_extension import load
 
@@ -126,7 +160,7 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout):
     def compile_it():
         load(
             name=name, sources=[src], build_directory=out_dir, verbose=True,
-            extra_cuda_cflags=["-O3", *[f"-D{d}" for d in defines]],
+            extra_cuda_cflags=["-O3", *[f"-D{d}" for d in defines], *flags],
             extra_cflags=["-O3", *[f"-D{d}" for d in defines]],
         )
         return os.path.join(out_dir, f"{name}.so")
@@ -135,7 +169,7 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout):
     return lib is not None and os.path.exists(lib), lib, log
 
 
-def _build_py(path, source, out_dir, defines, arch, timeout):
+def _build_py(path, source, out_dir, defines, arch, timeout, flags):
     dst = os.path.join(out_dir, "candidate.py")
     with open(dst, "w") as f:
         f.write(source)
