@@ -46,7 +46,9 @@ case "${1:-selftest}" in
         --minutes "${EVK_MINUTES:-3}" --archive "$out/optimize/$name/archive.jsonl" \
         --out "$out/optimize/$name" 2>"$out/optimize/$name.log"
       echo "exit $?"
+      # after every task: what a time limit cuts short is not lost
+      tar -czf "$out/optimize.tgz" -C "$out" --exclude=candidates optimize
     done | tee "$out/optimize.txt"
-    tar -czf "$out/optimize.tgz" -C "$out" optimize && rm -rf "$out/optimize"
+    rm -rf "$out/optimize"
     ;;
 esac
