@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { resultSchema } from "../../src/shared/result.js";
-import { runCli } from "../helpers/cli.js";
+import { interruptCli, runCli } from "../helpers/cli.js";
 import { skipWithoutPython } from "../helpers/python.js";
 
 const fakeHarness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
@@ -63,6 +63,28 @@ describe("evokernel optimize", () => {
 });
 
 describe("evokernel optimize on a (stand-in) GPU", () => {
+  it("Ctrl-C stops after the work in flight, keeps the archive, and exits 130", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
+    try {
+      const env = { ...noKey, EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+      const archive = join(dir, "archive.jsonl");
+      const args = ["optimize", "softmax", "--proposer", "tuner", "--seed", "3"];
+      const run = await interruptCli(
+        [...args, "--candidates", "40", "--parallel", "2", "--archive", archive],
+        /generation 2:/,
+        { env },
+      );
+      expect(run.exitCode, run.stderr).toBe(130);
+      expect(run.stderr).toContain("interrupted: finishing the work in flight");
+      expect(run.stderr).toMatch(/interrupted after \d+ candidates/);
+      expect(run.stderr).not.toContain("final checks");
+      const lines = (await readFile(archive, "utf8")).trim().split("\n");
+      expect(lines.length).toBeGreaterThanOrEqual(3); // the baseline and generation 1
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("searches, re-checks the best, writes the result, and resumes from its archive", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {

@@ -309,6 +309,37 @@ describe("resume", () => {
     );
   });
 
+  it("an interrupt: proposals in flight are not evaluated, their cost counts, and a resumed run asks again", async () => {
+    const budget = { candidates: 12, seconds: 1e6, usd: 1e6 };
+    const whole = await runEngine(engineOptions({ budget }));
+
+    const archive = memoryArchive();
+    const controller = new AbortController();
+    // the user presses Ctrl-C while the second generation's proposals are in flight
+    const interrupted = fakeProposer({
+      usd: 0.25,
+      propose: (context, call) => {
+        if (call === 6) controller.abort();
+        return { ok: true, proposal: proposalFor(context), usage: usage(0.25) };
+      },
+    });
+    const first = await runEngine(
+      engineOptions({ budget, archive, proposer: interrupted.proposer, signal: controller.signal }),
+    );
+    expect(first.stoppedBy).toBe("interrupted");
+    expect(first.spent.candidates).toBe(4); // generation 1; none of generation 2 was evaluated
+    expect(first.usage.usd).toBeCloseTo(8 * 0.25, 10); // all 8 proposals were paid for
+    const lost = archive.entries.filter((line) => line.failure?.reason === "interrupted");
+    expect(lost).toHaveLength(4);
+
+    const { proposer, calls } = fakeProposer({ usd: 0.25 });
+    const resumed = await runEngine(engineOptions({ budget, archive, proposer }));
+    expect(calls()).toBe(12 - 4);
+    expect(resumed.spent.candidates).toBe(12);
+    expect(resumed.usage.usd).toBeCloseTo((8 + 8) * 0.25, 10);
+    expect(summary(resumed.population)).toEqual(summary(whole.population));
+  });
+
   it("continues counting the budget: time and money already spent count", async () => {
     const archive = memoryArchive();
     const clock = fakeClock();

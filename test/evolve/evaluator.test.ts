@@ -121,6 +121,12 @@ describe("the harness evaluator", () => {
     const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
     expect(evaluation.fitness).toBeCloseTo(geomean, 10);
     expect(evaluation.timings).toHaveLength(configs.length);
+    // the harness's profile, as the next proposal reads it
+    expect(evaluation.profile?.split("\n")).toEqual([
+      "GPU kernels of one call on 4096x8192, longest first:",
+      "    118.4 µs  98 %  ×1  softmax_kernel(float const*, float*, int, int)",
+      "      2.1 µs   2 %  ×1  void at::native::vectorized_elementwise_kernel<4>",
+    ]);
   });
 
   it("a configuration timed without the baseline beside it gives no fitness", async () => {

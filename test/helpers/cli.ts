@@ -7,6 +7,34 @@ export const repo = fileURLToPath(new URL("../..", import.meta.url));
 
 export type CliRun = { exitCode: number; stdout: string; stderr: string };
 
+/**
+ * Starts the CLI and sends it SIGINT (Ctrl-C) once stderr has matched `when`; resolves to
+ * how it ended.
+ */
+export async function interruptCli(
+  args: readonly string[],
+  when: RegExp,
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliRun> {
+  const child = execa(process.execPath, [inject("cliBundle"), ...args], {
+    cwd: options.cwd ?? repo,
+    env: { EVOKERNEL_ROOT: repo, ...options.env },
+    reject: false,
+    timeout: 300_000,
+  });
+  let seen = "";
+  let sent = false;
+  child.stderr.on("data", (chunk: Buffer) => {
+    seen += chunk.toString();
+    if (!sent && when.test(seen)) {
+      sent = true;
+      child.kill("SIGINT");
+    }
+  });
+  const result = await child;
+  return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
 export async function runCli(
   args: readonly string[],
   options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},

@@ -7,7 +7,7 @@ import torch
 
 from .compare import compare
 from .env import dtype_name
-from .own_kernel import launched_kernel_time_ms
+from .own_kernel import launched_kernel_time_ms, top_kernels
 from .roofline import floor_ms
 from .timing import Timer, stats, sync_overhead_ms
 from .verify import refill_case
@@ -48,6 +48,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     grad_ctx = torch.enable_grad if task.backward else torch.no_grad
     compiled = _compiled(task, log) if compile_baseline else None
     configs_out, reasons = [], []
+    profile = None
     for ci, config in enumerate(task.visible_configs()):
         cases = [task.make_case(config, seed + 31 * ci + k, device) for k in range(ROTATE)]
         # every timed call sees new values (two sources, alternating per visit of a buffer),
@@ -117,6 +118,12 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                         row["reason"] = "timing-output-mismatch"
                         log(f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}")
                         break
+        if candidate is not None and profile is None and not row["reason"]:
+            # where the candidate spends its time, on the first configuration: for the next proposal
+            with grad_ctx():
+                kernels = top_kernels(lambda: candidate.run(cases[0]))
+            if kernels:
+                profile = {"config": config.name, "kernels": kernels}
         if row["reason"]:
             reasons.append((config.name, row["reason"]))
         configs_out.append(row)
@@ -131,4 +138,4 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     reason = reasons[0][1] if reasons else None
     message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
     return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out,
-            "seconds": time.perf_counter() - start}
+            "profile": profile, "seconds": time.perf_counter() - start}

@@ -5,18 +5,33 @@ import re
 import torch
 
 
-def _kernel_times_us(fn):
-    """GPU kernels one call launches, by name, with their total device time (CUPTI)."""
+def _kernel_stats(fn):
+    """GPU kernels one call launches: name -> (total device time in µs, launches) (CUPTI)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
     return {
-        e.key: getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        e.key: (getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0), e.count)
         for e in prof.key_averages()
         if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
     }
+
+
+def _kernel_times_us(fn):
+    return {name: us for name, (us, _) in _kernel_stats(fn).items()}
+
+
+def top_kernels(fn, limit=5):
+    """The kernels one call spends its GPU time in, longest first: a profile a proposal can
+    read. [{name, us, calls}], or None when the profiler is unavailable."""
+    try:
+        stats = _kernel_stats(fn)
+    except Exception:  # noqa: BLE001 — no profiler: no profile, never a failure
+        return None
+    ranked = sorted(stats.items(), key=lambda kv: -kv[1][0])[:limit]
+    return [{"name": name[:200], "us": round(float(us), 2), "calls": int(calls)} for name, (us, calls) in ranked]
 
 
 def launched_kernels(fn):

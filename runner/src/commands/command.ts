@@ -7,6 +7,8 @@ export type Io = {
   /** Whether stderr is a terminal (then progress rewrites one line). */
   stderrIsTTY: boolean;
   cwd: string;
+  /** Aborted at the first Ctrl-C, for commands that stop cleanly; absent: none asked for. */
+  interruptSignal?: () => AbortSignal;
 };
 
 export type Options = NonNullable<ParseArgsConfig["options"]>;

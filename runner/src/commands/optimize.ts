@@ -66,8 +66,11 @@ again to resume. Needs a CUDA GPU. Method and defaults: docs/OPTIMIZE.md.
   -c, --candidate F   start from this kernel instead of the task's own
       --json          print the result (one JSON document)
 
+Ctrl-C stops after the candidates in flight (their cost is kept in the archive) and skips
+the final checks; run the same command to resume. A second Ctrl-C quits at once.
+
 exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usage,
-      3 no GPU or no Python with torch, 4 internal error`,
+      3 no GPU or no Python with torch, 4 internal error, 130 interrupted`,
   options: {
     config: { type: "string" },
     proposer: { type: "string" },
@@ -115,6 +118,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
     const clear = io.stderrIsTTY ? "\r\x1b[K" : "";
     const say = (line: string) => io.stderr(`${clear}${line}\n`);
 
+    const interrupt = io.interruptSignal?.();
     return withSession(async function optimizeWithServer(session) {
       requireGpu(session);
       const startedAt = new Date().toISOString();
@@ -148,7 +152,15 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
         parallel: settings.parallel,
         techniques: TECHNIQUES,
         onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
+        ...(interrupt === undefined ? {} : { signal: interrupt }),
       });
+      if (engine.stoppedBy === "interrupted") {
+        say(
+          `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
+            "has each one; run the same command to resume",
+        );
+        return 130;
+      }
       say(
         `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
       );

@@ -87,8 +87,20 @@ export async function runEngine(options: EngineOptions): Promise<EngineResult> {
 
 type Seen = { id: string; evaluation: Promise<Evaluation> };
 
+/**
+ * The reason on an archive line that records only what an interrupted proposal cost: the
+ * money counts, the slot does not (a resumed run asks for that proposal again).
+ */
+export const INTERRUPTED = "interrupted";
+
+function isLost(entry: ArchiveEntry): boolean {
+  return entry.individual === null && entry.failure?.reason === INTERRUPTED;
+}
+
 class Run {
   private readonly entries: ArchiveEntry[];
+  /** What proposals cut short by an interrupt cost (they hold no slot). */
+  private readonly lost: Usage[];
   private readonly seen = new Map<string, Seen>();
   private readonly started: number;
   private readonly offsetS: number;
@@ -104,7 +116,8 @@ class Run {
     loaded: ArchiveEntry[],
   ) {
     assertResumable(loaded, options);
-    this.entries = sortEntries(loaded);
+    this.entries = sortEntries(loaded.filter((entry) => !isLost(entry)));
+    this.lost = loaded.filter(isLost).map((entry) => entry.usage);
     this.started = options.clock.now();
     this.offsetS = Math.max(0, ...loaded.map((entry) => entry.elapsedS));
     this.size = options.populationSize ?? DEFAULTS.populationSize;
@@ -181,7 +194,7 @@ class Run {
       best: population[0] ?? baseline,
       entries: this.entries,
       history: this.history(),
-      usage: sumUsage(this.entries.map((entry) => entry.usage)),
+      usage: sumUsage([...this.entries.map((entry) => entry.usage), ...this.lost]),
       spent: this.spent(),
       stoppedBy: this.stoppedBy,
       counts: {
@@ -256,7 +269,7 @@ class Run {
     return {
       candidates: this.entries.filter((entry) => entry.generation > 0).length,
       seconds: this.offsetS + (this.options.clock.now() - this.started) / 1000,
-      usd: sumUsage(this.entries.map((entry) => entry.usage)).usd,
+      usd: sumUsage([...this.entries.map((entry) => entry.usage), ...this.lost]).usd,
     };
   }
 
@@ -297,7 +310,7 @@ class Run {
   private async runSlot(generation: number, slot: number, context: ProposalContext) {
     const { options } = this;
     const proposed: ProposalResult = await options.proposer.propose(context, options.signal);
-    if (options.signal?.aborted) return;
+    if (options.signal?.aborted) return this.recordLost(generation, slot, proposed.usage);
     const number = this.numberOf(generation, slot);
     if (!proposed.ok) {
       if (proposed.final === true) this.proposerDone = true;
@@ -327,7 +340,7 @@ class Run {
       proposer: options.proposer.name,
       evaluation: await evaluation,
     };
-    if (options.signal?.aborted) return;
+    if (options.signal?.aborted) return this.recordLost(generation, slot, proposed.usage);
     const duplicateOf = known?.id ?? null;
     await this.record({ generation, slot, individual, usage: proposed.usage, duplicateOf }, number);
   }
@@ -369,6 +382,29 @@ class Run {
         spent: this.spent(),
       });
     }
+  }
+
+  /** An interrupted proposal's cost, kept in the archive so a resumed run still counts it. */
+  private async recordLost(generation: number, slot: number, usage: Usage): Promise<void> {
+    if (usage.usd === 0 && usage.inputTokens === 0 && usage.outputTokens === 0) return;
+    const line: ArchiveEntry = {
+      v: 1,
+      seed: this.options.seed,
+      config: this.options.config,
+      generation,
+      slot,
+      elapsedS: this.spent().seconds,
+      at: new Date().toISOString(),
+      usage,
+      individual: null,
+      duplicateOf: null,
+      failure: {
+        reason: INTERRUPTED,
+        message: "the run was interrupted before this proposal was evaluated; its cost counts",
+      },
+    };
+    await this.options.archive.append(line);
+    this.lost.push(usage);
   }
 
   /** Candidate numbers count proposals in order: generation, then slot (the baseline is 0). */

@@ -16,7 +16,7 @@ import {
 } from "../evaluate.js";
 import { createGpuQueue, type GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
-import type { BenchRecord, Device, Stat } from "../harness/records.js";
+import type { BenchRecord, Device, Profile, Stat } from "../harness/records.js";
 import { judgeSpeedup } from "./noise.js";
 import type {
   ConfigTiming,
@@ -185,9 +185,21 @@ export function toEvaluation(result: CandidateResult): Evaluation {
     message,
     timings,
     fitness: judged.speedup,
-    profile: null,
+    profile: profileText(result.bench?.profile ?? null),
     seconds,
   };
+}
+
+/** The profile as a proposal reads it: each kernel's share of one call's GPU time. */
+export function profileText(profile: Profile | null): string | null {
+  if (profile === null || profile.kernels.length === 0) return null;
+  const total = profile.kernels.reduce((sum, kernel) => sum + kernel.us, 0);
+  const lines = profile.kernels.map((kernel) => {
+    const share = total > 0 ? Math.round((kernel.us / total) * 100) : 0;
+    const us = kernel.us.toFixed(1).padStart(9);
+    return `${us} µs ${String(share).padStart(3)} %  ×${kernel.calls}  ${kernel.name}`;
+  });
+  return [`GPU kernels of one call on ${profile.config}, longest first:`, ...lines].join("\n");
 }
 
 function stageOf(result: CandidateResult): Evaluation["stage"] {

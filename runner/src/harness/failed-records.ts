@@ -110,6 +110,7 @@ export function failedBench(
     device: where.device ?? UNKNOWN_DEVICE,
     ceilings: null,
     configs: [],
+    profile: null,
     seconds: 0,
   };
 }

@@ -192,6 +192,18 @@ export const benchConfigSchema = z.object({
 });
 export type BenchConfig = z.infer<typeof benchConfigSchema>;
 
+export const profileSchema = z.object({
+  config: z.string(),
+  kernels: z.array(
+    z.object({
+      name: z.string(),
+      us: z.number().nonnegative(),
+      calls: z.number().int().nonnegative(),
+    }),
+  ),
+});
+export type Profile = z.infer<typeof profileSchema>;
+
 export const benchRecordSchema = z.object({
   schema: z.literal(1),
   kind: z.literal("bench"),
@@ -203,6 +215,8 @@ export const benchRecordSchema = z.object({
   /** Null when nothing was timed (no GPU, a run that never finished). */
   ceilings: ceilingsSchema.nullable(),
   configs: z.array(benchConfigSchema),
+  /** Where the candidate spends its GPU time (one call, first configuration); null: no profiler. */
+  profile: profileSchema.nullable().default(null),
   seconds: z.number().nonnegative(),
 });
 export type BenchRecord = z.infer<typeof benchRecordSchema>;
