@@ -121,6 +121,7 @@ describe("the harness evaluator", () => {
     const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
     expect(evaluation.fitness).toBeCloseTo(geomean, 10);
     expect(evaluation.timings).toHaveLength(configs.length);
+    expect(evaluation.timePhases).toMatchObject({ load: 0.8, timing: 1.6, profiler: 0.9 });
     // the harness's profile, as the next proposal reads it
     expect(evaluation.profile?.split("\n")).toEqual([
       "GPU kernels of one call on 4096x8192, longest first:",

@@ -219,6 +219,15 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
         { name: "void at::native::vectorized_elementwise_kernel<4>", us: 2.1, calls: 1 },
       ],
     },
+    phases: {
+      load: 0.8,
+      start: 0.3,
+      inputs: 0.6,
+      compile: 0,
+      timing: 1.6,
+      profiler: 0.9,
+      checks: 0.2,
+    },
     seconds: 41.7,
     ...overrides,
   };

@@ -39,14 +39,29 @@ def _compiled(task, log):
         return None
 
 
+class _Phases:
+    """Seconds spent in each part of a bench, summed over configurations: where time goes."""
+
+    def __init__(self):
+        self.seconds = {}
+        self._mark = time.perf_counter()
+
+    def lap(self, name):
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._mark, 4)
+        self._mark = now
+
+
 def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True):
     start = time.perf_counter()
+    phases = _Phases()
     device = torch.device("cuda")
     timer = Timer(device, device_info.get("l2Bytes"))
     overhead = sync_overhead_ms(timer)
     ref = task.reference_entry()
     grad_ctx = torch.enable_grad if task.backward else torch.no_grad
     compiled = _compiled(task, log) if compile_baseline else None
+    phases.lap("start")
     configs_out, reasons = [], []
     profile = None
     for ci, config in enumerate(task.visible_configs()):
@@ -66,6 +81,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         nbytes, flops = task.cost(config, cases[0], ref_out)
         floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), ceilings)
         impls = {"eager": lambda case: task.invoke(ref, case)}
+        phases.lap("inputs")
         if compiled is not None:
             try:  # compiles for this configuration's shapes, outside the timing
                 with grad_ctx():
@@ -81,8 +97,10 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         for c in (baseline, candidate):
             if c is not None and hasattr(c.entry, "reuse_outputs"):
                 c.entry.reuse_outputs = True
+        phases.lap("compile")
         with grad_ctx():
             raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values)
+        phases.lap("timing")
         for c in (baseline, candidate):
             if c is not None and hasattr(c.entry, "reuse_outputs"):
                 c.entry.reuse_outputs = False
@@ -94,6 +112,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         with grad_ctx():
             device_ms = launched_kernel_time_ms(lambda: task.invoke(ref, cases[0]))
         row["eagerDeviceMs"] = device_ms
+        phases.lap("profiler")
         if device_ms is not None and device_ms < TINY_MS:
             row["reason"] = "tiny-problem"
         if candidate is not None:
@@ -118,12 +137,14 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                         row["reason"] = "timing-output-mismatch"
                         log(f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}")
                         break
+        phases.lap("checks")
         if candidate is not None and profile is None and not row["reason"]:
             # where the candidate spends its time, on the first configuration: for the next proposal
             with grad_ctx():
                 kernels = top_kernels(lambda: candidate.run(cases[0]))
             if kernels:
                 profile = {"config": config.name, "kernels": kernels}
+            phases.lap("profiler")
         if row["reason"]:
             reasons.append((config.name, row["reason"]))
         configs_out.append(row)
@@ -138,4 +159,4 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     reason = reasons[0][1] if reasons else None
     message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
     return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out,
-            "profile": profile, "seconds": time.perf_counter() - start}
+            "profile": profile, "phases": phases.seconds, "seconds": time.perf_counter() - start}

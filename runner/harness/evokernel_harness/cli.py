@@ -234,6 +234,7 @@ def cmd_verify(args):
 
 
 def cmd_bench(args):
+    started = time.perf_counter()
     from .bench import bench
     from .candidates.build import build
     from .candidates.load import Candidate
@@ -275,7 +276,10 @@ def cmd_bench(args):
     baseline_path = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
     baseline = load(baseline_path, args.baseline_artifact)
     candidate = load(args.candidate, args.artifact)
+    loaded = round(time.perf_counter() - started, 4)
     result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget, compile_baseline=not args.no_compile)
+    # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
+    result["phases"] = {"load": loaded, **result["phases"]}
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
             "baseline": os.path.abspath(baseline_path) if baseline_path else None,
             "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}

@@ -24,5 +24,19 @@ class TopKernelsTest(unittest.TestCase):
             self.assertIsNone(own_kernel.top_kernels(lambda: None))
 
 
+class PhasesTest(unittest.TestCase):
+    def test_laps_add_up_per_name(self):
+        from evokernel_harness.bench import _Phases
+
+        clock = iter([0.0, 1.0, 1.5, 4.0, 4.25])
+        with mock.patch("evokernel_harness.bench.time.perf_counter", lambda: next(clock)):
+            phases = _Phases()
+            phases.lap("inputs")
+            phases.lap("timing")
+            phases.lap("inputs")
+            phases.lap("checks")
+        self.assertEqual(phases.seconds, {"inputs": 3.5, "timing": 0.5, "checks": 0.25})
+
+
 if __name__ == "__main__":
     unittest.main()

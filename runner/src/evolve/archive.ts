@@ -31,6 +31,7 @@ export const evaluationSchema = z.object({
     verify: z.number().nonnegative(),
     time: z.number().nonnegative(),
   }),
+  timePhases: z.record(z.string(), z.number().nonnegative()).optional(),
 }) satisfies z.ZodType<Evaluation>;
 
 export const individualSchema = z.object({

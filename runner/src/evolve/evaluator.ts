@@ -142,6 +142,8 @@ export function toEvaluation(result: CandidateResult): Evaluation {
   };
   const stage = stageOf(result);
   const message = tail(result.message);
+  const phases = result.bench?.phases ?? {};
+  const timePhases = Object.keys(phases).length > 0 ? { timePhases: phases } : {};
   if (!result.ok) {
     return {
       ok: false,
@@ -152,6 +154,7 @@ export function toEvaluation(result: CandidateResult): Evaluation {
       fitness: null,
       profile: null,
       seconds,
+      ...timePhases,
     };
   }
   const timings = timingsOf(result.bench);
@@ -176,6 +179,7 @@ export function toEvaluation(result: CandidateResult): Evaluation {
       fitness: null,
       profile: null,
       seconds,
+      ...timePhases,
     };
   }
   return {
@@ -187,6 +191,7 @@ export function toEvaluation(result: CandidateResult): Evaluation {
     fitness: judged.speedup,
     profile: profileText(result.bench?.profile ?? null),
     seconds,
+    ...timePhases,
   };
 }
 

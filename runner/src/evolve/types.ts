@@ -31,6 +31,8 @@ export type Evaluation = {
   /** A short profile of the candidate (top kernels by time), when the GPU allows. */
   profile: string | null;
   seconds: { compile: number; verify: number; time: number };
+  /** Where the timing step's seconds went, as the harness measured them (absent: not timed). */
+  timePhases?: Record<string, number> | undefined;
 };
 
 /** A kernel in the population: source, where it came from, and how it did. */

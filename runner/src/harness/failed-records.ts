@@ -111,6 +111,7 @@ export function failedBench(
     ceilings: null,
     configs: [],
     profile: null,
+    phases: {},
     seconds: 0,
   };
 }

@@ -217,6 +217,8 @@ export const benchRecordSchema = z.object({
   configs: z.array(benchConfigSchema),
   /** Where the candidate spends its GPU time (one call, first configuration); null: no profiler. */
   profile: profileSchema.nullable().default(null),
+  /** Seconds in each part of the bench (load, start, inputs, compile, timing, profiler, checks). */
+  phases: z.record(z.string(), z.number().nonnegative()).default({}),
   seconds: z.number().nonnegative(),
 });
 export type BenchRecord = z.infer<typeof benchRecordSchema>;
