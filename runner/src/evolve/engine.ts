@@ -91,7 +91,7 @@ type Seen = { id: string; evaluation: Promise<Evaluation> };
  * The reason on an archive line that records only what an interrupted proposal cost: the
  * money counts, the slot does not (a resumed run asks for that proposal again).
  */
-export const INTERRUPTED = "interrupted";
+const INTERRUPTED = "interrupted";
 
 function isLost(entry: ArchiveEntry): boolean {
   return entry.individual === null && entry.failure?.reason === INTERRUPTED;
@@ -194,7 +194,7 @@ class Run {
       best: population[0] ?? baseline,
       entries: this.entries,
       history: this.history(),
-      usage: sumUsage([...this.entries.map((entry) => entry.usage), ...this.lost]),
+      usage: this.usage(),
       spent: this.spent(),
       stoppedBy: this.stoppedBy,
       counts: {
@@ -265,11 +265,16 @@ class Run {
     return null;
   }
 
+  /** Every proposal's cost: the archived candidates', and the interrupted ones'. */
+  private usage(): Usage {
+    return sumUsage([...this.entries.map((entry) => entry.usage), ...this.lost]);
+  }
+
   private spent(): Spent {
     return {
       candidates: this.entries.filter((entry) => entry.generation > 0).length,
       seconds: this.offsetS + (this.options.clock.now() - this.started) / 1000,
-      usd: sumUsage([...this.entries.map((entry) => entry.usage), ...this.lost]).usd,
+      usd: this.usage().usd,
     };
   }
 

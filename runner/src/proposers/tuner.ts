@@ -176,12 +176,11 @@ export function createTuner(options: TunerOptions): Tuner {
     }
     const vector = dimensions.map((d, i) => {
       if (i >= tunables.length) {
-        const given = d.values.filter((v) => v !== null && individual.flags.includes(String(v)));
-        return given.length === 1
-          ? d.values.indexOf(given[0] ?? null)
-          : given.length === 0
-            ? 0
-            : -1;
+        // the one value of this flag dimension the candidate was built with; none: left out
+        const given = d.values.flatMap((v, gene) =>
+          v !== null && individual.flags.includes(String(v)) ? [gene] : [],
+        );
+        return given.length > 1 ? -1 : (given[0] ?? d.baseline);
       }
       const value = chosen[i] ?? null;
       return d.values.findIndex((v) => v === value || String(v) === String(value));
