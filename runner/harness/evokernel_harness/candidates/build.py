@@ -10,7 +10,7 @@ import sys
 import time
 
 from .. import VERSION
-from . import detect_format, read_source
+from . import detect_format, jobserver, read_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDE = os.path.normpath(os.path.join(HERE, "..", "..", "include"))
@@ -84,15 +84,23 @@ def build(path, cache, defines=(), arch="sm_90", timeout=None, flags=()):
         if os.path.exists(artifact):
             return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
     os.makedirs(out_dir, exist_ok=True)
-    start = time.perf_counter()
-    if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
-        timeout = 120 if fmt == "evk" else 900
-    builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
-    ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout, flags)
-    seconds = time.perf_counter() - start
-    if ok:
-        with open(done, "w") as f:
-            f.write(artifact)
+    # one build per content hash at a time, across processes: a second waits, then takes
+    # the artifact the first left
+    with jobserver.exclusive(out_dir + ".lock"):
+        if os.path.exists(done):
+            with open(done) as f:
+                artifact = f.read().strip()
+            if os.path.exists(artifact):
+                return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+        start = time.perf_counter()
+        if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
+            timeout = 120 if fmt == "evk" else 900
+        builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
+        ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout, flags)
+        seconds = time.perf_counter() - start
+        if ok:
+            with open(done, "w") as f:
+                f.write(artifact)
     return {**record, "ok": ok, "artifact": artifact if ok else None, "seconds": round(seconds, 3), "log": log[-20000:]}
 
 
@@ -108,14 +116,16 @@ def _build_evk(path, source, out_dir, defines, arch, timeout, flags):
         nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
         "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], *flags, "-o", lib, src, SHIM,
     ]
-    # nvcc runs cudafe++, cicc and ptxas as children: a timeout must end them all
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return False, None, f"nvcc did not finish within {timeout} s (build timeout): the candidate takes too long to compile"
+    # one of the machine's compile slots while nvcc runs (its steps run one after another)
+    with jobserver.slot(1):
+        # nvcc runs cudafe++, cicc and ptxas as children: a timeout must end them all
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return False, None, f"nvcc did not finish within {timeout} s (build timeout): the candidate takes too long to compile"
     log = " ".join(cmd) + "\n" + output
     return proc.returncode == 0, lib, log
 
@@ -148,9 +158,82 @@ def _capture_fds(fn):
     return result, log
 
 
+ENV_FILE = "extension-env.json"
+
+
+def _wrapper(cache, kind, real):
+    """A shell script that runs `ccwrap.py kind real`: torch writes its path into build.ninja."""
+    import json
+
+    wrap = os.path.join(HERE, "ccwrap.py")
+    text = f'#!/bin/sh\nexec {json.dumps(sys.executable)} {json.dumps(wrap)} {kind} {json.dumps(real)} "$@"\n'
+    folder = os.path.join(cache, "bin", hashlib.sha256(text.encode()).hexdigest()[:16])
+    script = os.path.join(folder, "c++" if kind == "cxx" else "nvcc")  # torch wants "c++" in the name
+    if not os.path.exists(script):
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{script}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, script)
+    return script
+
+
+def extension_env(out_dir, cache):
+    """Environment for a torch-extension build in out_dir (and for loading it again later):
+    a torch_extensions folder of its own (load_inline names collide across candidates), the
+    compiler wrappers of ccwrap (machine-wide slots, cached binding units, a precompiled
+    torch/extension.h), MAX_JOBS matched to the pool. Saved beside the artifact for load.py.
+    With EVOKERNEL_FASTPATH=0 only the folder is set: torch's own path, unchanged."""
+    import json
+
+    import torch
+    from torch.utils import cpp_extension
+
+    env = {"TORCH_EXTENSIONS_DIR": os.path.join(out_dir, "torch_extensions")}
+    notes = []
+    if os.environ.get("EVOKERNEL_FASTPATH", "1") == "0":
+        notes.append("fast path off (EVOKERNEL_FASTPATH=0): torch's own build")
+    else:
+        try:
+            cxx = shutil.which(os.environ.get("CXX", "c++"))
+            nvcc = os.environ.get("PYTORCH_NVCC") or (
+                os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc") if cpp_extension.CUDA_HOME else nvcc_path()
+            )
+            bin_dir = os.path.join(os.path.abspath(cache), "bin")
+            if cxx and not os.path.realpath(cxx).startswith(bin_dir):
+                env["CXX"] = _wrapper(cache, "cxx", cxx)
+            if nvcc and os.path.exists(nvcc) and not os.path.realpath(nvcc).startswith(bin_dir):
+                env["PYTORCH_NVCC"] = _wrapper(cache, "nvcc", nvcc)
+            env["EVOKERNEL_CCWRAP_CACHE"] = os.path.abspath(cache)
+            env["EVOKERNEL_CCWRAP_SALT"] = f"{torch.__version__}|{torch.version.cuda}|{torch.__file__}"
+            env["MAX_JOBS"] = str(jobserver.total_slots())
+        except Exception as err:  # noqa: BLE001 — the fast path is an optimisation only
+            notes.append(f"fast path unavailable ({type(err).__name__}: {err}): torch's own build")
+    with open(os.path.join(out_dir, ENV_FILE), "w") as f:
+        json.dump(env, f)
+    os.environ.update(env)
+    return "".join(f"evk-fastpath: {n}\n" for n in notes)
+
+
+def apply_extension_env(artifact):
+    """In a process that loads a candidate built here: the environment its build had, so that
+    a load_inline at import finds its build up to date (same folder, same compiler lines)."""
+    import json
+
+    if not artifact:
+        return
+    path = os.path.join(os.path.dirname(os.path.abspath(artifact)), ENV_FILE)
+    if os.path.exists(path):
+        with open(path) as f:
+            os.environ.update(json.load(f))
+
+
 def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
     from torch.utils.cpp_extension import load
+
+    setup_log = extension_env(out_dir, os.path.dirname(out_dir))
 
     name = "evk_" + os.path.basename(out_dir)
     src = os.path.join(out_dir, "candidate.cu")
@@ -166,7 +249,7 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
         return os.path.join(out_dir, f"{name}.so")
 
     lib, log = _capture_fds(compile_it)
-    return lib is not None and os.path.exists(lib), lib, log
+    return lib is not None and os.path.exists(lib), lib, setup_log + log
 
 
 def _build_py(path, source, out_dir, defines, arch, timeout, flags):
@@ -183,6 +266,7 @@ def _build_py(path, source, out_dir, defines, arch, timeout, flags):
     from ..pyload import load_module
 
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
+    setup_log = extension_env(out_dir, os.path.dirname(out_dir))
     _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
     failed = "Error" in log.splitlines()[-1] if log.strip() else False
-    return not failed, dst, log
+    return not failed, dst, setup_log + log

@@ -11,6 +11,7 @@ from ..env import FLOAT_DTYPES
 from ..pyload import load_module
 from ..tasks.base import as_tuple
 from . import CandidateError, detect_format, own_kernel_names, read_source
+from .build import apply_extension_env
 
 EVK_DTYPES = {
     torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3,
@@ -144,6 +145,7 @@ class Candidate:
         elif self.format == "torch-ext":
             self.entry = _entry(_import_extension(artifact), task.entry, artifact)
         else:
+            apply_extension_env(artifact)  # a load_inline at import finds its build as left
             module = load_module(artifact, f"evk_candidate_{abs(hash(artifact))}")
             if hasattr(module, "ModelNew") and task.format == "kernelbench":
                 self.entry = None
