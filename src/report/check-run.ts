@@ -1,0 +1,66 @@
+// The check run that gates a pull request: failure when a kernel is wrong or slower beyond
+// the noise and the threshold, success when every changed kernel verifies and is not
+// slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
+import type { ReviewResult } from "../shared/review.js";
+import { byOutcome, headline, type Outcome } from "./outcome.js";
+import { renderTaskTable } from "./table.js";
+
+export type CheckRunOutput = {
+  conclusion: "success" | "failure" | "neutral";
+  title: string;
+  summary: string;
+  text?: string;
+};
+
+/** GitHub's limit on a check run's summary and on its text. */
+export const CHECK_RUN_LIMIT = 65_535;
+
+const FAILING: ReadonlySet<Outcome> = new Set(["wrong", "error", "slower"]);
+
+export function renderCheckRun(review: ReviewResult, threshold: number): CheckRunOutput {
+  const ranked = byOutcome(review.tasks, threshold);
+  const speaking = ranked.filter(({ outcome }) => outcome !== "quiet");
+  const failing = ranked.filter(({ outcome }) => FAILING.has(outcome));
+  if (speaking.length === 0) {
+    const count = review.tasks.length;
+    return {
+      conclusion: "neutral",
+      title: count === 0 ? "No kernel task changed" : "No changed kernel to check",
+      summary:
+        count === 0
+          ? "No file of a kernel task changed between base and head: nothing to verify or time."
+          : ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`).join("\n"),
+    };
+  }
+  const conclusion = failing.length > 0 ? "failure" : "success";
+  const first = failing[0] ?? speaking[0];
+  if (first === undefined) throw new Error("unreachable: speaking is not empty");
+  const more = (failing.length > 0 ? failing : speaking).length - 1;
+  const title =
+    stripCode(headline(first.task, first.outcome)) + (more > 0 ? ` (+${more} more)` : "");
+  const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
+  const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
+  const summary = clip([...lines, "", rule].join("\n"));
+  const tables = ranked
+    .filter(({ task }) => task.timings.length > 0)
+    .map(({ task }) => `### ${task.task.name}\n\n${renderTaskTable(task, threshold)}`);
+  const text = tables.length === 0 ? undefined : clip(tables.join("\n\n"));
+  return text === undefined
+    ? { conclusion, title: clipTitle(title), summary }
+    : { conclusion, title: clipTitle(title), summary, text };
+}
+
+/** Check run titles are plain text: drop the backticks a comment would render. */
+function stripCode(text: string): string {
+  return text.replace(/`+ ?([^`]*?) ?`+/g, "$1");
+}
+
+function clipTitle(title: string): string {
+  return title.length > 200 ? `${title.slice(0, 199)}…` : title;
+}
+
+function clip(text: string): string {
+  if (text.length <= CHECK_RUN_LIMIT) return text;
+  const note = "\n\n… cut at GitHub's limit: the full result is in the run's artifact.";
+  return text.slice(0, CHECK_RUN_LIMIT - note.length) + note;
+}

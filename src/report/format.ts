@@ -1,0 +1,67 @@
+// Numbers as a reader sees them in comments and check runs: times, spreads, ratios,
+// percentages, and inline code that survives any backticks inside it.
+import type { Spread } from "../shared/result.js";
+
+/** A time in ms with three significant digits (µs below 0.1 ms). */
+export function formatMs(ms: number): string {
+  if (ms < 0.1) return `${significant(ms * 1000)} µs`;
+  return `${significant(ms)} ms`;
+}
+
+/** `median ± half the p20–p80 range`, the spread the timer reports. */
+export function formatSpread(spread: Spread | null): string {
+  if (spread === null) return "—";
+  const half = (spread.p80Ms - spread.p20Ms) / 2;
+  if (spread.medianMs < 0.1) {
+    return `${significant(spread.medianMs * 1000)} ± ${significant(half * 1000, 2)} µs`;
+  }
+  return `${significant(spread.medianMs)} ± ${significant(half, 2)} ms`;
+}
+
+/** 1.8×, 1.25×, 12× */
+export function formatRatio(ratio: number): string {
+  return `${significant(ratio, ratio >= 10 ? 2 : 3)}×`;
+}
+
+/** A speedup under 1 as "12% slower" reads better than 0.89×: head over base, minus one. */
+export function percentSlower(speedup: number): number {
+  return (1 / speedup - 1) * 100;
+}
+
+export function formatPercent(percent: number | null): string {
+  if (percent === null) return "—";
+  return `${percent >= 10 ? Math.round(percent) : significant(percent, 2)}%`;
+}
+
+/** A number in scientific notation with two significant digits (3.1e-2), for errors. */
+export function formatError(value: number | null): string {
+  if (value === null) return "NaN";
+  if (value === 0) return "0";
+  const [mantissa, exponent] = value.toExponential(1).split("e");
+  return `${mantissa}e${Number(exponent)}`;
+}
+
+export function significant(value: number, digits = 3): string {
+  if (value === 0 || !Number.isFinite(value)) return String(value);
+  const text = value.toPrecision(digits);
+  return text.includes("e") ? String(Number(text)) : String(Number(text));
+}
+
+/** Inline code whose fence is longer than any backtick run in the text. */
+export function code(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
+  return `${fence}${pad}${text}${pad}${fence}`;
+}
+
+/** Text made safe for a markdown table cell: one line, no column breaks. */
+export function cell(text: string): string {
+  return text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|");
+}
+
+/** The first line of a message, cut to `max` characters. */
+export function firstLine(text: string, max = 200): string {
+  const line = text.trim().split(/\r?\n/)[0] ?? "";
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
