@@ -66,6 +66,8 @@ export type EvaluateOptions = {
   server?: client.ForkServer;
   pool?: BuildPool;
   gpu?: GpuQueue;
+  /** Limits the static checks; shared by calls that share a pool (one per core by default). */
+  cpu?: Limit;
   harness?: Partial<HarnessCalls>;
   onEvent?: (event: EvaluationEvent) => void;
   /** Limits for one candidate's GPU steps (defaults: the client's, 10 minutes each). */
@@ -89,7 +91,7 @@ export async function evaluateCandidates(
     calls,
     pool: options.pool ?? createBuildPool(),
     gpu: options.gpu ?? createGpuQueue(),
-    cpu: createLimit(availableParallelism()),
+    cpu: options.cpu ?? createLimit(availableParallelism()),
     emit: options.onEvent ?? (() => undefined),
     gpuCall: {
       ...(options.server === undefined ? {} : { runner: options.server.run }),

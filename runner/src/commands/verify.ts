@@ -1,32 +1,51 @@
-// evokernel verify: the full cascade for each candidate of one task.
+// evokernel verify: the full cascade for each candidate of one task, or of every task of a
+// manifest (--manifest): all builds start at once on the machine's build pool, the GPU
+// takes one candidate at a time.
+import { availableParallelism } from "node:os";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { createBuildPool } from "../build/pool.js";
+import { readManifest } from "../corpus/manifest.js";
 import { EnvironmentError, UsageError } from "../errors.js";
-import { evaluateCandidates } from "../evaluate.js";
+import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "../evaluate.js";
+import { createGpuQueue } from "../gpu/queue.js";
+import { repoRoot } from "../paths.js";
 import { renderCandidates } from "../report/candidates.js";
 import { renderStatic } from "../report/verify-table.js";
-import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
+import { createLimit } from "../util/limit.js";
+import { flag, printJson, stringOption, stringsOption, type Command, type Io } from "./command.js";
 import { createProgress } from "./progress.js";
-import { NO_GPU, withSession } from "./session.js";
-import { candidatesFor, loadTarget } from "./target.js";
+import { NO_GPU, withSession, type Session } from "./session.js";
+import { candidatesFor, loadTarget, type Target } from "./target.js";
 
 export const verifyCommand: Command = {
   name: "verify",
   summary: "check candidates against the task's reference",
   usage: `usage: evokernel verify <task> [--candidate FILE]… [--heldout] [--device cpu|cuda] [--seed N] [--json]
+       evokernel verify --manifest FILE… [--heldout] [--device cpu|cuda] [--seed N] [--json]
 
 Runs each candidate through the static check, the build, and verification on every
 configuration of the task. Without --candidate, verifies the task's own kernel.
+With --manifest, verifies every candidate of a corpus manifest, whatever its task, in
+one run: every build starts at once (the machine's build pool bounds the compilers), the
+GPU verifies one candidate at a time, and a line per candidate says how it ended.
 
   <task>              a task folder, a KernelBench .py file, or a name under ./kernels
   -c, --candidate F   a candidate file (.cu or .py); repeat for several
+  -m, --manifest F    a JSON list of {"file", "task"} entries (a corpus manifest, e.g.
+                      runner/corpus/manifest.json; other keys are ignored); paths are
+                      relative to the repository root, or absolute, or shared:REST for
+                      $EVOKERNEL_SHARED_DATA/REST; repeat for several
       --heldout       also verify the held-out configurations
       --device D      cuda (default) or cpu (py candidates only; no GPU needed)
       --seed N        seed for the inputs
-      --json          print one JSON document: { task, device, candidates }
+      --json          print one JSON document: { task, device, candidates }, or with
+                      --manifest { device, summary, tasks: [{ task, candidates }] }
 
 exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
       3 no GPU or no Python with torch (the static check still runs), 4 internal error`,
   options: {
     candidate: { type: "string", short: "c", multiple: true },
+    manifest: { type: "string", short: "m", multiple: true },
     heldout: { type: "boolean" },
     device: { type: "string" },
     seed: { type: "string" },
@@ -41,6 +60,18 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     const seed = seedText === undefined ? undefined : Number(seedText);
     if (seed !== undefined && !Number.isInteger(seed))
       throw new UsageError(`--seed is an integer, not ${seedText}`);
+    const common: EvaluateOptions = {
+      device: deviceChoice,
+      heldout: flag(parsed, "heldout"),
+      ...(seed === undefined ? {} : { seed }),
+    };
+    const manifests = stringsOption(parsed, "manifest");
+    if (manifests.length > 0)
+      return verifyManifests(manifests, parsed.positionals, common, {
+        candidates: stringsOption(parsed, "candidate"),
+        json: flag(parsed, "json"),
+        io,
+      });
     const target = await loadTarget(parsed.positionals[0], io.cwd);
     const candidates = await candidatesFor(target, stringsOption(parsed, "candidate"), io.cwd);
     const json = flag(parsed, "json");
@@ -48,9 +79,7 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     return withSession(async function verifyWithServer(session) {
       const noGpu = deviceChoice === "cuda" && !session.device.cuda;
       const results = await evaluateCandidates(target.task.path, candidates, {
-        device: deviceChoice,
-        heldout: flag(parsed, "heldout"),
-        ...(seed === undefined ? {} : { seed }),
+        ...common,
         staticOnly: noGpu,
         knownDevice: session.device.device,
         server: session.server,
@@ -72,3 +101,119 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     });
   },
 };
+
+type ManifestRun = { candidates: readonly string[]; json: boolean; io: Io };
+
+/** A manifest path: absolute, shared:REST under $EVOKERNEL_SHARED_DATA, else from the root. */
+export function manifestPath(path: string, root: string, env = process.env): string {
+  if (path.startsWith("shared:")) {
+    const data = env["EVOKERNEL_SHARED_DATA"] ?? join(dirname(root), "shared", "data");
+    return join(data, path.slice("shared:".length));
+  }
+  return isAbsolute(path) ? path : resolve(root, path);
+}
+
+async function verifyManifests(
+  manifests: readonly string[],
+  positionals: readonly string[],
+  common: EvaluateOptions,
+  run: ManifestRun,
+): Promise<number> {
+  if (positionals.length > 0 || run.candidates.length > 0)
+    throw new UsageError(
+      "--manifest names the tasks and candidates: give no <task> or --candidate",
+    );
+  const root = repoRoot();
+  // task → its candidates, in manifest order; every file checked before anything starts
+  const byTask = new Map<string, string[]>();
+  for (const manifest of manifests) {
+    const entries = await readManifest(resolve(run.io.cwd, manifest)).catch((error: unknown) => {
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    });
+    for (const entry of entries) {
+      const task = manifestPath(entry.task, root);
+      byTask.set(task, [...(byTask.get(task) ?? []), manifestPath(entry.file, root)]);
+    }
+  }
+  const groups: { target: Target; candidates: string[] }[] = [];
+  for (const [task, files] of byTask) {
+    const target = await loadTarget(task, run.io.cwd);
+    groups.push({ target, candidates: await candidatesFor(target, files, run.io.cwd) });
+  }
+  const total = groups.reduce((sum, group) => sum + group.candidates.length, 0);
+
+  return withSession(async function verifyManifestWithServer(session: Session) {
+    const noGpu = common.device !== "cpu" && !session.device.cuda;
+    const shared: EvaluateOptions = {
+      ...common,
+      staticOnly: noGpu,
+      knownDevice: session.device.device,
+      server: session.server,
+      pool: createBuildPool(),
+      gpu: createGpuQueue(),
+      cpu: createLimit(availableParallelism()),
+      onEvent: createProgress(run.io),
+    };
+    const started = performance.now();
+    let done = 0;
+    // one cascade per candidate, all at once: each reports as it ends
+    const tasks = await Promise.all(
+      groups.map(async function verifyGroup({ target, candidates }) {
+        const results = await Promise.all(
+          candidates.map(async function verifyOne(candidate): Promise<CandidateResult> {
+            const [result] = await evaluateCandidates(target.task.path, [candidate], shared);
+            if (result === undefined) throw new Error(`no result for ${candidate}`);
+            done += 1;
+            run.io.stderr(`${candidateLine(done, total, root, result)}\n`);
+            return result;
+          }),
+        );
+        return { task: target.task, candidates: results };
+      }),
+    );
+    const wallSeconds = (performance.now() - started) / 1000;
+    const results = tasks.flatMap((task) => task.candidates);
+    const summary = {
+      tasks: tasks.length,
+      candidates: results.length,
+      passed: results.filter((result) => result.ok).length,
+      wallSeconds,
+      candidatesPerMinute: results.length / (wallSeconds / 60),
+    };
+    const document = { device: session.device, summary, tasks };
+    if (noGpu) {
+      if (run.json) {
+        printJson(run.io, { ...document, error: { exitCode: 3, message: NO_GPU } });
+        return 3;
+      }
+      run.io.stdout(
+        `${results.map((result) => renderStatic(result.candidate, result.static)).join("\n")}\n`,
+      );
+      throw new EnvironmentError(NO_GPU);
+    }
+    if (run.json) printJson(run.io, document);
+    else {
+      const sections = tasks.map(
+        (task) => `## ${task.task.name}\n${renderCandidates(task.candidates)}`,
+      );
+      run.io.stdout(
+        `${sections.join("\n\n")}\n\n${summary.passed}/${summary.candidates} passed, ` +
+          `${summary.tasks} tasks, ${wallSeconds.toFixed(1)} s, ` +
+          `${summary.candidatesPerMinute.toFixed(1)} candidates/min\n`,
+      );
+    }
+    return summary.passed === summary.candidates ? 0 : 1;
+  });
+}
+
+/** `[3/24] runner/corpus/x.cu: passed (compile 41.2 s, verify 1.3 s)` */
+function candidateLine(done: number, total: number, root: string, result: CandidateResult): string {
+  const where = relative(root, result.candidate);
+  const name = where.startsWith("..") ? result.candidate : where;
+  const cached = result.build?.cached ? ", cached" : "";
+  const verdict = result.ok
+    ? "passed"
+    : `${result.status}${result.reason ? ` (${result.reason})` : ""}`;
+  const seconds = `compile ${result.seconds.compile.toFixed(1)} s${cached}, verify ${result.seconds.verify.toFixed(1)} s`;
+  return `[${done}/${total}] ${name}: ${verdict} (${seconds})`;
+}
