@@ -3,8 +3,13 @@
 // commands that need one (EVOKERNEL_PYTHON points here). It writes well-formed records:
 // every candidate passes; a candidate's time follows its BLOCK_SIZE (-D, or `speed=` in
 // its source): 512 is the fastest. `serve` speaks the fork server's line protocol.
+// A source can ask for what the real harness would find in it, in a comment:
+// `fake-harness: static=CODE` (a static finding), `fake-harness: compile-error`,
+// `fake-harness: verify=REASON` (rejected, on the quick check too). Bench records carry a
+// profile naming the source's first __global__ function.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { createInterface } from "node:readline";
 
 const device = {
@@ -45,6 +50,19 @@ function speedOf(artifact, candidate) {
   return SPEED[block] ?? 1;
 }
 
+/** What a candidate's source asks this harness to find (`fake-harness: KEY=VALUE`). */
+function marked(candidate, key) {
+  const source = candidate && existsSync(candidate) ? readFileSync(candidate, "utf8") : "";
+  const found = new RegExp(`fake-harness: ${key}(?:=([\\w-]+))?`).exec(source);
+  return found ? (found[1] ?? true) : null;
+}
+
+function profileOf(candidate, speed) {
+  const source = candidate && existsSync(candidate) ? readFileSync(candidate, "utf8") : "";
+  const name = /__global__[^(]*?(\w+)\s*\(/.exec(source)?.[1] ?? "kernel";
+  return { config: visible[0].name, kernels: [{ name, us: 1000 * speed, calls: 1 }] };
+}
+
 const stat = (ms) => ({
   medianMs: ms,
   p20Ms: ms * 0.98,
@@ -61,7 +79,7 @@ const COMMANDS = {
     kind: "task",
     ok: true,
     error: null,
-    name: "softmax",
+    name: basename(option(argv, "--task") ?? "softmax"),
     format: "native",
     path: option(argv, "--task"),
     backward: false,
@@ -78,7 +96,14 @@ const COMMANDS = {
     notes: [],
     probe: null,
   }),
-  static: () => ({ schema: 1, kind: "static", ok: true, format: "evk", findings: [] }),
+  static: (argv) => {
+    const code = marked(option(argv, "--candidate"), "static");
+    const findings =
+      typeof code === "string"
+        ? [{ code, hack: 3, line: 1, text: "", message: `${code} (fake)`, severity: "reject" }]
+        : [];
+    return { schema: 1, kind: "static", ok: findings.length === 0, format: "evk", findings };
+  },
   build: (argv) => {
     const candidate = option(argv, "--candidate");
     const defines = Object.fromEntries(all(argv, "--define").map((pair) => pair.split("=")));
@@ -88,44 +113,47 @@ const COMMANDS = {
       .digest("hex")
       .slice(0, 16);
     const artifact = `${option(argv, "--cache")}/fake-${hash}.json`;
+    const broken = marked(candidate, "compile-error") !== null;
     writeFileSync(artifact, JSON.stringify({ defines }));
     return {
       schema: 1,
       kind: "build",
-      ok: true,
+      ok: !broken,
       format: "evk",
-      artifact,
+      artifact: broken ? null : artifact,
       cached: false,
       seconds: 0.01,
       hash,
-      log: "",
+      log: broken ? `${candidate}(12): error: identifier "undefined_name" is undefined` : "",
     };
   },
   verify: (argv) => {
     const configs = argv.includes("--quick")
       ? visible.slice(2)
       : [...visible, ...(argv.includes("--heldout") ? heldout : [])];
+    const reason = marked(option(argv, "--candidate"), "verify");
+    const failed = typeof reason === "string";
     return {
       schema: 1,
       kind: "verify",
       task: "softmax",
       candidate: option(argv, "--candidate"),
       format: "evk",
-      ok: true,
-      status: "passed",
-      reason: null,
+      ok: !failed,
+      status: failed ? "rejected" : "passed",
+      reason: failed ? reason : null,
       hack: null,
-      message: "passed",
+      message: failed ? `${reason} on ${configs[0].name}: got 0.5, expected 0.25 (fake)` : "passed",
       mismatch: null,
       configs: configs.map((c) => ({
         name: c.name,
         heldout: heldout.includes(c),
         derived: false,
-        ok: true,
+        ok: !failed,
         trials: 2,
         maxAbs: 1e-7,
         normRel: 1e-8,
-        reason: null,
+        reason: failed ? reason : null,
       })),
       checks: [],
       warnings: [],
@@ -164,6 +192,7 @@ const COMMANDS = {
         candidate: candidate === undefined ? null : stat(speed),
         reason: null,
       })),
+      profile: candidate === undefined ? null : profileOf(candidate, speed),
       seconds: 0.1,
     };
   },
@@ -172,6 +201,13 @@ const COMMANDS = {
 function run(argv) {
   const record = COMMANDS[argv[0]](argv);
   writeFileSync(option(argv, "--out"), JSON.stringify(record));
+}
+
+// A candidate runs in this process: it must never see an API key (runner/src/harness/exec.ts).
+const leaked = Object.keys(process.env).filter((name) => name.startsWith("ANTHROPIC_"));
+if (leaked.length > 0) {
+  process.stderr.write(`fake harness: the harness child was given ${leaked.join(", ")}\n`);
+  process.exit(4);
 }
 
 const [flag, module, ...argv] = process.argv.slice(2);

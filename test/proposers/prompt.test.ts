@@ -15,14 +15,15 @@ function best() {
 }
 
 describe("buildPrompt", () => {
-  it("free: task context and the best kernel, no insights, edits against the best", () => {
+  it("free: task context and the best kernel, no insights or profile, edits against the best", () => {
     const prompt = buildPrompt(context(best(), { insights: ["ignored in free"] }));
     expect(prompt.editBase.id).toBe("c4");
     expect(prompt.user).not.toContain("ignored in free");
     expect(prompt.user).toContain(
       "| 8192x8192 | 0.500 [0.490–0.510] | 0.625 [0.613–0.637] | 1.25× |",
     );
-    expect(prompt.user).toContain("softmax_rows  97.0%");
+    expect(prompt.user).not.toContain("softmax_rows  97.0%");
+    expect(prompt.user).not.toContain("Profile");
     expect(prompt.system).toMatchSnapshot("system");
     expect(prompt.user).toMatchSnapshot("user");
   });
@@ -32,6 +33,9 @@ describe("buildPrompt", () => {
       context(best(), { config: "insight", insights: ["shared memory tiles cut L2 traffic"] }),
     );
     expect(prompt.user).toContain("- shared memory tiles cut L2 traffic");
+    expect(prompt.user).toContain(
+      "Profile (top GPU kernels by time):\n```text\nsoftmax_rows  97.0%",
+    );
     expect(prompt.user).toContain("Use the insights above where they help.");
   });
 

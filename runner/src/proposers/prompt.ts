@@ -8,7 +8,7 @@
 // reference) goes in the system prompt as two blocks marked for prompt caching; what changes
 // per proposal goes in the user message. A ProposalContext holds no held-out configuration
 // and no text from a pull request, and nothing else is read here.
-import type { Individual, ProposalContext } from "../evolve/types.js";
+import type { EvoConfig, Individual, ProposalContext } from "../evolve/types.js";
 
 export type SystemBlock = { type: "text"; text: string; cache_control: { type: "ephemeral" } };
 
@@ -154,13 +154,16 @@ function userMessage(context: ProposalContext, editBase: Individual): string {
   if (!bestIsParent) {
     parts.push(
       `## The current best kernel (${context.best.id}${fitnessOf(context.best)})`,
-      ...describe(context.best, lang),
+      ...describe(context.best, lang, context.config),
     );
   }
   parents.forEach((parent, i) => {
     const label = `Parent ${String.fromCharCode(65 + i)}`;
     const best = parent.id === context.best.id ? ", the current best" : "";
-    parts.push(`## ${label} (${parent.id}${fitnessOf(parent)}${best})`, ...describe(parent, lang));
+    parts.push(
+      `## ${label} (${parent.id}${fitnessOf(parent)}${best})`,
+      ...describe(parent, lang, context.config),
+    );
   });
   if (context.config !== "free" && context.insights.length > 0) {
     parts.push(
@@ -182,7 +185,7 @@ function userMessage(context: ProposalContext, editBase: Individual): string {
   return parts.join("\n");
 }
 
-function describe(individual: Individual, lang: string): string[] {
+function describe(individual: Individual, lang: string, config: EvoConfig): string[] {
   const out: string[] = [];
   if (individual.insight.trim() !== "") out.push(`Its thought: ${oneLine(individual.insight)}`);
   const timings = individual.evaluation.timings;
@@ -199,11 +202,11 @@ function describe(individual: Individual, lang: string): string[] {
       ),
     );
   }
-  if (individual.evaluation.profile !== null && individual.evaluation.profile.trim() !== "") {
-    out.push(
-      "Profile (top GPU kernels by time):",
-      fence("text", clip(individual.evaluation.profile, MAX_PROFILE)),
-    );
+  // EvoEngineer's "free" shows the task and the best kernel only; the profile comes with
+  // "insight" and "full" (docs/OPTIMIZE.md, the three configurations).
+  const profile = individual.evaluation.profile;
+  if (config !== "free" && profile !== null && profile.trim() !== "") {
+    out.push("Profile (top GPU kernels by time):", fence("text", clip(profile, MAX_PROFILE)));
   }
   const defines = Object.entries(individual.defines);
   if (defines.length > 0) {
