@@ -1,0 +1,25 @@
+// What the handlers share: the work queue, the memory of what was already handled, the live
+// jobs, the dispatch backends and how to reach GitHub for an installation. One object,
+// built once per app (src/app/index.ts), so a test can build its own.
+import type { Logger } from "probot";
+import type { EvokernelConfig } from "../shared/config.js";
+import type { Dispatcher } from "./dispatch/types.js";
+import type { GitHub, RepoRef } from "./github.js";
+import type { JobRegistry } from "./jobs.js";
+import type { WorkQueue } from "./queue.js";
+import type { SeenSet } from "./seen.js";
+
+export interface AppState {
+  readonly queue: WorkQueue;
+  readonly seen: SeenSet;
+  readonly jobs: JobRegistry;
+  readonly log: Logger;
+  /** The backend for a repository's config, or why none may run there. */
+  dispatcherFor(config: Pick<EvokernelConfig, "dispatch">): Dispatcher | string;
+  /** Every backend, to cancel a job whichever started it. */
+  readonly dispatchers: readonly Dispatcher[];
+  /** A GitHub for an installation outside a webhook (a local job finishing, a timeout). */
+  githubFor(installationId: number, repo: RepoRef): Promise<GitHub>;
+  /** A job whose run never reports fails after this long. */
+  readonly jobTimeoutMs: number;
+}

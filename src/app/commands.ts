@@ -1,0 +1,151 @@
+// PR comment commands: the pure parser of `/optimize`, `/verify`, `/bench`, `/cancel` and
+// `/help`, and the help text. Who may run them and what they start lives in the handler.
+
+export type Proposer = "llm" | "tuner";
+
+export type Command =
+  | {
+      readonly name: "optimize";
+      readonly tasks: readonly string[];
+      readonly budget?: number;
+      readonly proposer?: Proposer;
+    }
+  | { readonly name: "verify"; readonly tasks: readonly string[] }
+  | { readonly name: "bench"; readonly tasks: readonly string[] }
+  | { readonly name: "cancel" }
+  | { readonly name: "help" };
+
+/** What a comment asked for: nothing (not a command), a command, or a command we cannot read. */
+export type ParsedComment =
+  | { readonly kind: "none" }
+  | { readonly kind: "command"; readonly command: Command; readonly line: string }
+  | { readonly kind: "invalid"; readonly line: string; readonly error: string };
+
+// `/word` at the start of a line, then a space or the end: "/path/to/file" is prose, not a command.
+const COMMAND_LINE = /^\/([a-z][a-z-]*)(?:\s+(.*))?$/i;
+// Task names reach a job spec and a shell-free argv on the runner; keep them to path characters.
+const TASK_NAME = /^(?!.*\.\.)[\w][\w./-]{0,199}$/;
+
+export const HELP_TEXT = [
+  "**evokernel commands** (people with write access to this repository):",
+  "",
+  "| Command | What it does |",
+  "| --- | --- |",
+  "| `/bench [task …]` | verify the PR's kernels and time them against the base branch |",
+  "| `/verify [task …]` | verify only, held-out shapes included |",
+  "| `/optimize [task …] [--budget N] [--proposer llm\\|tuner]` | search for a faster kernel that still verifies and suggest it |",
+  "| `/cancel` | stop this PR's running jobs |",
+  "| `/help` | this list |",
+  "",
+  "Without task names a command covers the tasks whose files this PR changes. A job runs on the",
+  "PR's head commit at the time of the command; after a new push, comment again.",
+].join("\n");
+
+/** Reads the first command line of a comment (lines in quotes and code blocks are skipped). */
+export function parseComment(body: string): ParsedComment {
+  const line = firstCommandLine(body);
+  if (line === undefined) return { kind: "none" };
+  const match = COMMAND_LINE.exec(line);
+  if (!match) return { kind: "none" };
+  const name = (match[1] ?? "").toLowerCase();
+  const args = (match[2] ?? "").split(/\s+/).filter((word) => word.length > 0);
+  const result = parseCommand(name, args);
+  if (typeof result === "string") return { kind: "invalid", line, error: result };
+  return { kind: "command", command: result, line };
+}
+
+function firstCommandLine(body: string): string | undefined {
+  let inFence = false;
+  for (const raw of body.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line.startsWith("```") || line.startsWith("~~~")) {
+      inFence = !inFence;
+      continue;
+    }
+    if (inFence || line.startsWith(">")) continue;
+    if (COMMAND_LINE.test(line)) return line;
+  }
+  return undefined;
+}
+
+function parseCommand(name: string, args: readonly string[]): Command | string {
+  switch (name) {
+    case "help":
+      return { name: "help" };
+    case "cancel":
+      return args.length === 0 ? { name: "cancel" } : "`/cancel` takes no arguments.";
+    case "verify":
+    case "bench": {
+      const tasks = parseTasks(args);
+      return typeof tasks === "string" ? tasks : { name, tasks };
+    }
+    case "optimize":
+      return parseOptimize(args);
+    default:
+      return `\`/${name}\` is not a command I know.`;
+  }
+}
+
+function parseTasks(args: readonly string[]): readonly string[] | string {
+  for (const arg of args) {
+    if (arg.startsWith("--")) return `\`${arg}\` is not an option of this command.`;
+    if (!TASK_NAME.test(arg))
+      return `\`${arg}\` is not a task name (a name or path under the repository).`;
+  }
+  return [...new Set(args)];
+}
+
+function parseOptimize(args: readonly string[]): Command | string {
+  const tasks: string[] = [];
+  let budget: number | undefined;
+  let proposer: Proposer | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? "";
+    const [flag, inline] = arg.startsWith("--") ? splitFlag(arg) : [undefined, undefined];
+    if (flag === undefined) {
+      tasks.push(arg);
+      continue;
+    }
+    const value = inline ?? args[++i];
+    if (value === undefined) return `\`--${flag}\` needs a value.`;
+    if (flag === "budget") {
+      const parsed = Number(value);
+      if (!Number.isInteger(parsed) || parsed < 1 || parsed > 10_000)
+        return `\`--budget ${value}\`: give a whole number of candidates from 1 to 10000.`;
+      budget = parsed;
+    } else if (flag === "proposer") {
+      if (value !== "llm" && value !== "tuner")
+        return `\`--proposer ${value}\`: use \`llm\` or \`tuner\`.`;
+      proposer = value;
+    } else {
+      return `\`--${flag}\` is not an option of \`/optimize\` (use --budget N or --proposer llm|tuner).`;
+    }
+  }
+  const checked = parseTasks(tasks);
+  if (typeof checked === "string") return checked;
+  return {
+    name: "optimize",
+    tasks: checked,
+    ...(budget === undefined ? {} : { budget }),
+    ...(proposer === undefined ? {} : { proposer }),
+  };
+}
+
+function splitFlag(arg: string): [string, string | undefined] {
+  const body = arg.slice(2);
+  const eq = body.indexOf("=");
+  return eq < 0 ? [body, undefined] : [body.slice(0, eq), body.slice(eq + 1)];
+}
+
+/** The same command on the same commit twice is one job: this key says when two are the same. */
+export function commandKey(command: Command): string {
+  switch (command.name) {
+    case "optimize":
+      return `optimize ${[...command.tasks].sort().join(",")} b=${command.budget ?? ""} p=${command.proposer ?? ""}`;
+    case "verify":
+    case "bench":
+      return `${command.name} ${[...command.tasks].sort().join(",")}`;
+    default:
+      return command.name;
+  }
+}

@@ -1,0 +1,74 @@
+// The actions backend: a workflow_dispatch of the repository's evokernel workflow, with the
+// job spec as its one input. The result comes back as an artifact on workflow_run.completed
+// (handlers/workflow-run.ts reads it through readResultArtifact).
+import { encodeJobInputs } from "../../shared/job.js";
+import { parseReviewResult, type ReviewResult } from "../../shared/review.js";
+import type { GitHub } from "../github.js";
+import { readZip, ZipError } from "../zip.js";
+import type { Dispatcher } from "./types.js";
+
+/** The artifact the Action uploads (action/). */
+export const RESULT_ARTIFACT = "evokernel-result";
+
+export function createActionsDispatcher(): Dispatcher {
+  return {
+    name: "actions",
+    async start({ spec, github, workflow, ref }) {
+      return github.dispatchWorkflow(workflow, ref, { ...encodeJobInputs(spec) });
+    },
+    async cancel(_jobId, runId, github) {
+      if (runId !== undefined) await github.cancelWorkflowRun(runId);
+    },
+  };
+}
+
+export type ArtifactRead =
+  | { readonly ok: true; readonly review: ReviewResult }
+  | { readonly ok: false; readonly message: string };
+
+/**
+ * The run's result: the artifact's zip, its one JSON file, validated with the review schema.
+ * Artifacts are untrusted (code from the PR ran beside them): only parsed, never executed.
+ */
+export async function readResultArtifact(github: GitHub, runId: number): Promise<ArtifactRead> {
+  const zip = await github.downloadArtifact(runId, RESULT_ARTIFACT);
+  if (!zip)
+    return {
+      ok: false,
+      message: `the run uploaded no \`${RESULT_ARTIFACT}\` artifact; open the run's log to see where it stopped`,
+    };
+  let entries;
+  try {
+    entries = readZip(zip);
+  } catch (error) {
+    if (!(error instanceof ZipError)) throw error;
+    return {
+      ok: false,
+      message: `the \`${RESULT_ARTIFACT}\` artifact is not a readable zip (${error.message}); re-run the job`,
+    };
+  }
+  const json = entries.filter((entry) => entry.name.endsWith(".json"));
+  if (json.length !== 1 || !json[0]) {
+    return {
+      ok: false,
+      message: `the \`${RESULT_ARTIFACT}\` artifact holds ${json.length} JSON files, not one; check the workflow's upload step`,
+    };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(json[0].data.toString("utf8"));
+  } catch {
+    return {
+      ok: false,
+      message: `${json[0].name} in the artifact is not JSON; check the runner's output in the run's log`,
+    };
+  }
+  const parsed = parseReviewResult(data);
+  if (!parsed.ok) {
+    return {
+      ok: false,
+      message: `${json[0].name} does not match the review result schema (${parsed.errors.slice(0, 3).join("; ")}); are the runner and the app the same version?`,
+    };
+  }
+  return { ok: true, review: parsed.result };
+}

@@ -1,0 +1,184 @@
+// The local backend, for a single GPU box and development: the app runs the runner itself,
+// in a git worktree of the job's commit, one job at a time per GPU. The runner's command is
+// configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import type { JobSpec } from "../../shared/job.js";
+import { parseReviewResult } from "../../shared/review.js";
+import { createWorkQueue } from "../queue.js";
+import type { Dispatcher, JobOutcome } from "./types.js";
+
+export interface LocalOptions {
+  /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
+  readonly repoDir: string;
+  /** argv of the runner; `--spec FILE --out FILE` are appended. */
+  readonly runnerCommand: readonly string[];
+  /** GPUs on this machine: that many jobs at once, each with its own CUDA_VISIBLE_DEVICES. */
+  readonly gpus: number;
+  /** Where a finished job's outcome goes (the app reports it to GitHub). */
+  readonly onDone: (spec: JobSpec, outcome: JobOutcome) => Promise<void>;
+  readonly onError: (label: string, error: unknown) => void;
+  /** Kill a runner after this long. */
+  readonly timeoutMs: number;
+}
+
+// The runner runs a PR's code: none of the app's credentials may reach its environment.
+const SECRET_ENV =
+  /^(PRIVATE_KEY|PRIVATE_KEY_PATH|WEBHOOK_SECRET|GITHUB_TOKEN|GH_TOKEN|APP_ID|GITHUB_CLIENT_SECRET|CLIENT_SECRET)$|SECRET|TOKEN|PASSWORD/i;
+
+export function createLocalDispatcher(options: LocalOptions): Dispatcher {
+  const queue = createWorkQueue(options.gpus, options.onError);
+  const freeGpus = Array.from({ length: options.gpus }, (_, index) => index);
+  const running = new Map<string, AbortController>();
+  const cancelled = new Set<string>();
+
+  async function runJob(spec: JobSpec): Promise<void> {
+    if (cancelled.delete(spec.id)) return;
+    const gpu = freeGpus.shift() ?? 0;
+    const abort = new AbortController();
+    running.set(spec.id, abort);
+    try {
+      const outcome = await runInWorktree(spec, gpu, abort.signal, options);
+      if (abort.signal.aborted) return;
+      await options.onDone(spec, outcome);
+    } finally {
+      running.delete(spec.id);
+      freeGpus.push(gpu);
+    }
+  }
+
+  return {
+    name: "local",
+    start({ spec }) {
+      queue.push(`local job ${spec.id}`, () => runJob(spec));
+      return Promise.resolve({});
+    },
+    idle() {
+      return queue.idle();
+    },
+    cancel(jobId) {
+      const abort = running.get(jobId);
+      if (abort) abort.abort();
+      else cancelled.add(jobId);
+      return Promise.resolve();
+    },
+  };
+}
+
+async function runInWorktree(
+  spec: JobSpec,
+  gpu: number,
+  signal: AbortSignal,
+  options: LocalOptions,
+): Promise<JobOutcome> {
+  const dir = await mkdtemp(join(tmpdir(), "evokernel-job-"));
+  const worktree = join(dir, "checkout");
+  const git = (args: string[]) =>
+    execa("git", ["-C", options.repoDir, ...args], { cancelSignal: signal });
+  try {
+    for (const sha of [spec.sha, spec.baseSha]) {
+      if (sha !== undefined) await ensureCommit(options.repoDir, sha, spec.pr);
+    }
+    await git(["worktree", "add", "--detach", "--force", worktree, spec.sha]);
+    const specFile = join(dir, "spec.json");
+    const outFile = join(dir, "result.json");
+    await writeFile(specFile, JSON.stringify(spec));
+    const [command, ...args] = options.runnerCommand;
+    if (command === undefined)
+      return {
+        kind: "failed",
+        message: "EVOKERNEL_RUNNER_CMD is empty; set it to the runner's command",
+      };
+    const run = await execa(command, [...args, "--spec", specFile, "--out", outFile], {
+      cwd: worktree,
+      env: { ...runnerEnv(), CUDA_VISIBLE_DEVICES: String(gpu) },
+      extendEnv: false,
+      reject: false,
+      all: true,
+      cancelSignal: signal,
+      timeout: options.timeoutMs,
+    });
+    if (run.isCanceled) return { kind: "failed", message: "cancelled" };
+    if (run.timedOut)
+      return {
+        kind: "failed",
+        message: `the runner took over ${Math.round(options.timeoutMs / 60_000)} minutes and was stopped; give the job a smaller budget`,
+      };
+    return await readOutcome(outFile, spec, run.exitCode, run.all ?? "");
+  } finally {
+    await execa("git", ["-C", options.repoDir, "worktree", "remove", "--force", worktree], {
+      reject: false,
+    });
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function ensureCommit(repoDir: string, sha: string, pr: number | undefined): Promise<void> {
+  const present = await execa("git", ["-C", repoDir, "cat-file", "-e", `${sha}^{commit}`], {
+    reject: false,
+  });
+  if (present.exitCode === 0) return;
+  // A fork's commits reach the base repository as refs/pull/N/head.
+  const refs = pr === undefined ? [sha] : [sha, `refs/pull/${pr}/head`];
+  for (const ref of refs) {
+    const fetched = await execa("git", ["-C", repoDir, "fetch", "--quiet", "origin", ref], {
+      reject: false,
+    });
+    if (fetched.exitCode === 0) return;
+  }
+}
+
+async function readOutcome(
+  outFile: string,
+  spec: JobSpec,
+  exitCode: number | undefined,
+  log: string,
+): Promise<JobOutcome> {
+  const tail = log.slice(-1500);
+  let text: string;
+  try {
+    text = await readFile(outFile, "utf8");
+  } catch {
+    return {
+      kind: "failed",
+      message: `the runner exited with ${exitCode ?? "a signal"} and wrote no result${explainExit(exitCode)}.\n\n\`\`\`\n${tail}\n\`\`\``,
+    };
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return {
+      kind: "failed",
+      message:
+        "the runner's result file is not JSON; run `evokernel job` by hand on this commit to see why",
+    };
+  }
+  const parsed = parseReviewResult(data);
+  if (!parsed.ok)
+    return {
+      kind: "failed",
+      message: `the runner's result does not match the review schema (${parsed.errors.slice(0, 3).join("; ")}); update the runner`,
+    };
+  if (parsed.result.job.id !== spec.id || parsed.result.job.sha !== spec.sha) {
+    return { kind: "failed", message: "the runner's result is for another job; re-run this one" };
+  }
+  return { kind: "result", review: parsed.result };
+}
+
+function explainExit(code: number | undefined): string {
+  if (code === 2) return " (a usage error: the job spec or the task)";
+  if (code === 3) return " (no CUDA GPU or no Python with PyTorch on the app's machine)";
+  if (code === 4) return " (an internal error in the runner)";
+  return "";
+}
+
+function runnerEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !SECRET_ENV.test(key)) env[key] = value;
+  }
+  return env;
+}

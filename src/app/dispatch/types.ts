@@ -1,0 +1,33 @@
+// The one dispatch interface: how a job reaches a GPU, behind two backends (a workflow
+// on the repository's GPU runners, or the app's own machine).
+import type { JobSpec } from "../../shared/job.js";
+import type { ReviewResult } from "../../shared/review.js";
+import type { GitHub } from "../github.js";
+
+export interface DispatchTarget {
+  readonly spec: JobSpec;
+  readonly github: GitHub;
+  /** The workflow file (config `workflow`), for the actions backend. */
+  readonly workflow: string;
+  /** The ref the workflow is dispatched on: the default branch, so a PR cannot change the workflow. */
+  readonly ref: string;
+}
+
+export interface Dispatched {
+  readonly runId?: number;
+  readonly runUrl?: string;
+}
+
+/** How a job ended: a validated result, or a failure a person can act on. */
+export type JobOutcome =
+  | { readonly kind: "result"; readonly review: ReviewResult; readonly runUrl?: string }
+  | { readonly kind: "failed"; readonly message: string; readonly runUrl?: string };
+
+export interface Dispatcher {
+  readonly name: "actions" | "local";
+  start(target: DispatchTarget): Promise<Dispatched>;
+  /** Stops a job (best effort): a running workflow is cancelled, a local process killed. */
+  cancel(jobId: string, runId: number | undefined, github: GitHub): Promise<void>;
+  /** Resolves when the backend has nothing queued or running (tests, shutdown). */
+  idle?(): Promise<void>;
+}

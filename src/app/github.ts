@@ -1,0 +1,489 @@
+// The one narrow interface between the app and GitHub, for one repository: everything the app
+// reads from or writes to GitHub goes through here. Responses are parsed with zod, and
+// Octokit's errors become GitHubError (with the status and the original as cause) here, once.
+import type { ProbotOctokit } from "probot";
+import { z } from "zod";
+
+export class GitHubError extends Error {
+  override readonly name = "GitHubError";
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    options: { cause: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface RepoRef {
+  readonly owner: string;
+  readonly repo: string;
+}
+
+export interface PullFile {
+  readonly filename: string;
+  readonly previousFilename?: string;
+  readonly status: string;
+  /** The unified diff hunk text; absent for binary or very large files. */
+  readonly patch?: string;
+}
+
+export interface Pull {
+  readonly number: number;
+  readonly headSha: string;
+  readonly headRef: string;
+  readonly baseSha: string;
+  readonly baseRef: string;
+  readonly draft: boolean;
+  readonly state: string;
+  /** The head lives in another repository: its code runs only on a maintainer's command. */
+  readonly fork: boolean;
+}
+
+export type CheckConclusion =
+  "success" | "failure" | "neutral" | "cancelled" | "action_required" | "timed_out";
+
+export interface CheckOutput {
+  readonly title: string;
+  readonly summary: string;
+  readonly text?: string;
+}
+
+export interface CheckAction {
+  readonly label: string;
+  readonly description: string;
+  readonly identifier: string;
+}
+
+export interface CheckRunUpdate {
+  readonly status?: "queued" | "in_progress" | "completed";
+  readonly conclusion?: CheckConclusion;
+  readonly detailsUrl?: string;
+  readonly externalId?: string;
+  readonly output?: CheckOutput;
+  readonly actions?: readonly CheckAction[];
+}
+
+export interface CheckRun {
+  readonly id: number;
+  readonly name: string;
+  readonly headSha: string;
+  readonly status: string;
+  readonly externalId: string | null;
+  readonly detailsUrl: string | null;
+  readonly appId: number | null;
+}
+
+export interface ReviewComment {
+  readonly path: string;
+  readonly body: string;
+  readonly line: number;
+  readonly side: "LEFT" | "RIGHT";
+  readonly start_line?: number;
+  readonly start_side?: "LEFT" | "RIGHT";
+}
+
+export interface DispatchedRun {
+  readonly runId?: number;
+  readonly runUrl?: string;
+}
+
+export type Reaction = "+1" | "rocket" | "eyes" | "confused";
+
+/** What the app does to GitHub, for one repository. */
+export interface GitHub {
+  readonly repo: RepoRef;
+  getPull(pr: number): Promise<Pull>;
+  listPullFiles(pr: number): Promise<PullFile[]>;
+  permissionOf(login: string): Promise<string>;
+  addReaction(commentId: number, content: Reaction): Promise<void>;
+  createComment(issue: number, body: string): Promise<void>;
+  /** Edits the comment that holds `marker` (the app's own), or creates one. */
+  upsertComment(issue: number, marker: string, body: string): Promise<void>;
+  createCheckRun(name: string, headSha: string, update: CheckRunUpdate): Promise<number>;
+  updateCheckRun(id: number, update: CheckRunUpdate): Promise<void>;
+  getCheckRun(id: number): Promise<CheckRun>;
+  listCheckRuns(ref: string): Promise<CheckRun[]>;
+  dispatchWorkflow(
+    workflow: string,
+    ref: string,
+    inputs: Record<string, string>,
+  ): Promise<DispatchedRun>;
+  cancelWorkflowRun(runId: number): Promise<void>;
+  /** The named artifact's zip, or undefined when the run has none by that name. */
+  downloadArtifact(runId: number, name: string): Promise<Buffer | undefined>;
+  createReview(
+    pr: number,
+    commitId: string,
+    body: string,
+    comments: readonly ReviewComment[],
+  ): Promise<void>;
+  /** A commit of `files` on top of `parentSha`, pushed to `branch` (created or moved). */
+  commitFiles(
+    branch: string,
+    parentSha: string,
+    files: readonly { path: string; content: string }[],
+    message: string,
+  ): Promise<string>;
+  /** The commit a branch points at, or undefined when there is no such branch. */
+  branchHead(branch: string): Promise<string | undefined>;
+  /** Moves a branch to `sha` only if that is a fast-forward; false when it is not. */
+  fastForward(branch: string, sha: string): Promise<boolean>;
+  createPull(head: string, base: string, title: string, body: string): Promise<string>;
+}
+
+const pullSchema = z.object({
+  number: z.number().int(),
+  state: z.string(),
+  draft: z.boolean().optional(),
+  head: z.object({
+    sha: z.string(),
+    ref: z.string(),
+    repo: z.object({ full_name: z.string() }).nullable(),
+  }),
+  base: z.object({ sha: z.string(), ref: z.string(), repo: z.object({ full_name: z.string() }) }),
+});
+
+const fileSchema = z.object({
+  filename: z.string(),
+  previous_filename: z.string().optional(),
+  status: z.string(),
+  patch: z.string().optional(),
+});
+
+const checkRunSchema = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  head_sha: z.string(),
+  status: z.string(),
+  external_id: z.string().nullable().optional(),
+  details_url: z.string().nullable().optional(),
+  app: z.object({ id: z.number().int() }).nullable().optional(),
+});
+
+const dispatchDetailsSchema = z.object({
+  workflow_run_id: z.number().int().optional(),
+  run_url: z.string().optional(),
+  html_url: z.string().optional(),
+});
+
+const commentSchema = z.object({
+  id: z.number().int(),
+  body: z.string().optional(),
+  user: z.object({ type: z.string() }).nullable(),
+});
+
+/** The GitHub interface over an installation's Octokit. */
+export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
+  const { owner, repo: name } = repo;
+  const base = { owner, repo: name };
+
+  async function call<T>(what: string, request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      const status = statusOf(error);
+      throw new GitHubError(`GitHub: ${what} failed${status ? ` (${status})` : ""}`, status, {
+        cause: error,
+      });
+    }
+  }
+
+  return {
+    repo,
+    async getPull(pr) {
+      const { data } = await call(`get PR #${pr}`, () =>
+        octokit.rest.pulls.get({ ...base, pull_number: pr }),
+      );
+      const pull = pullSchema.parse(data);
+      return {
+        number: pull.number,
+        headSha: pull.head.sha,
+        headRef: pull.head.ref,
+        baseSha: pull.base.sha,
+        baseRef: pull.base.ref,
+        draft: pull.draft ?? false,
+        state: pull.state,
+        fork: pull.head.repo?.full_name !== pull.base.repo.full_name,
+      };
+    },
+    async listPullFiles(pr) {
+      const data = await call(`list the files of PR #${pr}`, () =>
+        octokit.paginate(octokit.rest.pulls.listFiles, { ...base, pull_number: pr, per_page: 100 }),
+      );
+      return z
+        .array(fileSchema)
+        .parse(data)
+        .map((file) => ({
+          filename: file.filename,
+          status: file.status,
+          ...(file.previous_filename === undefined
+            ? {}
+            : { previousFilename: file.previous_filename }),
+          ...(file.patch === undefined ? {} : { patch: file.patch }),
+        }));
+    },
+    async permissionOf(login) {
+      try {
+        const { data } = await octokit.rest.repos.getCollaboratorPermissionLevel({
+          ...base,
+          username: login,
+        });
+        return z.object({ permission: z.string() }).parse(data).permission;
+      } catch (error) {
+        // Not a collaborator at all: GitHub answers 404.
+        if (statusOf(error) === 404) return "none";
+        throw new GitHubError(`GitHub: permission of ${login} failed`, statusOf(error), {
+          cause: error,
+        });
+      }
+    },
+    async addReaction(commentId, content) {
+      await call("add a reaction", () =>
+        octokit.rest.reactions.createForIssueComment({ ...base, comment_id: commentId, content }),
+      );
+    },
+    async createComment(issue, body) {
+      await call(`comment on #${issue}`, () =>
+        octokit.rest.issues.createComment({ ...base, issue_number: issue, body }),
+      );
+    },
+    async upsertComment(issue, marker, body) {
+      const comments = await call(`list the comments of #${issue}`, () =>
+        octokit.paginate(octokit.rest.issues.listComments, {
+          ...base,
+          issue_number: issue,
+          per_page: 100,
+        }),
+      );
+      const ours = z
+        .array(commentSchema)
+        .parse(comments)
+        .find((comment) => comment.user?.type === "Bot" && comment.body?.includes(marker) === true);
+      if (ours) {
+        await call("edit the comment", () =>
+          octokit.rest.issues.updateComment({ ...base, comment_id: ours.id, body }),
+        );
+        return;
+      }
+      await call(`comment on #${issue}`, () =>
+        octokit.rest.issues.createComment({ ...base, issue_number: issue, body }),
+      );
+    },
+    async createCheckRun(checkName, headSha, update) {
+      const { data } = await call("create a check run", () =>
+        octokit.rest.checks.create({
+          ...base,
+          name: checkName,
+          head_sha: headSha,
+          ...checkFields(update),
+        }),
+      );
+      return z.object({ id: z.number().int() }).parse(data).id;
+    },
+    async updateCheckRun(id, update) {
+      await call("update a check run", () =>
+        octokit.rest.checks.update({ ...base, check_run_id: id, ...checkFields(update) }),
+      );
+    },
+    async getCheckRun(id) {
+      const { data } = await call("get a check run", () =>
+        octokit.rest.checks.get({ ...base, check_run_id: id }),
+      );
+      return toCheckRun(checkRunSchema.parse(data));
+    },
+    async listCheckRuns(ref) {
+      const runs = await call(`list the check runs of ${ref}`, () =>
+        octokit.paginate(octokit.rest.checks.listForRef, { ...base, ref, per_page: 100 }),
+      );
+      return z.array(checkRunSchema).parse(runs).map(toCheckRun);
+    },
+    async dispatchWorkflow(workflow, ref, inputs) {
+      // return_run_details (2026-02-19) makes GitHub answer 200 with the run; older servers
+      // answer 204 without a body, and the run is then found by its job id later.
+      const response = await call(`dispatch ${workflow}`, () =>
+        octokit.request("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", {
+          ...base,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          return_run_details: true,
+        }),
+      );
+      const details = dispatchDetailsSchema.safeParse(response.data);
+      if (!details.success) return {};
+      return {
+        ...(details.data.workflow_run_id === undefined
+          ? {}
+          : { runId: details.data.workflow_run_id }),
+        ...(details.data.html_url === undefined ? {} : { runUrl: details.data.html_url }),
+      };
+    },
+    async cancelWorkflowRun(runId) {
+      try {
+        await octokit.rest.actions.cancelWorkflowRun({ ...base, run_id: runId });
+      } catch (error) {
+        // 409: the run has finished already; nothing to cancel.
+        if (statusOf(error) === 409) return;
+        throw new GitHubError(`GitHub: cancel run ${runId} failed`, statusOf(error), {
+          cause: error,
+        });
+      }
+    },
+    async downloadArtifact(runId, artifactName) {
+      const { data } = await call(`list the artifacts of run ${runId}`, () =>
+        octokit.rest.actions.listWorkflowRunArtifacts({
+          ...base,
+          run_id: runId,
+          name: artifactName,
+          per_page: 100,
+        }),
+      );
+      const listed = z
+        .object({
+          artifacts: z.array(
+            z.object({ id: z.number().int(), name: z.string(), expired: z.boolean() }),
+          ),
+        })
+        .parse(data);
+      const artifact = listed.artifacts.find((item) => item.name === artifactName && !item.expired);
+      if (!artifact) return undefined;
+      const download = await call(`download artifact ${artifact.id}`, () =>
+        octokit.rest.actions.downloadArtifact({
+          ...base,
+          artifact_id: artifact.id,
+          archive_format: "zip",
+        }),
+      );
+      const body: unknown = download.data;
+      if (body instanceof ArrayBuffer) return Buffer.from(body);
+      if (Buffer.isBuffer(body)) return body;
+      throw new GitHubError(
+        `GitHub: artifact ${artifact.id} came back as ${typeof body}, not bytes`,
+        undefined,
+        {
+          cause: undefined,
+        },
+      );
+    },
+    async createReview(pr, commitId, body, comments) {
+      await call(`review PR #${pr}`, () =>
+        octokit.rest.pulls.createReview({
+          ...base,
+          pull_number: pr,
+          commit_id: commitId,
+          event: "COMMENT",
+          body,
+          comments: comments.map((comment) => ({ ...comment })),
+        }),
+      );
+    },
+    async commitFiles(branch, parentSha, files, message) {
+      const parent = await call("read the parent commit", () =>
+        octokit.rest.git.getCommit({ ...base, commit_sha: parentSha }),
+      );
+      const baseTree = z.object({ tree: z.object({ sha: z.string() }) }).parse(parent.data)
+        .tree.sha;
+      const tree: { path: string; mode: "100644"; type: "blob"; sha: string }[] = [];
+      for (const file of files) {
+        const blob = await call(`create a blob for ${file.path}`, () =>
+          octokit.rest.git.createBlob({ ...base, content: file.content, encoding: "utf-8" }),
+        );
+        tree.push({
+          path: file.path,
+          mode: "100644" as const,
+          type: "blob" as const,
+          sha: shaOf(blob.data),
+        });
+      }
+      const newTree = await call("create a tree", () =>
+        octokit.rest.git.createTree({ ...base, base_tree: baseTree, tree }),
+      );
+      const commit = await call("create a commit", () =>
+        octokit.rest.git.createCommit({
+          ...base,
+          message,
+          tree: shaOf(newTree.data),
+          parents: [parentSha],
+        }),
+      );
+      const commitSha = shaOf(commit.data);
+      try {
+        await octokit.rest.git.createRef({ ...base, ref: `refs/heads/${branch}`, sha: commitSha });
+      } catch (error) {
+        // 422: the branch exists (an earlier job on this commit): move it.
+        if (statusOf(error) !== 422)
+          throw new GitHubError(`GitHub: create ${branch} failed`, statusOf(error), {
+            cause: error,
+          });
+        await call(`move ${branch}`, () =>
+          octokit.rest.git.updateRef({
+            ...base,
+            ref: `heads/${branch}`,
+            sha: commitSha,
+            force: true,
+          }),
+        );
+      }
+      return commitSha;
+    },
+    async branchHead(branch) {
+      try {
+        const { data } = await octokit.rest.git.getRef({ ...base, ref: `heads/${branch}` });
+        return z.object({ object: z.object({ sha: z.string() }) }).parse(data).object.sha;
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw new GitHubError(`GitHub: read ${branch} failed`, statusOf(error), { cause: error });
+      }
+    },
+    async fastForward(branch, sha) {
+      try {
+        await octokit.rest.git.updateRef({ ...base, ref: `heads/${branch}`, sha, force: false });
+        return true;
+      } catch (error) {
+        if (statusOf(error) === 422) return false;
+        throw new GitHubError(`GitHub: move ${branch} failed`, statusOf(error), { cause: error });
+      }
+    },
+    async createPull(head, baseRef, title, body) {
+      const { data } = await call(`open a PR from ${head}`, () =>
+        octokit.rest.pulls.create({ ...base, head, base: baseRef, title, body }),
+      );
+      return z.object({ html_url: z.string() }).parse(data).html_url;
+    },
+  };
+}
+
+function checkFields(update: CheckRunUpdate) {
+  return {
+    ...(update.status === undefined ? {} : { status: update.status }),
+    ...(update.conclusion === undefined ? {} : { conclusion: update.conclusion }),
+    ...(update.detailsUrl === undefined ? {} : { details_url: update.detailsUrl }),
+    ...(update.externalId === undefined ? {} : { external_id: update.externalId }),
+    ...(update.output === undefined ? {} : { output: { ...update.output } }),
+    ...(update.actions === undefined
+      ? {}
+      : { actions: update.actions.map((action) => ({ ...action })) }),
+  };
+}
+
+function toCheckRun(run: z.infer<typeof checkRunSchema>): CheckRun {
+  return {
+    id: run.id,
+    name: run.name,
+    headSha: run.head_sha,
+    status: run.status,
+    externalId: run.external_id ?? null,
+    detailsUrl: run.details_url ?? null,
+    appId: run.app?.id ?? null,
+  };
+}
+
+function shaOf(data: unknown): string {
+  return z.object({ sha: z.string() }).parse(data).sha;
+}
+
+function statusOf(error: unknown): number | undefined {
+  if (typeof error !== "object" || error === null || !("status" in error)) return undefined;
+  return typeof error.status === "number" ? error.status : undefined;
+}

@@ -1,0 +1,191 @@
+// PR comments: `/optimize`, `/verify`, `/bench`, `/cancel`, `/help`. Only people with write
+// or admin permission (asked of GitHub, not read from author_association) start jobs; the
+// job is bound to the PR's head SHA at the time of the command, which is also how a fork's
+// code gets approved to run: that commit only.
+import type { EvokernelConfig } from "../../shared/config.js";
+import type { JobKind, JobSpec } from "../../shared/job.js";
+import type { AppState } from "../app-state.js";
+import { type Command, commandKey, HELP_TEXT, parseComment } from "../commands.js";
+import type { GitHub, Pull } from "../github.js";
+import { CHECK_NAME_PREFIX, newJobId, parseExternalId } from "../jobs.js";
+import type { loadConfig } from "../load-config.js";
+import { planTasks, resolveTaskNames } from "../planner.js";
+import { startJob } from "../start-job.js";
+import type { IssueCommentEvent } from "./payloads.js";
+
+const WRITERS = new Set(["admin", "write", "maintain"]);
+
+/** Whether the comment is one this handler acts on (cheap, before any queueing). */
+export function isCommandComment(event: IssueCommentEvent): boolean {
+  return (
+    event.action === "created" &&
+    event.issue.pull_request !== undefined &&
+    event.comment.user.type !== "Bot" &&
+    parseComment(event.comment.body).kind !== "none"
+  );
+}
+
+export async function handleIssueComment(
+  state: AppState,
+  github: GitHub,
+  event: IssueCommentEvent,
+  getConfig: () => ReturnType<typeof loadConfig>,
+): Promise<void> {
+  const parsed = parseComment(event.comment.body);
+  if (parsed.kind === "none") return;
+  if (!state.seen.first(`comment:${github.repo.owner}/${github.repo.repo}:${event.comment.id}`))
+    return;
+  const pr = event.issue.number;
+  const login = event.comment.user.login;
+  const permission = await github.permissionOf(login);
+  if (!WRITERS.has(permission)) {
+    await github.createComment(
+      pr,
+      `@${login} evokernel commands run code on GPU machines, so they need write access to this repository. Ask a maintainer to comment \`${parsed.line.split(/\s/)[0] ?? "/bench"}\` for you.`,
+    );
+    return;
+  }
+  if (parsed.kind === "invalid") {
+    await github.createComment(pr, `@${login} ${parsed.error}\n\n${HELP_TEXT}`);
+    return;
+  }
+  const command = parsed.command;
+  if (command.name === "help") {
+    await github.addReaction(event.comment.id, "+1");
+    await github.createComment(pr, HELP_TEXT);
+    return;
+  }
+  const pull = await github.getPull(pr);
+  if (pull.state !== "open") {
+    await github.createComment(
+      pr,
+      `@${login} this pull request is closed; reopen it to run \`/${command.name}\`.`,
+    );
+    return;
+  }
+  if (command.name === "cancel") {
+    await cancelPull(state, github, pull);
+    await github.addReaction(event.comment.id, "+1");
+    return;
+  }
+  const config = await getConfig();
+  if (!config.ok) {
+    await github.createComment(
+      pr,
+      `@${login} \`.github/evokernel.yml\` on the default branch is invalid, so no job can start:\n\n${config.errors.map((error) => `- ${error}`).join("\n")}\n\nFix it on the default branch and comment again.`,
+    );
+    return;
+  }
+  const tasks = await tasksFor(github, config.config, pull, command);
+  if (tasks === undefined) {
+    await github.createComment(
+      pr,
+      `@${login} no kernel task changed in this pull request, so \`/${command.name}\` has nothing to run on. Name one, e.g. \`/${command.name} softmax\`.`,
+    );
+    return;
+  }
+  // The same command on the same commit is one job, whoever repeats it.
+  if (
+    !state.seen.first(
+      `command:${github.repo.owner}/${github.repo.repo}#${pr}:${commandKey(command)}:${pull.headSha}`,
+    )
+  ) {
+    await github.addReaction(event.comment.id, "eyes");
+    return;
+  }
+  await github.addReaction(event.comment.id, "rocket");
+  await startJob(state, {
+    github,
+    spec: commandSpec(github, config.config, pull, command, tasks, login),
+    config: config.config,
+    installationId: event.installation.id,
+    defaultBranch: event.repository.default_branch,
+  });
+}
+
+async function tasksFor(
+  github: GitHub,
+  config: EvokernelConfig,
+  pull: Pull,
+  command: Command,
+): Promise<readonly string[] | undefined> {
+  if (command.name !== "optimize" && command.name !== "verify" && command.name !== "bench")
+    return undefined;
+  if (command.tasks.length > 0) return resolveTaskNames(config.tasks, command.tasks);
+  const plan = planTasks(config, await github.listPullFiles(pull.number));
+  if (plan.kind === "none") return undefined;
+  // Empty: the runner reviews every task whose files changed (a shared file changed).
+  return plan.kind === "tasks" ? plan.tasks : [];
+}
+
+function commandSpec(
+  github: GitHub,
+  config: EvokernelConfig,
+  pull: Pull,
+  command: Command,
+  tasks: readonly string[],
+  login: string,
+): JobSpec {
+  const kind: JobKind =
+    command.name === "optimize" ? "optimize" : command.name === "verify" ? "verify" : "bench";
+  const budget =
+    command.name === "optimize" && command.budget !== undefined
+      ? { ...config.budget, candidates: command.budget }
+      : { ...config.budget };
+  const proposer =
+    command.name === "optimize" && command.proposer !== undefined
+      ? command.proposer
+      : config.proposer;
+  return {
+    schema: 1,
+    id: newJobId(kind, pull.number, pull.headSha),
+    kind,
+    repo: { owner: github.repo.owner, name: github.repo.repo },
+    sha: pull.headSha,
+    ...(kind === "verify" ? {} : { baseSha: pull.baseSha }),
+    pr: pull.number,
+    tasks: [...tasks],
+    roots: [...config.tasks],
+    ...(config.paths === undefined ? {} : { paths: [...config.paths] }),
+    ...(kind === "optimize" ? { budget, proposer } : {}),
+    ...(config.model === undefined ? {} : { model: config.model }),
+    regressionThreshold: config.regressionThreshold,
+    requestedBy: login,
+  };
+}
+
+/** Every running job of the PR stops; its check run says who cancelled it. */
+async function cancelPull(state: AppState, github: GitHub, pull: Pull): Promise<void> {
+  const handled = new Set<number>();
+  for (const job of state.jobs.forPull(github.repo, pull.number)) {
+    if (!state.jobs.take(job.spec.id)) continue;
+    handled.add(job.checkRunId);
+    for (const dispatcher of state.dispatchers)
+      await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
+    await github.updateCheckRun(job.checkRunId, cancelledUpdate());
+  }
+  for (const run of await github.listCheckRuns(pull.headSha)) {
+    if (
+      !run.name.startsWith(CHECK_NAME_PREFIX) ||
+      run.status === "completed" ||
+      handled.has(run.id)
+    )
+      continue;
+    const ids = parseExternalId(run.externalId);
+    if (!ids) continue;
+    for (const dispatcher of state.dispatchers)
+      await dispatcher.cancel(ids.jobId, ids.runId, github).catch(() => undefined);
+    await github.updateCheckRun(run.id, cancelledUpdate());
+  }
+}
+
+function cancelledUpdate() {
+  return {
+    status: "completed" as const,
+    conclusion: "cancelled" as const,
+    output: {
+      title: "Cancelled",
+      summary: "Cancelled by `/cancel`. Comment `/bench` (or `/optimize`) to run it again.",
+    },
+  };
+}

@@ -1,0 +1,86 @@
+// The webhook payload fields the handlers rely on, as zod schemas: a payload is parsed here,
+// never trusted by its TypeScript type.
+import { z } from "zod";
+
+const repository = z.object({
+  name: z.string(),
+  owner: z.object({ login: z.string() }),
+  full_name: z.string(),
+  default_branch: z.string(),
+});
+
+const installation = z.object({ id: z.number().int() });
+
+export const pullRequestEventSchema = z.object({
+  action: z.string(),
+  installation,
+  repository,
+  /** synchronize only: the head before the push. */
+  before: z.string().optional(),
+  sender: z.object({ login: z.string() }),
+  pull_request: z.object({
+    number: z.number().int(),
+    draft: z.boolean().optional(),
+    state: z.string(),
+    head: z.object({
+      sha: z.string(),
+      ref: z.string(),
+      repo: z.object({ full_name: z.string() }).nullable(),
+    }),
+    base: z.object({ sha: z.string(), ref: z.string(), repo: z.object({ full_name: z.string() }) }),
+  }),
+});
+export type PullRequestEvent = z.infer<typeof pullRequestEventSchema>;
+
+export const issueCommentEventSchema = z.object({
+  action: z.string(),
+  installation,
+  repository,
+  issue: z.object({
+    number: z.number().int(),
+    pull_request: z.object({}).passthrough().optional(),
+  }),
+  comment: z.object({
+    id: z.number().int(),
+    body: z.string(),
+    user: z.object({ login: z.string(), type: z.string() }),
+  }),
+});
+export type IssueCommentEvent = z.infer<typeof issueCommentEventSchema>;
+
+export const workflowRunEventSchema = z.object({
+  action: z.string(),
+  installation,
+  repository,
+  workflow_run: z.object({
+    id: z.number().int(),
+    event: z.string(),
+    status: z.string().nullable(),
+    conclusion: z.string().nullable(),
+    html_url: z.string(),
+    path: z.string(),
+  }),
+});
+export type WorkflowRunEvent = z.infer<typeof workflowRunEventSchema>;
+
+export const checkRunEventSchema = z.object({
+  action: z.string(),
+  installation,
+  repository,
+  sender: z.object({ login: z.string() }),
+  requested_action: z.object({ identifier: z.string() }).nullable().optional(),
+  check_run: z.object({
+    id: z.number().int(),
+    name: z.string(),
+    head_sha: z.string(),
+    external_id: z.string().nullable(),
+  }),
+});
+export type CheckRunEvent = z.infer<typeof checkRunEventSchema>;
+
+export function repoOf(payload: { repository: z.infer<typeof repository> }): {
+  owner: string;
+  repo: string;
+} {
+  return { owner: payload.repository.owner.login, repo: payload.repository.name };
+}

@@ -1,0 +1,176 @@
+// The Probot entry: `export default (app, { addHandler })`. It wires one thin handler per
+// event to the shared state; every handler answers the webhook at once and does its work on
+// the in-process queue. `createEvokernelApp` builds an app with its own state (tests, the
+// bundle); the default export builds one from the environment.
+import type { ApplicationFunction, Context, Probot } from "probot";
+import type { z } from "zod";
+import type { JobSpec } from "../shared/job.js";
+import type { AppState } from "./app-state.js";
+import { createActionsDispatcher } from "./dispatch/actions.js";
+import { createLocalDispatcher } from "./dispatch/local.js";
+import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
+import { createGitHub } from "./github.js";
+import { handleCheckRun } from "./handlers/check-run.js";
+import { handleIssueComment, isCommandComment } from "./handlers/issue-comment.js";
+import {
+  checkRunEventSchema,
+  issueCommentEventSchema,
+  pullRequestEventSchema,
+  repoOf,
+  workflowRunEventSchema,
+} from "./handlers/payloads.js";
+import { handlePullRequest, PULL_REQUEST_ACTIONS } from "./handlers/pull-request.js";
+import { handleWorkflowRun } from "./handlers/workflow-run.js";
+import { createJobRegistry } from "./jobs.js";
+import { loadConfig } from "./load-config.js";
+import { createWorkQueue } from "./queue.js";
+import { failJob, reportResult } from "./report-job.js";
+import { createSeenSet } from "./seen.js";
+import { appSettings, type AppSettings } from "./settings.js";
+
+export interface EvokernelApp {
+  readonly appFn: ApplicationFunction;
+  /** Resolves when every queued webhook's work and every local job is done. */
+  idle(): Promise<void>;
+}
+
+export function createEvokernelApp(settings: AppSettings = appSettings(process.env)): EvokernelApp {
+  let state: AppState | undefined;
+  const dispatchers: Dispatcher[] = [];
+
+  const appFn: ApplicationFunction = (app) => {
+    const log = app.log.child({ name: "evokernel" });
+    const onError = (label: string, error: unknown) => log.error({ err: error }, `${label} failed`);
+    const actions = settings.actions ?? createActionsDispatcher();
+    const local = settings.local
+      ? createLocalDispatcher({
+          ...settings.local,
+          onError,
+          onDone: (spec, outcome) => finishLocal(spec, outcome),
+        })
+      : undefined;
+    dispatchers.push(actions, ...(local ? [local] : []));
+    const current: AppState = {
+      queue: createWorkQueue(settings.concurrency, onError),
+      seen: createSeenSet(50_000),
+      jobs: createJobRegistry(),
+      log,
+      dispatchers,
+      jobTimeoutMs: settings.jobTimeoutMs,
+      dispatcherFor(config) {
+        if (settings.forceLocal && local) return local;
+        if (config.dispatch === "actions") return actions;
+        return (
+          local ??
+          "This repository's `.github/evokernel.yml` asks for `dispatch: local`, but the app's operator has not enabled local runs (EVOKERNEL_LOCAL_REPO). Use `dispatch: actions` with a GPU runner, or ask the operator."
+        );
+      },
+      async githubFor(installationId, repo) {
+        return createGitHub(await app.auth(installationId), repo);
+      },
+    };
+    state = current;
+
+    async function finishLocal(spec: JobSpec, outcome: JobOutcome): Promise<void> {
+      const job = current.jobs.get(spec.id);
+      if (!job) return;
+      const github = await current.githubFor(job.installationId, job.repo);
+      if (outcome.kind === "failed") {
+        await failJob(
+          current,
+          github,
+          job,
+          `The job failed on the app's machine: ${outcome.message}`,
+        );
+        return;
+      }
+      if (!current.jobs.take(spec.id)) return;
+      await reportResult(current, github, job, outcome.review);
+    }
+
+    /** Parse, de-duplicate by delivery id, enqueue: the webhook is answered before any work. */
+    function enqueue<S extends z.ZodType>(
+      context: Context,
+      schema: S,
+      accept: (event: z.infer<S>) => boolean,
+      work: (event: z.infer<S>, context: Context) => Promise<void>,
+    ): void {
+      const parsed = schema.safeParse(context.payload);
+      if (!parsed.success) {
+        log.warn(
+          { event: context.name, issues: parsed.error.issues.slice(0, 3) },
+          "payload without the fields evokernel needs; ignored",
+        );
+        return;
+      }
+      if (!accept(parsed.data)) return;
+      if (!current.seen.first(`delivery:${context.id}`)) return;
+      current.queue.push(`${context.name} ${context.id}`, () => work(parsed.data, context));
+    }
+
+    app.on(
+      PULL_REQUEST_ACTIONS.map((action) => `pull_request.${action}` as const),
+      (context) => {
+        enqueue(
+          context,
+          pullRequestEventSchema,
+          () => true,
+          async (event) => {
+            const github = createGitHub(context.octokit, repoOf(event));
+            await handlePullRequest(current, github, event, await loadConfig(context));
+          },
+        );
+      },
+    );
+    app.on("issue_comment.created", (context) => {
+      enqueue(context, issueCommentEventSchema, isCommandComment, async (event) => {
+        await handleIssueComment(current, createGitHub(context.octokit, repoOf(event)), event, () =>
+          loadConfig(context),
+        );
+      });
+    });
+    app.on("workflow_run.completed", (context) => {
+      enqueue(
+        context,
+        workflowRunEventSchema,
+        (event) => event.workflow_run.event === "workflow_dispatch",
+        async (event) => {
+          await handleWorkflowRun(
+            current,
+            createGitHub(context.octokit, repoOf(event)),
+            event,
+            () => loadConfig(context),
+          );
+        },
+      );
+    });
+    app.on("check_run.requested_action", (context) => {
+      enqueue(
+        context,
+        checkRunEventSchema,
+        () => true,
+        async (event) => {
+          await handleCheckRun(current, createGitHub(context.octokit, repoOf(event)), event);
+        },
+      );
+    });
+  };
+
+  return {
+    appFn,
+    async idle() {
+      // Work can queue more work (a local job finishing reports through GitHub): settle both.
+      for (;;) {
+        await state?.queue.idle();
+        await Promise.all(
+          dispatchers.map((dispatcher) => dispatcher.idle?.() ?? Promise.resolve()),
+        );
+        if ((state?.queue.size ?? 0) === 0) return;
+      }
+    },
+  };
+}
+
+const defaultApp: ApplicationFunction = (app: Probot, options) =>
+  createEvokernelApp().appFn(app, options);
+export default defaultApp;

@@ -1,0 +1,75 @@
+// The pure planner: a pull request's changed files and the repository's config in, the
+// tasks to review out. No I/O; the handlers fetch, this decides.
+import type { EvokernelConfig } from "../shared/config.js";
+import { globMatcher } from "./glob.js";
+
+export interface ChangedFile {
+  readonly filename: string;
+  /** A rename's old path: a task moved away from also changed. */
+  readonly previousFilename?: string;
+}
+
+/**
+ * none: nothing of a kernel task changed (stay quiet); tasks: these task paths; all: a file
+ * outside every task that `paths` marks (a shared header) changed, so every task is reviewed.
+ */
+export type TaskPlan =
+  | { readonly kind: "none" }
+  | { readonly kind: "tasks"; readonly tasks: readonly string[] }
+  | { readonly kind: "all" };
+
+type TaskRootConfig = Pick<EvokernelConfig, "tasks" | "paths">;
+
+/** Which tasks the changed files touch, by the config's `tasks` roots and `paths` globs. */
+export function planTasks(config: TaskRootConfig, files: readonly ChangedFile[]): TaskPlan {
+  const marks = config.paths?.map(globMatcher);
+  const tasks = new Set<string>();
+  let outside = false;
+  for (const file of files) {
+    for (const path of [file.filename, file.previousFilename]) {
+      if (path === undefined) continue;
+      const marked = marks === undefined ? undefined : marks.some((match) => match(path));
+      if (marked === false) continue;
+      const task = taskOf(config.tasks, path);
+      if (task !== undefined) tasks.add(task);
+      else if (marked === true) outside = true;
+    }
+  }
+  if (outside) return { kind: "all" };
+  if (tasks.size === 0) return { kind: "none" };
+  return { kind: "tasks", tasks: [...tasks].sort() };
+}
+
+/**
+ * The task a file belongs to: under a folder root (`kernels`), the root's child folder
+ * (`kernels/softmax`) or a KernelBench `.py` file directly in the root; under a glob root
+ * (`ops/*`), the path prefix the glob matches.
+ */
+export function taskOf(roots: readonly string[], path: string): string | undefined {
+  const segments = path.split("/");
+  for (const root of roots) {
+    const clean = root.replace(/^\.?\/+/, "").replace(/\/+$/, "");
+    if (/[*?]/.test(clean)) {
+      const match = globMatcher(clean);
+      for (let depth = 1; depth <= segments.length; depth++) {
+        const prefix = segments.slice(0, depth).join("/");
+        if (match(prefix)) return prefix;
+      }
+      continue;
+    }
+    if (!path.startsWith(`${clean}/`)) continue;
+    const rest = path.slice(clean.length + 1).split("/");
+    if (rest.length > 1) return `${clean}/${rest[0] ?? ""}`;
+    if (path.endsWith(".py")) return path;
+  }
+  return undefined;
+}
+
+/** Task names a command gives (`softmax`, `kernels/softmax`) as task paths under the roots. */
+export function resolveTaskNames(roots: readonly string[], names: readonly string[]): string[] {
+  const folderRoot = roots.find((root) => !/[*?]/.test(root));
+  return names.map((name) => {
+    if (name.includes("/") || folderRoot === undefined) return name;
+    return `${folderRoot.replace(/\/+$/, "")}/${name}`;
+  });
+}

@@ -1,0 +1,122 @@
+// Reporting a finished job, every write through the GitHub interface: the one PR comment
+// (found by its marker, edited in place), one review with suggested changes, a branch for
+// changes the diff cannot carry, and the check run's verdict. A failure without a result
+// turns the check run into a failure that says what to do.
+import type { ReviewResult } from "../shared/review.js";
+import { COMMENT_MARKER, mapSuggestions, renderCheckRun, renderComment } from "../report/index.js";
+import type { AppState } from "./app-state.js";
+import type { CheckAction, GitHub, ReviewComment } from "./github.js";
+import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
+import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
+
+/** The check run becomes a failure with `message`; the job is done. */
+export async function failJob(
+  state: AppState,
+  github: GitHub,
+  job: ActiveJob,
+  message: string,
+): Promise<void> {
+  state.jobs.take(job.spec.id);
+  await github.updateCheckRun(job.checkRunId, {
+    status: "completed",
+    conclusion: "failure",
+    ...(job.runUrl === undefined ? {} : { detailsUrl: job.runUrl }),
+    output: {
+      title: "The job did not finish",
+      summary: trimTo(message + (job.runUrl ? `\n\nRun: ${job.runUrl}` : ""), CHECK_OUTPUT_LIMIT),
+    },
+  });
+}
+
+/** Posts a job's result. The caller has taken the job from the registry (reported once). */
+export async function reportResult(
+  state: AppState,
+  github: GitHub,
+  job: ActiveJob,
+  review: ReviewResult,
+): Promise<void> {
+  const { spec } = job;
+  const links = job.runUrl === undefined ? {} : { runUrl: job.runUrl, fullResultUrl: job.runUrl };
+  const pull = spec.pr === undefined ? undefined : await github.getPull(spec.pr);
+  // A push since the job started: the result still belongs on its own commit's check run,
+  // but suggestions against an old diff would land on the wrong lines.
+  const current = pull !== undefined && pull.headSha === spec.sha;
+  if (spec.pr !== undefined) {
+    await github.upsertComment(
+      spec.pr,
+      COMMENT_MARKER,
+      trimTo(renderComment(review, links), COMMENT_LIMIT, job.runUrl),
+    );
+  }
+  let actions: CheckAction[] = [];
+  if (current && pull !== undefined) {
+    const branch = await postSuggestions(github, pull.number, spec.sha, review);
+    // Only the app can push to a branch of this repository; a fork's branch is its owner's.
+    if (branch !== undefined && !pull.fork) actions = [APPLY_ACTION];
+  }
+  const output = renderCheckRun(review, job.threshold);
+  await github.updateCheckRun(job.checkRunId, {
+    status: "completed",
+    conclusion: output.conclusion,
+    ...(job.runUrl === undefined ? {} : { detailsUrl: job.runUrl }),
+    output: {
+      title: output.title,
+      summary: trimTo(output.summary, CHECK_OUTPUT_LIMIT, job.runUrl),
+      ...(output.text === undefined
+        ? {}
+        : { text: trimTo(output.text, CHECK_OUTPUT_LIMIT, job.runUrl) }),
+    },
+    ...(actions.length === 0 ? {} : { actions }),
+  });
+}
+
+/**
+ * One review with every suggestion of the job; the whole evolved kernels also go on a branch
+ * when a change lies outside the diff. Returns that branch, if any.
+ */
+async function postSuggestions(
+  github: GitHub,
+  pr: number,
+  sha: string,
+  review: ReviewResult,
+): Promise<string | undefined> {
+  const suggestions = review.tasks.flatMap((task) => (task.suggestion ? [task.suggestion] : []));
+  if (suggestions.length === 0) return undefined;
+  const files = await github.listPullFiles(pr);
+  const comments: ReviewComment[] = [];
+  const outsideFiles: string[] = [];
+  for (const suggestion of suggestions) {
+    const patch = files.find((file) => file.filename === suggestion.path)?.patch ?? "";
+    const mapped = mapSuggestions(patch, suggestion.path, suggestion.before, suggestion.after);
+    comments.push(...mapped.comments);
+    if (mapped.outside.length > 0) outsideFiles.push(suggestion.path);
+  }
+  let branch: string | undefined;
+  if (outsideFiles.length > 0) {
+    branch = suggestionBranch(pr, sha);
+    await github.commitFiles(
+      branch,
+      sha,
+      suggestions.map((suggestion) => ({ path: suggestion.path, content: suggestion.after })),
+      `evokernel: evolved kernels for #${pr} at ${sha.slice(0, 7)}\n\n${suggestions.map((s) => `- ${s.path}`).join("\n")}`,
+    );
+  }
+  await github.createReview(pr, sha, reviewBody(comments.length, branch, outsideFiles), comments);
+  return branch;
+}
+
+function reviewBody(count: number, branch: string | undefined, outside: readonly string[]): string {
+  const lines = [
+    count > 0
+      ? `evokernel found faster kernels that still verify: ${count} suggested change${count === 1 ? "" : "s"} below. Commit them from the review, or ignore them.`
+      : "evokernel found faster kernels that still verify.",
+  ];
+  if (branch !== undefined) {
+    lines.push(
+      "",
+      `Some changes lie outside this PR's diff (${outside.map((path) => `\`${path}\``).join(", ")}), where GitHub takes no suggestion. ` +
+        `The whole evolved kernels are on branch \`${branch}\`: press **Apply** on the evokernel check run, or merge that branch yourself.`,
+    );
+  }
+  return lines.join("\n");
+}

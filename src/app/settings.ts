@@ -1,0 +1,76 @@
+// The app's settings from its environment (the operator's, not a repository's): the local
+// backend, the queue's width, the job timeout. A repository's own options are in
+// .github/evokernel.yml (src/shared/config.ts).
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Dispatcher } from "./dispatch/types.js";
+
+export interface AppSettings {
+  /** Webhook work items at once. */
+  readonly concurrency: number;
+  readonly jobTimeoutMs: number;
+  /** Present when the operator enabled local runs (EVOKERNEL_LOCAL_REPO). */
+  readonly local?: {
+    repoDir: string;
+    runnerCommand: readonly string[];
+    gpus: number;
+    timeoutMs: number;
+  };
+  /** EVOKERNEL_DISPATCH=local: every repository's jobs run locally (a single GPU box). */
+  readonly forceLocal: boolean;
+  /** A replacement for the actions backend (tests). */
+  readonly actions?: Dispatcher;
+}
+
+export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
+  const jobTimeoutMs = positive(env.EVOKERNEL_JOB_TIMEOUT_MIN, 120) * 60_000;
+  const repoDir = env.EVOKERNEL_LOCAL_REPO;
+  return {
+    concurrency: positive(env.EVOKERNEL_CONCURRENCY, 8),
+    jobTimeoutMs,
+    forceLocal: env.EVOKERNEL_DISPATCH === "local",
+    ...(repoDir
+      ? {
+          local: {
+            repoDir,
+            runnerCommand: runnerCommand(env.EVOKERNEL_RUNNER_CMD),
+            gpus: positive(env.EVOKERNEL_GPUS, 1),
+            timeoutMs: jobTimeoutMs,
+          },
+        }
+      : {}),
+  };
+}
+
+/** EVOKERNEL_RUNNER_CMD as a JSON array or words; by default this checkout's runner. */
+export function runnerCommand(text: string | undefined): string[] {
+  if (text !== undefined && text.trim() !== "") {
+    if (text.trim().startsWith("[")) {
+      const parsed: unknown = JSON.parse(text);
+      if (Array.isArray(parsed) && parsed.every((item) => typeof item === "string")) return parsed;
+      throw new Error(
+        "EVOKERNEL_RUNNER_CMD: a JSON array of strings, or words separated by spaces",
+      );
+    }
+    return text.trim().split(/\s+/);
+  }
+  return [process.execPath, defaultRunner(), "job"];
+}
+
+/** The runner beside the app: dist/evokernel.mjs next to a bundle, else bin/evokernel.js. */
+function defaultRunner(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 5; depth++) {
+    for (const candidate of [join(dir, "evokernel.mjs"), join(dir, "bin", "evokernel.js")]) {
+      if (existsSync(candidate)) return candidate;
+    }
+    dir = dirname(dir);
+  }
+  return "bin/evokernel.js";
+}
+
+function positive(text: string | undefined, fallback: number): number {
+  const value = Number(text);
+  return text !== undefined && Number.isFinite(value) && value > 0 ? value : fallback;
+}
