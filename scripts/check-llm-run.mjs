@@ -12,7 +12,7 @@
 //
 // Prints one line per check ("ok …" or "FAIL …"); exit 0 when all pass, 1 otherwise, 2 on
 // bad arguments. With --json, one document: { ok, checks: [{ ok, what }] }.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -329,6 +329,13 @@ function main(argv) {
       `check-llm-run: pass ${missing.map((m) => `--${m} FILE`).join(" ")} (see the header of this script)\n`,
     );
     return 2;
+  }
+  const absent = need.map(option).filter((path) => !existsSync(path));
+  if (absent.length > 0) {
+    process.stdout.write(
+      `FAIL no ${absent.join(", ")}: the run did not get that far (see its log)\n`,
+    );
+    return 1;
   }
   const bestPath = option("best");
   const checks = checkRun({
