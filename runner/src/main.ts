@@ -4,7 +4,9 @@ import { parseArgs } from "node:util";
 import { benchCommand } from "./commands/bench.js";
 import { printJson, type Command, type Io } from "./commands/command.js";
 import { deviceCommand } from "./commands/device.js";
+import { jobCommand } from "./commands/job.js";
 import { optimizeCommand } from "./commands/optimize.js";
+import { reviewCommand } from "./commands/review.js";
 import { selftestCommand } from "./commands/selftest.js";
 import { tasksCommand } from "./commands/tasks.js";
 import { verifyCommand } from "./commands/verify.js";
@@ -18,6 +20,8 @@ const COMMANDS: readonly Command[] = [
   verifyCommand,
   benchCommand,
   optimizeCommand,
+  reviewCommand,
+  jobCommand,
   selftestCommand,
   deviceCommand,
 ];

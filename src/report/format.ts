@@ -8,14 +8,18 @@ export function formatMs(ms: number): string {
   return `${significant(ms)} ms`;
 }
 
-/** `median ± half the p20–p80 range`, the spread the timer reports. */
+/**
+ * `median ± half the p20–p80 range`, the spread the timer reports: the median to three
+ * significant digits, the spread to the same decimals (µs below 0.1 ms).
+ */
 export function formatSpread(spread: Spread | null): string {
   if (spread === null) return "—";
-  const half = (spread.p80Ms - spread.p20Ms) / 2;
-  if (spread.medianMs < 0.1) {
-    return `${significant(spread.medianMs * 1000)} ± ${significant(half * 1000, 2)} µs`;
-  }
-  return `${significant(spread.medianMs)} ± ${significant(half, 2)} ms`;
+  const micro = spread.medianMs < 0.1;
+  const scale = micro ? 1000 : 1;
+  const median = spread.medianMs * scale;
+  const half = ((spread.p80Ms - spread.p20Ms) / 2) * scale;
+  const decimals = median <= 0 ? 0 : Math.max(0, 2 - Math.floor(Math.log10(median)));
+  return `${median.toFixed(decimals)} ± ${half.toFixed(decimals)} ${micro ? "µs" : "ms"}`;
 }
 
 /** 1.8×, 1.25×, 12× */
@@ -43,8 +47,8 @@ export function formatError(value: number | null): string {
 
 export function significant(value: number, digits = 3): string {
   if (value === 0 || !Number.isFinite(value)) return String(value);
-  const text = value.toPrecision(digits);
-  return text.includes("e") ? String(Number(text)) : String(Number(text));
+  // Number() drops trailing zeros and exponent notation: 2.00 → 2, 1.0e+2 → 100.
+  return String(Number(value.toPrecision(digits)));
 }
 
 /** Inline code whose fence is longer than any backtick run in the text. */

@@ -1,0 +1,79 @@
+// evokernel review: on a git checkout, what the app does on a pull request. Finds the tasks
+// whose files changed between base and head, verifies head and times it beside base (and
+// optimizes it when asked), and writes the exact comment, check run and suggested patch.
+import { relative, resolve } from "node:path";
+import { openGit } from "../git.js";
+import { runJob } from "../jobs/run-job.js";
+import { reviewSpec } from "../jobs/review-spec.js";
+import { renderReview, writeReview } from "../jobs/write-review.js";
+import { flag, printJson, stringOption, type Command } from "./command.js";
+import { createProgress } from "./progress.js";
+import { withSession } from "./session.js";
+
+export const reviewCommand: Command = {
+  name: "review",
+  summary: "what the app runs on a pull request, on this checkout: verify and time changed kernels",
+  usage: `usage: evokernel review [--base REF] [--head REF] [--optimize] [--out DIR] [--json]
+
+Finds the kernel tasks whose files changed between base and head (read out of git into a
+temporary folder: your working tree is never touched), verifies head's kernel on every
+configuration (held-out ones too), times it beside base's kernel, eager PyTorch and
+torch.compile, and with --optimize searches for a faster one. Writes what the GitHub App
+would post: the PR comment (also printed), the check run and the suggested patch.
+Settings come from .github/evokernel.yml on the base branch (defaults without one).
+
+      --base REF     the branch the change would merge into (default: origin/HEAD, else
+                     main or master); the review compares head with its merge base
+      --head REF     the change (default HEAD: the last commit, not uncommitted edits)
+      --optimize     also search for a faster head kernel (as pullRequests: optimize does)
+      --out DIR      where to write comment.md, check-run.json, review.json and
+                     suggestion.patch (default .evokernel/review)
+      --json         print the review result (one JSON document) instead of the comment
+
+exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower beyond the
+      noise and threshold, 2 usage (not a git checkout, an unknown ref, an invalid config),
+      3 no GPU or no Python with torch (the changed tasks are listed first), 4 internal error`,
+  options: {
+    base: { type: "string" },
+    head: { type: "string" },
+    optimize: { type: "boolean" },
+    out: { type: "string" },
+    json: { type: "boolean" },
+  },
+  async run(parsed, io) {
+    const git = await openGit(io.cwd);
+    const base = stringOption(parsed, "base");
+    const head = stringOption(parsed, "head");
+    const { spec, baseRef } = await reviewSpec(git, {
+      ...(base === undefined ? {} : { base }),
+      ...(head === undefined ? {} : { head }),
+      optimize: flag(parsed, "optimize"),
+    });
+    const say = (line: string) => io.stderr(`${line}\n`);
+    say(
+      `review: ${spec.sha.slice(0, 7)} against ${spec.baseSha?.slice(0, 7) ?? "?"} (merge base with ${baseRef})`,
+    );
+    const review = await runJob(spec, {
+      git,
+      openSession: withSession,
+      say,
+      onEvent: createProgress(io),
+      onPlan(plan) {
+        if (plan.tasks.length === 0) say("review: no kernel task changed");
+        for (const task of plan.tasks) {
+          const what = task.head === null ? "removed" : task.base === null ? "new" : "changed";
+          say(`review: ${task.path} (${task.format}) ${what}`);
+        }
+      },
+    });
+    const rendered = renderReview(review);
+    const out = resolve(io.cwd, stringOption(parsed, "out") ?? ".evokernel/review");
+    const written = await writeReview(out, review, rendered);
+    const { conclusion, title } = rendered.checkRun;
+    say(`review: check run ${conclusion}: ${title}`);
+    say(`review: wrote ${written.map((file) => relative(io.cwd, file) || file).join(", ")}`);
+    if (flag(parsed, "json")) printJson(io, review);
+    else io.stdout(rendered.comment);
+    return conclusion === "failure" ? 1 : 0;
+  },
+};

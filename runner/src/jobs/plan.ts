@@ -1,0 +1,87 @@
+// Which tasks a job works on, found in the two commits themselves: the task folders of
+// head (and base) written out of git, the tasks discovered there, and the ones whose files
+// changed between them (or the ones the job names).
+import { join, relative, sep } from "node:path";
+import { selectChangedTasks } from "../../../src/shared/changed-tasks.js";
+import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
+import type { JobSpec } from "../../../src/shared/job.js";
+import { UsageError } from "../errors.js";
+import type { Git } from "../git.js";
+import type { TaskFormat } from "../harness/records.js";
+import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
+import { writeTree, type Tree } from "./checkout.js";
+
+export type PlannedTask = {
+  /** Relative to the repository root (a robust-kbench backward task ends in #backward). */
+  path: string;
+  name: string;
+  format: TaskFormat;
+  /** The files of the task differ between base and head (always true without a base). */
+  changed: boolean;
+  /** The task in the head tree, or null when head removed it. */
+  head: DiscoveredTask | null;
+  /** The task in the base tree, or null when it is new (or the job has no base). */
+  base: DiscoveredTask | null;
+};
+
+export type Plan = { head: Tree; base: Tree | null; tasks: PlannedTask[] };
+
+export async function planJob(git: Git, spec: JobSpec, work: string): Promise<Plan> {
+  const named = spec.tasks.map(folderOf);
+  const roots = named.length > 0 ? named : (spec.roots ?? DEFAULT_CONFIG.tasks);
+  const head = await writeTree(git, spec.sha, roots, join(work, "head"));
+  const base =
+    spec.baseSha === undefined
+      ? null
+      : await writeTree(git, spec.baseSha, roots, join(work, "base"));
+  const headTasks = await discoverIn(head);
+  const baseTasks = base === null ? new Map<string, DiscoveredTask>() : await discoverIn(base);
+  const changed = base === null ? null : await git.changedFiles(base.commit, head.commit);
+
+  const touched =
+    changed === null
+      ? [...headTasks.keys()].map((path) => ({ path, inBase: false, inHead: true }))
+      : selectChangedTasks({
+          changed,
+          baseTasks: [...baseTasks.keys()].map((path) => ({ path })),
+          headTasks: [...headTasks.keys()].map((path) => ({ path })),
+          paths: spec.paths,
+        });
+  const touchedPaths = new Set(touched.map((task) => task.path));
+  const selected = spec.tasks.length > 0 ? spec.tasks : touched.map((task) => task.path);
+
+  return {
+    head,
+    base,
+    tasks: selected.map((path) => {
+      const inHead = headTasks.get(path) ?? null;
+      const inBase = baseTasks.get(path) ?? null;
+      const known = inHead ?? inBase;
+      if (known === null) {
+        throw new UsageError(
+          `the job names task ${path}, which is not a task at ${spec.sha.slice(0, 7)}` +
+            `${base === null ? "" : ` nor at ${base.commit.slice(0, 7)}`}: name a folder with task.json or func_forward.py, or a KernelBench .py file`,
+        );
+      }
+      return {
+        path,
+        name: known.name,
+        format: known.format,
+        changed: changed === null || touchedPaths.has(path),
+        head: inHead,
+        base: inBase,
+      };
+    }),
+  };
+}
+
+/** The tasks under a tree's roots, by their path relative to the repository root. */
+async function discoverIn(tree: Tree): Promise<Map<string, DiscoveredTask>> {
+  const found = await discoverTasks(tree.roots.map((root) => join(tree.dir, ...root.split("/"))));
+  return new Map(found.map((task) => [relative(tree.dir, task.path).split(sep).join("/"), task]));
+}
+
+/** A task path without a robust-kbench `#backward` suffix: the folder it lives in. */
+function folderOf(path: string): string {
+  return path.replace(/#[^/]*$/, "");
+}
