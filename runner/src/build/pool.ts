@@ -1,6 +1,10 @@
-// Builds candidates in parallel, one per core, and never builds the same thing twice at
-// once: identical source with identical defines and nvcc flags shares one build. Finished builds are
-// cached by the harness (content-hashed), so the pool keeps only what is in flight.
+// Builds candidates in parallel and never builds the same thing twice at once: identical
+// source with identical defines and nvcc flags shares one build. Finished builds are cached
+// by the harness (content-hashed), so the pool keeps only what is in flight. This bounds the
+// build processes of one evokernel process (one per core); the cores of the machine are
+// shared through the harness's compile slots (candidates/jobserver.py): every compiler
+// process of every evokernel command on the machine holds one, and a second build of one
+// content hash in another process waits for the first's artifact.
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Torch-extension build throughput (issue 7), on the GPU machine (no Node.js there: the
+# bundle from `npm run bundle` and .device/node.xz travel with the run):
+#   bash scripts/bench-builds.sh [MANIFEST]     # default runner/corpus/correct/manifest.json
+# Verifies the torch-extension and load_inline candidates of MANIFEST plus generated
+# variants of the corpus's torch-ext softmax (block sizes: distinct sources, distinct cold
+# builds) through one `evokernel verify --manifest` command:
+#   cold        fresh EVOKERNEL_CACHE (so fresh torch_extensions, PCH and object caches)
+#   warm        the same cache again
+#   concurrent  3 verify commands at once, a third of the candidates each, fresh cache
+#   fastpath-off  a few candidates with EVOKERNEL_FASTPATH=0 (torch's own build), fresh cache
+# and samples compiler processes (cc1plus, cicc, cudafe++, ptxas) every 0.5 s against the
+# cores. Prints and writes $OUT/summary.txt; raw records in $OUT (at most 8 files).
+# EVK_BENCH_PHASE_S caps each phase (default 170 s); the whole run takes 5-7 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/evokernel-bench-builds}
+mkdir -p "$out"
+if ! command -v node >/dev/null; then
+  xz -d -c .device/node.xz > /tmp/node && chmod +x /tmp/node && export PATH=/tmp:$PATH
+fi
+root=$(pwd)
+work=$(mktemp -d /tmp/evk-bench-builds.XXXXXX)
+manifest=${1:-runner/corpus/correct/manifest.json}
+phase_s=${EVK_BENCH_PHASE_S:-170}
+started=$(date +%s)
+evk() { node "$root/dist/evokernel.mjs" "$@"; }
+# machine-wide build slots of this run only (a stale run's locks cannot interfere)
+export EVOKERNEL_BUILD_SLOTS="$work/slots"
+{
+  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+  echo "# node $(node --version), $(nvcc --version | tail -1), $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1), $(nproc) cores, $(g++ --version | head -1)"
+  echo "# commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+} | tee "$out/device.txt"
+
+# --- the candidates: the manifest's torch-ext / load_inline entries, and variants ----------
+python3 - "$manifest" "$work" "$root" <<'EOF' | tee -a "$out/device.txt"
+import json, os, re, sys
+manifest, work, root = sys.argv[1:4]
+shared = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname(root), "shared", "data")
+def where(p):
+    if p.startswith("shared:"):
+        return os.path.join(shared, p[len("shared:"):])
+    return p if os.path.isabs(p) else os.path.join(root, p)
+entries, skipped = [], []
+if os.path.exists(os.path.join(root, manifest)) or os.path.exists(manifest):
+    path = manifest if os.path.exists(manifest) else os.path.join(root, manifest)
+    for e in json.load(open(path)):
+        f, t = where(e["file"]), where(e["task"])
+        if not os.path.exists(f) or not os.path.exists(t.split("#")[0]):
+            skipped.append(f"{e['file']} (task or file not here)")
+            continue
+        src = open(f, errors="replace").read()
+        ext = f.endswith(".cu") and ("PYBIND11_MODULE" in src or "TORCH_LIBRARY" in src)
+        inline = f.endswith(".py") and ("load_inline" in src or "cpp_extension" in src)
+        if ext or inline:
+            entries.append({"file": f, "task": t, "origin": "manifest"})
+else:
+    skipped.append(f"{manifest} (no such manifest)")
+base = open(os.path.join(root, "runner/corpus/softmax/00b_torch_ext_block_row.cu")).read()
+task = os.path.join(root, "kernels/softmax")
+gen = os.path.join(work, "generated")
+os.makedirs(gen)
+kernel = base.split("PYBIND11_MODULE")[0]
+threads = [32, 64, 96, 128, 192, 384, 512, 1024]
+for n in threads:  # A: torch-ext .cu (torch's load(): one nvcc unit)
+    f = os.path.join(gen, f"a_ext_threads{n}.cu")
+    open(f, "w").write(base.replace("#define THREADS 256", f"#define THREADS {n}"))
+    entries.append({"file": f, "task": task, "origin": "variant A (torch-ext .cu)"})
+for n in threads:  # B: load_inline, one extension name: same binding unit for all
+    cuda = kernel.replace("#define THREADS 256", f"#define THREADS {n}")
+    py = ("import torch\nfrom torch.utils.cpp_extension import load_inline\n\n"
+          f"CUDA = r'''{cuda}'''\n\n"
+          "_ext = load_inline(name='evk_softmax_rows', cpp_sources='torch::Tensor forward(torch::Tensor x);',\n"
+          "                   cuda_sources=CUDA, functions=['forward'], extra_cuda_cflags=['-O3'])\n\n\n"
+          "def forward(x):\n    return _ext.forward(x)\n")
+    f = os.path.join(gen, f"b_inline_threads{n}.py")
+    open(f, "w").write(py)
+    entries.append({"file": f, "task": task, "origin": "variant B (load_inline, shared bindings)"})
+for n in threads[:4]:  # C: load_inline, a name of its own: bindings differ (PCH, no object hit)
+    src = open(os.path.join(gen, f"b_inline_threads{n}.py")).read()
+    f = os.path.join(gen, f"c_inline_named{n}.py")
+    open(f, "w").write(src.replace("name='evk_softmax_rows'", f"name='softmax_rows_{n}'"))
+    entries.append({"file": f, "task": task, "origin": "variant C (load_inline, own bindings)"})
+full = [{"file": e["file"], "task": e["task"], "hack": None, "expect": "pass", "reasons": [], "check": "verify"} for e in entries]
+json.dump(full, open(os.path.join(work, "all.json"), "w"), indent=1)
+for i in range(3):
+    json.dump(full[i::3], open(os.path.join(work, f"third{i}.json"), "w"))
+off = [e for e in full if "/b_inline_threads" in e["file"]][:3] + [e for e in full if "/a_ext_" in e["file"]][:2] + [e for e in full if "/c_inline" in e["file"]][:1]
+json.dump(off, open(os.path.join(work, "off.json"), "w"))
+json.dump(entries, open(os.path.join(work, "origins.json"), "w"))
+print(f"# candidates: {len(full)} ({sum(e['origin'] == 'manifest' for e in entries)} from {manifest}, "
+      f"{sum(e['origin'] != 'manifest' for e in entries)} generated variants: A {len(threads)} torch-ext .cu with "
+      f"THREADS in {threads}, B {len(threads)} load_inline sharing bindings, C 4 load_inline with names of their own)")
+for s in skipped:
+    print(f"# skipped: {s}")
+EOF
+
+# --- sampling compiler processes -----------------------------------------------------------
+sampler() {  # $1: file; runs until killed
+  while :; do
+    echo "$(date +%s.%N) $(ps -eo comm= | grep -cE '^(cc1plus|cicc|cudafe\+\+|ptxas)$')"
+    sleep 0.5
+  done > "$1"
+}
+run_phase() {  # name, cache, manifest(s)...: one verify command per manifest, all at once
+  local name=$1 cache=$2
+  shift 2
+  sampler "$work/$name.samples" &
+  local spid=$! t0 t1 pids=() i=0
+  t0=$(date +%s.%N)
+  for m in "$@"; do
+    EVOKERNEL_CACHE=$cache timeout "$phase_s" node "$root/dist/evokernel.mjs" verify --manifest "$m" --json \
+      > "$work/$name.$i.json" 2> "$work/$name.$i.log" &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  t1=$(date +%s.%N)
+  kill "$spid" 2>/dev/null
+  wait "$spid" 2>/dev/null
+  echo "$name $t0 $t1" >> "$work/phases.txt"
+  echo "## $name: $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
+}
+run_phase cold "$work/cache-cold" "$work/all.json"
+run_phase warm "$work/cache-cold" "$work/all.json"
+run_phase concurrent "$work/cache-concurrent" "$work/third0.json" "$work/third1.json" "$work/third2.json"
+if [ $(( $(date +%s) - started )) -lt 330 ]; then
+  export EVOKERNEL_FASTPATH=0
+  run_phase fastpath-off "$work/cache-off" "$work/off.json"
+  unset EVOKERNEL_FASTPATH
+else
+  echo "## fastpath-off skipped: over 330 s already"
+fi
+
+# --- the figures ---------------------------------------------------------------------------
+python3 - "$work" "$(nproc)" <<'EOF' | tee "$out/summary.txt"
+import glob, json, os, statistics, sys
+work, cores = sys.argv[1], int(sys.argv[2])
+origins = {e["file"]: e["origin"] for e in json.load(open(os.path.join(work, "origins.json")))}
+phases = {}
+for line in open(os.path.join(work, "phases.txt")):
+    name, t0, t1 = line.split()
+    phases[name] = float(t1) - float(t0)
+def pct(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p
+    lo = int(k)
+    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (k - lo)
+print(f"# torch-extension build throughput, {cores} cores")
+print("phase | commands | candidates | passed | wall s | candidates/min | build s median (p20-p80), uncached | "
+      "max compilers at once (mean while any) vs cores")
+print("---|---|---|---|---|---|---|---")
+detail = {}
+for name in ("cold", "warm", "concurrent", "fastpath-off"):
+    files = sorted(glob.glob(os.path.join(work, f"{name}.*.json")))
+    if not files:
+        continue
+    results, broken = [], 0
+    for f in files:
+        try:
+            doc = json.load(open(f))
+        except (OSError, ValueError):
+            broken += 1
+            continue
+        for t in doc.get("tasks", []):
+            results += t["candidates"]
+    builds = [r["build"]["seconds"] for r in results if r.get("build") and r["build"]["ok"] and not r["build"]["cached"]]
+    passed = sum(r["ok"] for r in results)
+    samples = [int(l.split()[1]) for l in open(os.path.join(work, f"{name}.samples")) if len(l.split()) == 2]
+    busy = [s for s in samples if s > 0]
+    wall = phases.get(name, float("nan"))
+    n = len(results)
+    note = f" ({broken} command(s) wrote no JSON: timed out?)" if broken else ""
+    print(f"{name} | {len(files)} | {n} | {passed} | {wall:.1f} | {n / (wall / 60):.1f} | "
+          + (f"{statistics.median(builds):.1f} ({pct(builds, 0.2):.1f}-{pct(builds, 0.8):.1f}), n={len(builds)}" if builds else "all cached")
+          + f" | {max(samples, default=0)} ({statistics.mean(busy) if busy else 0:.1f}) vs {cores}{note}")
+    detail[name] = results
+print()
+print("## per candidate, cold (build s; cached; verify s; verdict)")
+for r in detail.get("cold", []):
+    b = r.get("build") or {}
+    log = b.get("log") or ""
+    fast = sorted({l.split("evk-fastpath: ", 1)[1].split(" (")[0][:60] for l in log.splitlines() if "evk-fastpath: " in l})
+    print(f"{os.path.basename(r['candidate'])} [{origins.get(r['candidate'], '?')}]: build {b.get('seconds', 0):.1f} s"
+          f"{' cached' if b.get('cached') else ''}; verify {r['seconds']['verify']:.1f} s; "
+          f"{'passed' if r['ok'] else r['status'] + ' ' + str(r.get('reason'))}; fast path: {'; '.join(fast) or '-'}")
+fails = [r for rs in detail.values() for r in rs if not r["ok"]]
+for r in fails[:5]:
+    print(f"\n## FAILED {r['candidate']}: {r['status']} {r.get('reason')}\n{(r.get('message') or '')[-1500:]}")
+EOF
+cp "$work"/cold.0.json "$out/cold.json" 2>/dev/null
+cp "$work"/warm.0.json "$out/warm.json" 2>/dev/null
+tar -czf "$out/logs.tgz" -C "$work" --exclude='cache-*' --exclude=slots . 2>/dev/null
+echo "# total $(( $(date +%s) - started )) s; outputs in $out (summary.txt, device.txt, cold.json, warm.json, logs.tgz)"
+rm -rf "$work"
