@@ -32,6 +32,39 @@ export default tseslint.config(
     },
   },
   {
+    // The app reaches the runner only through the shared contracts and the pure renderers.
+    files: ["src/app/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/runner/**", "**/runner", "**/test/**", "**/scripts/**"],
+              message: "src/app may import src/shared, src/report and its own files only.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["runner/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/src/app/**", "**/src/app"],
+              message: "The runner never imports the app: share code through src/shared.",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["**/*.js", "**/*.mjs"],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Bundles the CLI into one ESM file (dist/evokernel.mjs) that runs with a bare `node`, for
-// GPU machines that get no node_modules. The tests bundle through bundleCli too.
+// GPU machines that get no node_modules, and the GitHub App likewise (dist/app.mjs, started
+// with `node dist/app.mjs`). The tests bundle through bundleCli and bundleApp too.
 import { build } from "esbuild";
 import { fileURLToPath } from "node:url";
 
@@ -25,6 +26,21 @@ export async function bundleCli(outfile) {
   return outfile;
 }
 
+export async function bundleApp(outfile) {
+  await build({
+    entryPoints: [`${root}src/app/main.ts`],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    banner: { js: requireBanner },
+    logLevel: "error",
+  });
+  return outfile;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await bundleCli(`${root}dist/evokernel.mjs`);
+  await bundleApp(`${root}dist/app.mjs`);
 }
