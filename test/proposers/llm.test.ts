@@ -397,15 +397,16 @@ describe("proposer registry", () => {
     env: {},
   };
 
-  it("knows the tuner and the llm", () => {
-    expect(PROPOSERS).toEqual(["tuner", "llm"]);
+  it("knows the tuner, the shape-keyed tuner and the llm", () => {
+    expect(PROPOSERS).toEqual(["tuner", "shape-tuner", "llm"]);
     expect(createProposer("tuner", base).name).toBe("tuner");
+    expect(createProposer("shape-tuner", base).name).toBe("shape-tuner");
     expect(createProposer("llm", { ...base, env: { ANTHROPIC_API_KEY: KEY } }).name).toBe("llm");
   });
 
   it("refuses an unknown name, listing the known ones", () => {
     expect(() => createProposer("oracle", base)).toThrow(UsageError);
-    expect(() => createProposer("oracle", base)).toThrow(/tuner, llm/);
+    expect(() => createProposer("oracle", base)).toThrow(/tuner, shape-tuner, llm/);
   });
 
   it("refuses the llm without an API key, pointing at the tuner", () => {

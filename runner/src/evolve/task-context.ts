@@ -15,7 +15,11 @@ export function proposalTask(
     reference,
     visibleConfigs: info.configs
       .filter((config) => !config.heldout)
-      .map((config) => ({ name: config.name, dims: { ...config.dims } })),
+      .map((config) => ({
+        name: config.name,
+        dims: { ...config.dims },
+        shapes: config.inputs.map((input) => [...input.shape]),
+      })),
     format,
     gpu: device.name,
     cuda: device.cuda ?? "none",

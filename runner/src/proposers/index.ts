@@ -5,6 +5,7 @@ import type { Proposer } from "../evolve/types.js";
 import { createAnthropicClient } from "./anthropic-client.js";
 import { createLlmProposer } from "./llm.js";
 import { PRICES, priceFor } from "./pricing.js";
+import { createShapeTuner } from "./shape-tuner.js";
 import { createTuner } from "./tuner.js";
 
 export type ProposerOptions = {
@@ -32,10 +33,20 @@ const REGISTRY = {
       tunables: options.tunables,
       compileFlags: options.compiled,
     }),
+  "shape-tuner": (options: ProposerOptions) =>
+    createShapeTuner({
+      seed: options.seed,
+      baselineSource: options.baselineSource,
+      tunables: options.tunables,
+    }),
   llm: createLlm,
 } satisfies Record<string, (options: ProposerOptions) => Proposer>;
 
-export const PROPOSERS = ["tuner", "llm"] as const satisfies readonly (keyof typeof REGISTRY)[];
+export const PROPOSERS = [
+  "tuner",
+  "shape-tuner",
+  "llm",
+] as const satisfies readonly (keyof typeof REGISTRY)[];
 
 export type ProposerName = (typeof PROPOSERS)[number];
 

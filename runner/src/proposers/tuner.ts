@@ -61,6 +61,13 @@ export type Dimension = {
 
 export type Tuner = Proposer & {
   observe(individual: Individual): void;
+  /**
+   * The tunables' values (by id) that made a candidate this tuner proposed or recognised;
+   * null for any other candidate.
+   */
+  valuesOf(
+    candidate: Pick<Individual, "source" | "defines" | "flags">,
+  ): Record<string, TunableValue> | null;
   readonly dimensions: readonly Dimension[];
   /** How many distinct vectors the space holds, the baseline's included. */
   readonly spaceSize: number;
@@ -370,7 +377,18 @@ export function createTuner(options: TunerOptions): Tuner {
     return await Promise.resolve(build(vector, from));
   }
 
-  return { name: "tuner", propose, observe, dimensions, spaceSize };
+  function valuesOf(
+    candidate: Pick<Individual, "source" | "defines" | "flags">,
+  ): Record<string, TunableValue> | null {
+    const key = byCandidate.get(candidateKey(candidate.source, candidate.defines, candidate.flags));
+    const vector = key?.[0] === undefined ? undefined : trials.get(key[0])?.vector;
+    if (vector === undefined) return null;
+    return Object.fromEntries(
+      tunables.map((t, i) => [t.id, dimensions[i]?.values[vector[i] ?? 0] ?? null]),
+    );
+  }
+
+  return { name: "tuner", propose, observe, valuesOf, dimensions, spaceSize };
 }
 
 function move(d: Dimension, gene: number, rng: Rng): number {
