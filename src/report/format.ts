@@ -23,8 +23,8 @@ export function formatSpread(spread: Spread | null): string {
 }
 
 /** 1.8×, 1.25×, 12× */
-export function formatRatio(ratio: number): string {
-  return `${significant(ratio, ratio >= 10 ? 2 : 3)}×`;
+export function formatRatio(ratio: number, digits = 3): string {
+  return `${significant(ratio, ratio >= 10 ? 2 : digits)}×`;
 }
 
 /** A speedup under 1 as "12% slower" reads better than 0.89×: head over base, minus one. */
@@ -42,7 +42,7 @@ export function formatError(value: number | null): string {
   if (value === null) return "NaN";
   if (value === 0) return "0";
   const [mantissa, exponent] = value.toExponential(1).split("e");
-  return `${mantissa}e${Number(exponent)}`;
+  return `${Number(mantissa)}e${Number(exponent)}`;
 }
 
 export function significant(value: number, digits = 3): string {

@@ -53,7 +53,7 @@ export function headline(task: TaskReview, outcome: Outcome): string {
     case "faster":
       return speedup === null
         ? `${name} faster, ${verified}`
-        : `${name} ${formatRatio(speedup.median)} faster, ${verified}`;
+        : `${name} ${formatRatio(speedup.median, 2)} faster, ${verified}`;
     case "same":
       if (!task.inBase) return `${name} ${verified} (new: no base to compare with)`;
       if (speedup === null) return `${name} ${verified}`;
@@ -67,7 +67,8 @@ function wrongDetail(task: TaskReview): string {
   const verification = task.verification;
   if (verification === null) return `: ${firstLine(task.summary)}`;
   const failed = verification.failed;
-  if (failed !== null && failed.maxAbs !== null) {
+  // The worst element's error says it all, where the harness found one (a mismatch).
+  if (failed !== null && failed.output !== null && failed.maxAbs !== null) {
     const against = failed.atol === null ? "" : ` > atol ${formatError(failed.atol)}`;
     return ` on ${failed.config}: max abs error ${formatError(failed.maxAbs)}${against}`;
   }

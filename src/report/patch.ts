@@ -23,7 +23,7 @@ export function renderPatch(files: readonly PatchFile[]): string {
         { context: 3 },
       );
       // git writes its own header: diff --git, then --- and +++ without a leading "====".
-      const body = text.replace(/^Index: .*\n=+\n/, "");
+      const body = text.replace(/^(?:Index: .*\n)?=+\n/, "");
       return `diff --git a/${file.path} b/${file.path}\n${body}`;
     })
     .join("");

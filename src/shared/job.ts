@@ -113,10 +113,13 @@ export function decodeJobInputs(inputs: unknown): JobDecode {
   }
   const parsed = jobSpecSchema.safeParse(data);
   if (parsed.success) return { ok: true, spec: parsed.data };
-  return {
-    ok: false,
-    errors: parsed.error.issues.map(
-      (issue) => `spec.${issue.path.map(String).join(".")}: ${issue.message}`,
-    ),
-  };
+  return { ok: false, errors: parsed.error.issues.map(describeIssue) };
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = ["spec", ...issue.path.map(String)].join(".");
+  if (issue.code === "unrecognized_keys") {
+    return `${where}: unknown key${issue.keys.length === 1 ? "" : "s"} ${issue.keys.join(", ")}: a job spec of schema 1 has none such; build it with jobSpecSchema`;
+  }
+  return `${where}: ${issue.message}`;
 }

@@ -68,6 +68,10 @@ exit: 0 the check passes (or there was nothing to check), 1 a kernel is wrong or
       openSession: withSession,
       say,
       onEvent: createProgress(io),
+      onPlan(plan) {
+        for (const path of plan.ignored) say(`job ${spec.id}: ${path} holds no task; ignored`);
+        for (const task of plan.tasks) say(`job ${spec.id}: ${task.path} (${task.format})`);
+      },
     });
     const out = stringOption(parsed, "out");
     if (out !== undefined) await writeJson(resolve(io.cwd, out), review);

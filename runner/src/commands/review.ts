@@ -60,6 +60,7 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
       onEvent: createProgress(io),
       onPlan(plan) {
         if (plan.tasks.length === 0) say("review: no kernel task changed");
+        for (const path of plan.ignored) say(`review: ${path} holds no task; ignored`);
         for (const task of plan.tasks) {
           const what = task.head === null ? "removed" : task.base === null ? "new" : "changed";
           say(`review: ${task.path} (${task.format}) ${what}`);

@@ -5,7 +5,6 @@ import { join, relative, sep } from "node:path";
 import { selectChangedTasks } from "../../../src/shared/changed-tasks.js";
 import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
 import type { JobSpec } from "../../../src/shared/job.js";
-import { UsageError } from "../errors.js";
 import type { Git } from "../git.js";
 import type { TaskFormat } from "../harness/records.js";
 import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
@@ -24,16 +23,21 @@ export type PlannedTask = {
   base: DiscoveredTask | null;
 };
 
-export type Plan = { head: Tree; base: Tree | null; tasks: PlannedTask[] };
+/** `ignored`: paths the job named that hold no task at either commit. */
+export type Plan = { head: Tree; base: Tree | null; tasks: PlannedTask[]; ignored: string[] };
 
 export async function planJob(git: Git, spec: JobSpec, work: string): Promise<Plan> {
   const named = spec.tasks.map(folderOf);
   const roots = named.length > 0 ? named : (spec.roots ?? DEFAULT_CONFIG.tasks);
   const head = await writeTree(git, spec.sha, roots, join(work, "head"));
-  const base =
+  // A pull request changes what its merge base had (GitHub's three-dot diff): the base
+  // branch may have moved on since, and those changes are not the pull request's.
+  const baseCommit =
     spec.baseSha === undefined
       ? null
-      : await writeTree(git, spec.baseSha, roots, join(work, "base"));
+      : ((await git.mergeBase(spec.baseSha, spec.sha)) ?? spec.baseSha);
+  const base =
+    baseCommit === null ? null : await writeTree(git, baseCommit, roots, join(work, "base"));
   const headTasks = await discoverIn(head);
   const baseTasks = base === null ? new Map<string, DiscoveredTask>() : await discoverIn(base);
   const changed = base === null ? null : await git.changedFiles(base.commit, head.commit);
@@ -48,29 +52,36 @@ export async function planJob(git: Git, spec: JobSpec, work: string): Promise<Pl
           paths: spec.paths,
         });
   const touchedPaths = new Set(touched.map((task) => task.path));
-  const selected = spec.tasks.length > 0 ? spec.tasks : touched.map((task) => task.path);
+  const known = [...new Set([...headTasks.keys(), ...baseTasks.keys()])].sort();
+  // A named folder that is no task itself stands for the tasks under it.
+  const expanded = spec.tasks.map((path) => ({
+    path,
+    tasks: known.includes(path) ? [path] : known.filter((task) => task.startsWith(`${path}/`)),
+  }));
+  const selected =
+    spec.tasks.length > 0
+      ? [...new Set(expanded.flatMap((entry) => entry.tasks))]
+      : touched.map((task) => task.path);
 
   return {
     head,
     base,
-    tasks: selected.map((path) => {
+    ignored: expanded.filter((entry) => entry.tasks.length === 0).map((entry) => entry.path),
+    tasks: selected.flatMap((path) => {
       const inHead = headTasks.get(path) ?? null;
       const inBase = baseTasks.get(path) ?? null;
-      const known = inHead ?? inBase;
-      if (known === null) {
-        throw new UsageError(
-          `the job names task ${path}, which is not a task at ${spec.sha.slice(0, 7)}` +
-            `${base === null ? "" : ` nor at ${base.commit.slice(0, 7)}`}: name a folder with task.json or func_forward.py, or a KernelBench .py file`,
-        );
-      }
-      return {
-        path,
-        name: known.name,
-        format: known.format,
-        changed: changed === null || touchedPaths.has(path),
-        head: inHead,
-        base: inBase,
-      };
+      const either = inHead ?? inBase;
+      if (either === null) return [];
+      return [
+        {
+          path,
+          name: either.name,
+          format: either.format,
+          changed: changed === null || touchedPaths.has(path),
+          head: inHead,
+          base: inBase,
+        },
+      ];
     }),
   };
 }

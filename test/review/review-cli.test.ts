@@ -1,0 +1,246 @@
+// `evokernel review` and `evokernel job` end to end on a real git repository made here:
+// a task, a base commit and a pull request's commit. A stand-in harness plays the GPU
+// (test/helpers/fake-gpu-harness.mjs: a kernel's time follows `speed=` or BLOCK_SIZE in
+// its source), so the whole path runs on CI: git, the plan, the cascade, the renderers.
+import { execa } from "execa";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { reviewResultSchema } from "../../src/shared/review.js";
+import { jobSpecSchema } from "../../src/shared/job.js";
+import { runCli } from "../helpers/cli.js";
+
+const fixture = fileURLToPath(new URL("../fixtures/tasks/small_softmax", import.meta.url));
+const fakeGpu = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
+const noGpu = fileURLToPath(new URL("../helpers/fake-no-gpu-harness.mjs", import.meta.url));
+
+let dir: string;
+let repo: string;
+let out: string;
+let env: Record<string, string>;
+
+async function git(...args: string[]): Promise<string> {
+  return (await execa("git", args, { cwd: repo })).stdout;
+}
+
+/** Rewrites the task's kernel so the stand-in harness times it at `speed` × the base's. */
+async function setKernel(marker: string): Promise<void> {
+  const file = join(repo, "kernels", "small_softmax", "kernel.cu");
+  const source = await readFile(file, "utf8");
+  await writeFile(
+    file,
+    `${source.replace(/\n\/\/ (speed=|fake-harness:).*\n$/, "\n")}\n// ${marker}\n`,
+  );
+}
+
+async function commit(message: string): Promise<string> {
+  await git("add", "-A");
+  await git("commit", "-q", "-m", message);
+  return git("rev-parse", "HEAD");
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "evokernel-review-"));
+  repo = join(dir, "repo");
+  out = join(dir, "out");
+  await mkdir(join(repo, "kernels"), { recursive: true });
+  await cp(fixture, join(repo, "kernels", "small_softmax"), { recursive: true });
+  await writeFile(join(repo, "README.md"), "kernels\n");
+  await git("init", "-q", "-b", "main");
+  await git("config", "user.email", "test@example.com");
+  await git("config", "user.name", "test");
+  await setKernel("speed=1.0");
+  await commit("base");
+  await git("checkout", "-q", "-b", "feature");
+  const cache = join(dir, "cache");
+  await mkdir(cache);
+  env = { EVOKERNEL_PYTHON: fakeGpu, EVOKERNEL_CACHE: cache, ANTHROPIC_API_KEY: "" };
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const review = (args: string[] = [], environment = env) =>
+  runCli(["review", "--out", out, ...args], { cwd: repo, env: environment });
+
+describe("evokernel review", () => {
+  it("finds the changed task, times head beside base, and writes what the app would post", async () => {
+    await setKernel("speed=0.5");
+    await commit("a faster kernel");
+    const before = await git("status", "--porcelain");
+
+    const run = await review();
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).toContain("review: kernels/small_softmax (native) changed");
+    expect(run.stdout.split("\n")[0]).toBe("<!-- evokernel:comment -->");
+    expect(run.stdout).toContain("### ✅ `small_softmax` 2× faster, verified on 4 shapes");
+
+    const checkRun = JSON.parse(await readFile(join(out, "check-run.json"), "utf8")) as unknown;
+    expect(checkRun).toMatchObject({
+      conclusion: "success",
+      title: "small_softmax 2× faster, verified on 4 shapes",
+    });
+    // The CLI helper drops the last newline of stdout.
+    expect(await readFile(join(out, "comment.md"), "utf8")).toBe(`${run.stdout}\n`);
+    const result = reviewResultSchema.parse(
+      JSON.parse(await readFile(join(out, "review.json"), "utf8")),
+    );
+    expect(result.tasks).toHaveLength(1);
+    expect(result.tasks[0]).toMatchObject({
+      task: { name: "small_softmax", path: "kernels/small_softmax", format: "native" },
+      status: "passed",
+      kernel: "kernels/small_softmax/kernel.cu",
+      inBase: true,
+      improvement: true,
+      regression: false,
+    });
+    expect(result.job.baseSha).toBe(await git("rev-parse", "main"));
+    // The user's checkout is as it was: nothing checked out, nothing written into it.
+    expect(await git("status", "--porcelain")).toBe(before);
+    expect(await git("rev-parse", "--abbrev-ref", "HEAD")).toBe("feature");
+  });
+
+  it("fails a kernel slower than base beyond the noise", async () => {
+    await setKernel("speed=1.3");
+    await commit("a slower kernel");
+    const run = await review();
+    expect(run.exitCode, run.stderr).toBe(1);
+    expect(run.stdout).toContain("`small_softmax` 30% slower than base");
+    expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
+      conclusion: "failure",
+    });
+  });
+
+  it("fails a wrong kernel, naming the configuration", async () => {
+    await setKernel("fake-harness: verify=mismatch");
+    await commit("a wrong kernel");
+    const run = await review(["--json"]);
+    expect(run.exitCode, run.stderr).toBe(1);
+    const result = reviewResultSchema.parse(JSON.parse(run.stdout));
+    expect(result.tasks[0]).toMatchObject({ status: "wrong" });
+    expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
+      conclusion: "failure",
+      title:
+        "small_softmax is wrong on 8192x8192: mismatch (mismatch on 8192x8192: got 0.5, expected 0.25 (fake))",
+    });
+  });
+
+  it("says nothing changed when no task did, and needs no GPU for it", async () => {
+    await writeFile(join(repo, "README.md"), "kernels, faster\n");
+    await commit("docs");
+    const run = await review([], { ...env, EVOKERNEL_PYTHON: noGpu });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).toContain("review: no kernel task changed");
+    expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
+      conclusion: "neutral",
+    });
+  });
+
+  it("without a GPU lists the changed tasks, then exits 3", async () => {
+    await setKernel("speed=0.5");
+    await commit("a faster kernel");
+    const run = await review([], { ...env, EVOKERNEL_PYTHON: noGpu });
+    expect(run.exitCode, run.stderr).toBe(3);
+    expect(run.stderr).toContain("review: kernels/small_softmax (native) changed");
+    expect(run.stderr).toContain(
+      "found 1 task(s) to check (kernels/small_softmax), but no CUDA GPU",
+    );
+  });
+
+  it("reads .github/evokernel.yml from the base branch, and says what is wrong in it", async () => {
+    await git("checkout", "-q", "main");
+    await mkdir(join(repo, ".github"));
+    await writeFile(join(repo, ".github", "evokernel.yml"), "pullRequest: optimize\n");
+    await commit("config");
+    await git("checkout", "-q", "-b", "change");
+    await setKernel("speed=0.5");
+    await commit("a faster kernel");
+    const run = await review();
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("did you mean `pullRequests`?");
+  });
+
+  it("is a usage error outside a git checkout or with an unknown ref", async () => {
+    const outside = await runCli(["review"], { cwd: dir, env });
+    expect(outside.exitCode).toBe(2);
+    expect(outside.stderr).toContain("is not in a git repository");
+    const unknown = await review(["--base", "no-such-branch"]);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toContain('"no-such-branch" names no commit');
+  });
+
+  it("--optimize evolves the head kernel and suggests the change", async () => {
+    // The stand-in times BLOCK_SIZE 512 fastest: the tuner finds it.
+    const file = join(repo, "kernels", "small_softmax", "kernel.cu");
+    await writeFile(file, (await readFile(file, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n"));
+    await commit("drop the marker");
+    const run = await runCli(["review", "--out", out, "--optimize", "--base", "main"], {
+      cwd: repo,
+      env,
+    });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const result = reviewResultSchema.parse(
+      JSON.parse(await readFile(join(out, "review.json"), "utf8")),
+    );
+    const task = result.tasks[0];
+    expect(task?.optimize?.win).toBe(true);
+    expect(task?.suggestion?.path).toBe("kernels/small_softmax/kernel.cu");
+    expect(task?.suggestion?.after).toContain("#define BLOCK_SIZE 512");
+    const patch = await readFile(join(out, "suggestion.patch"), "utf8");
+    expect(patch).toContain("+#define BLOCK_SIZE 512");
+    // The patch applies to the PR's file as the user has it.
+    await execa("git", ["apply", "--check", join(out, "suggestion.patch")], { cwd: repo });
+    expect(run.stdout).toContain("**Evolved:**");
+    expect(run.stdout).toContain("xychart-beta");
+  }, 120_000);
+});
+
+describe("evokernel job", () => {
+  it("runs a spec in a checkout and writes a result the app can read", async () => {
+    const base = await git("rev-parse", "main");
+    await setKernel("speed=0.5");
+    const head = await commit("a faster kernel");
+    const spec = jobSpecSchema.parse({
+      schema: 1,
+      id: "review-7-test",
+      kind: "review",
+      repo: { owner: "acme", name: "kernels" },
+      sha: head,
+      baseSha: base,
+      pr: 7,
+      tasks: ["kernels/small_softmax"],
+    });
+    const specFile = join(dir, "spec.json");
+    await writeFile(specFile, JSON.stringify({ spec: JSON.stringify(spec) }));
+    const resultFile = join(dir, "result.json");
+    const run = await runCli(["job", "--spec", specFile, "--out", resultFile], { cwd: repo, env });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const result = reviewResultSchema.parse(JSON.parse(await readFile(resultFile, "utf8")));
+    expect(result.job).toEqual(spec);
+    expect(result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
+    expect(run.stdout).toContain("`small_softmax` 2× faster");
+  });
+
+  it("refuses a spec it cannot trust, and a commit the checkout lacks", async () => {
+    const specFile = join(dir, "spec.json");
+    await writeFile(specFile, JSON.stringify({ schema: 1, kind: "review" }));
+    const bad = await runCli(["job", "--spec", specFile], { cwd: repo, env });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain("spec.id");
+    const missing = {
+      schema: 1,
+      id: "x",
+      kind: "verify",
+      repo: { owner: "acme", name: "kernels" },
+      sha: "c".repeat(40),
+      tasks: [],
+    };
+    await writeFile(specFile, JSON.stringify(missing));
+    const lacking = await runCli(["job", "--spec", specFile], { cwd: repo, env });
+    expect(lacking.exitCode).toBe(2);
+    expect(lacking.stderr).toContain("fetch-depth: 0");
+  });
+});
