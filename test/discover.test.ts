@@ -18,7 +18,21 @@ describe("discoverTasks", () => {
       "kernelbench/23_Softmax.py",
       "kernelbench/76_Gemm_Add_ReLU.py",
     ]);
-    expect(byFormat("robust-kbench")).toEqual(["robust-kbench/linear_relu"]);
+    expect(byFormat("robust-kbench")).toEqual([
+      "robust-kbench/linear_relu",
+      "robust-kbench/linear_relu#backward",
+    ]);
+  });
+
+  it("lists a robust-kbench folder's backward task beside its forward one", async () => {
+    const found = await discoverTasks([join(fixtures, "robust-kbench")]);
+    expect(found.map((task) => [task.name, task.backward])).toEqual([
+      ["linear_relu", false],
+      ["linear_relu#backward", true],
+    ]);
+    expect(new Set(found.map((task) => task.folder))).toEqual(
+      new Set([join(fixtures, "robust-kbench", "linear_relu")]),
+    );
   });
 
   it("does not take a ModelNew candidate or a task's own files for tasks", async () => {
@@ -52,6 +66,24 @@ describe("resolveTask", () => {
       format: "native",
       path: join(repo, "kernels", "softmax"),
     });
+  });
+
+  it("names a robust-kbench backward task with #backward", async () => {
+    const task = await resolveTask("test/fixtures/robust-kbench/linear_relu#backward", repo);
+    expect(task).toMatchObject({
+      name: "linear_relu#backward",
+      format: "robust-kbench",
+      backward: true,
+      path: `${join(fixtures, "robust-kbench", "linear_relu")}#backward`,
+      folder: join(fixtures, "robust-kbench", "linear_relu"),
+    });
+  });
+
+  it("says why a #backward name has no backward task", async () => {
+    await expect(resolveTask("softmax#backward", repo)).rejects.toThrow(
+      /only robust-kbench folders have a #backward task/,
+    );
+    await expect(resolveTask("no_such_task#backward", repo)).rejects.toThrow(UsageError);
   });
 
   it("says what to give when nothing matches", async () => {

@@ -26,6 +26,18 @@ describe("verify report", () => {
     expect(renderVerify(rejectedVerifyRecord())).toMatchSnapshot();
   });
 
+  it("a pass that calls a library states the share of its GPU time there", () => {
+    const text = renderVerify(
+      verifyRecord({
+        format: "torch-ext",
+        kernelShares: { own: 0.031, library: 0.962, torch: 0.004, harmless: 0.003 },
+        libraryKernels: ["nvjet_tst_128x64_64x8_1x2_h_bz_NNT"],
+      }),
+    );
+    expect(text).toContain("GPU time: 3 % its own kernels, 96 % library kernels");
+    expect(text).toContain("library: nvjet_tst_128x64_64x8_1x2_h_bz_NNT");
+  });
+
   it("a run that crashed", () => {
     const record = failedVerify(
       {
@@ -69,6 +81,22 @@ describe("verify report", () => {
 describe("bench report", () => {
   it("times, floor, % of floor and speedups", () => {
     expect(renderBench(benchRecord())).toMatchSnapshot();
+  });
+
+  it("launch-bound configurations are marked, with the harness's notes", () => {
+    const base = benchRecord();
+    const record = {
+      ...base,
+      configs: base.configs.map((config, i) => ({ ...config, launchBound: i === 1 })),
+      notes: [
+        "odd-1999x3001: launch-bound: the reference's kernels run 9.1 µs a call (under 20 µs), so its times measure launch overhead; not in the headline speedup",
+        "small-odd-sizes: not timed: a derived configuration whose reference runs 4.2 µs a call (launch-bound)",
+      ],
+    };
+    const text = renderBench(record);
+    expect(text).toContain("odd-1999x3001 (launch-bound)");
+    expect(text).toContain("notes:\n  - odd-1999x3001: launch-bound");
+    expect(text).toMatchSnapshot();
   });
 
   it("a refusal", () => {

@@ -3,6 +3,10 @@
 On a GPU machine, from the repository root:
 
     python3 runner/corpus/run_manifest.py --out results.json [--only SUBSTRING]... [--jobs 8]
+    python3 runner/corpus/run_manifest.py --manifest runner/corpus/correct/manifest.json --out r.json
+
+A task path `shared:REST` names public task data under $EVOKERNEL_SHARED_DATA (default
+<repo>/../shared/data).
 
 Builds every candidate first (in parallel: torch extensions take a minute each), then runs
 each entry's check (verify, or bench for the timing-only classes) one at a time, as the
@@ -22,6 +26,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 HARNESS = os.path.join(REPO, "runner", "harness")
+
+
+def task_path(task):
+    """A manifest task path for the harness: `shared:REST` is REST under
+    $EVOKERNEL_SHARED_DATA (default <repo>/../shared/data), public task data that is never
+    copied into the repository; a `#backward` suffix stays. Other paths are unchanged."""
+    if task.startswith("shared:"):
+        data = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+        return os.path.join(data, task[len("shared:"):])
+    return task
 
 
 def harness(argv, timeout):
@@ -52,6 +66,9 @@ def outcome(entry, rec):
     if entry["check"] == "bench":
         reasons = [rec.get("reason")] + [c.get("reason") for c in rec.get("configs", [])]
         got = next((r for r in reasons if r), None)
+        if entry["expect"] == "pass" and entry.get("launchBound"):
+            marked = [c.get("launchBound") for c in rec.get("configs", [])]
+            return bool(rec.get("ok")) and bool(marked) and all(marked), f"ok={rec.get('ok')} launch-bound={marked}"
         if entry["expect"] == "pass":
             return bool(rec.get("ok")) and got is None, f"ok={rec.get('ok')} reason={got}"
         return got in entry["reasons"], f"ok={rec.get('ok')} reason={got}"
@@ -93,9 +110,9 @@ def main(argv):
     for e in entries:
         art = ["--artifact", artifacts[e["file"]]] if artifacts.get(e["file"]) else []
         if e["check"] == "bench":
-            argv_ = ["bench", "--task", e["task"], "--candidate", e["file"], *art, "--no-baseline", "--cache", args.cache]
+            argv_ = ["bench", "--task", task_path(e["task"]), "--candidate", e["file"], *art, "--no-baseline", "--cache", args.cache]
         else:
-            argv_ = ["verify", "--task", e["task"], "--candidate", e["file"], *art, "--cache", args.cache]
+            argv_ = ["verify", "--task", task_path(e["task"]), "--candidate", e["file"], *art, "--cache", args.cache]
             if args.heldout:
                 argv_.append("--heldout")
         rec, seconds, log = harness(argv_, args.timeout)

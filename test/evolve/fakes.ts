@@ -154,6 +154,7 @@ export function finalConfig(
   return {
     config,
     floorMs: 0.25,
+    launchBound: false,
     eager: { medianMs: 2, p20Ms: 1.9, p80Ms: 2.1 },
     compile: { medianMs: 1.5, p20Ms: 1.45, p80Ms: 1.55 },
     baseline: { medianMs: 1, p20Ms: 0.95, p80Ms: 1.05 },

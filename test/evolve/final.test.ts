@@ -56,6 +56,41 @@ describe("the noise rule", () => {
     expect(mixed?.win).toBe(false);
   });
 
+  it("launch-bound configurations stay out of the headline, unless there is nothing else", () => {
+    const judged = judgeSpeedup([
+      { baseline: spread(1, 0.99, 1.01), candidate: spread(0.5, 0.49, 0.51) },
+      // 3 µs of launches: a 3× "speedup" here would only measure the launcher
+      {
+        baseline: spread(0.009, 0.0088, 0.0092),
+        candidate: spread(0.003, 0.0029, 0.0031),
+        launchBound: true,
+      },
+    ]);
+    expect(judged?.speedup).toBeCloseTo(2, 10);
+    expect(judged?.lowerBound).toBeCloseTo(0.99 / 0.51, 10);
+    const onlyTiny = judgeSpeedup([
+      {
+        baseline: spread(0.009, 0.0088, 0.0092),
+        candidate: spread(0.006, 0.0059, 0.0061),
+        launchBound: true,
+      },
+    ]);
+    expect(onlyTiny?.speedup).toBeCloseTo(1.5, 10);
+  });
+
+  it("a launch-bound configuration still counts against a kernel that makes it slower", () => {
+    const judged = judgeSpeedup([
+      { baseline: spread(1, 0.99, 1.01), candidate: spread(0.5, 0.49, 0.51) },
+      {
+        baseline: spread(0.009, 0.0088, 0.0092),
+        candidate: spread(0.02, 0.019, 0.021),
+        launchBound: true,
+      },
+    ]);
+    expect(judged?.clearlySlower).toEqual([false, true]);
+    expect(judged?.win).toBe(false);
+  });
+
   it("a configuration without a time gives no judgement", () => {
     expect(judgeSpeedup([])).toBeNull();
     expect(judgeSpeedup([{ baseline: spread(1, 1, 1), candidate: spread(0, 0, 0) }])).toBeNull();

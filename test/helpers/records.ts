@@ -124,6 +124,8 @@ export function verifyRecord(overrides: Partial<VerifyRecord> = {}): VerifyRecor
     seconds: { load: 0.8, verify: 2.4 },
     device: h100,
     seed: 1234,
+    kernelShares: null,
+    libraryKernels: [],
     ...overrides,
   };
 }
@@ -198,6 +200,8 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
         baseline: stat(0.145, 0.001),
         candidate: stat(0.121, 0.0012),
         reason: null,
+        derived: false,
+        launchBound: false,
       },
       {
         name: "odd-1999x3001",
@@ -210,8 +214,11 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
         baseline: null,
         candidate: stat(0.0302, 0.0004),
         reason: null,
+        derived: false,
+        launchBound: false,
       },
     ],
+    notes: [],
     profile: {
       config: "4096x8192",
       kernels: [

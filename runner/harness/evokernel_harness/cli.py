@@ -80,12 +80,13 @@ def cmd_static(args):
     from .static_check import check
 
     source = read_source(args.candidate)
-    ref_ops = frozenset()
+    ref_ops, libraries = frozenset(), "allow"
     if args.task:
         from .tasks import load_task
 
-        ref_ops = frozenset(load_task(args.task).reference_ops())
-    return check(args.candidate, source, detect_format(args.candidate, source), ref_ops, strict=not args.relaxed)
+        task = load_task(args.task)
+        ref_ops, libraries = frozenset(task.reference_ops()), task.libraries
+    return check(args.candidate, source, detect_format(args.candidate, source), ref_ops, strict=not args.relaxed, libraries=libraries)
 
 
 def cmd_build(args):
@@ -157,7 +158,7 @@ def _load_for_run(args, backend):
         raise CandidateError(f"task {task.name} has no baseline kernel: pass --candidate FILE")
     source = read_source(path)
     fmt = detect_format(path, source)
-    static = check(path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu")
+    static = check(path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu", libraries=task.libraries)
     if not static["ok"]:
         return task, path, fmt, static, None
     artifact = args.artifact
@@ -181,7 +182,7 @@ def cmd_verify(args):
     backend = _device_backend(args.device)
     rec = {"schema": SCHEMA, "kind": "verify", "task": args.task, "candidate": args.candidate or "", "format": "",
            "ok": False, "status": "error", "reason": None, "hack": None, "message": "", "mismatch": None,
-           "configs": [], "checks": [], "warnings": [], "seed": seed,
+           "configs": [], "checks": [], "warnings": [], "seed": seed, "kernelShares": None, "libraryKernels": [],
            "seconds": {"load": 0.0, "verify": 0.0}, "device": None}
     if backend is None:
         return {**rec, "reason": "no-gpu", "device": device_info("cpu"),
@@ -224,12 +225,14 @@ def cmd_verify(args):
     if rec["ok"] and backend == "cuda" and fmt != "evk":  # evk code cannot reach torch at all
         from .own_kernel import check_own_kernel
 
-        config = min(task.visible_configs(), key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
-        ok, detail = check_own_kernel(cand, task, task.make_case(config, seed, "cuda"))
-        rec["checks"].append({"name": "own-kernel-ran", "ok": ok, "detail": detail})
-        if not ok:
+        cases = [(c.name, task.make_case(c, seed, "cuda")) for c in task.visible_configs()]
+        own = check_own_kernel(cand, task, cases, libraries=task.libraries)
+        rec["checks"].append({"name": "own-kernel-ran", "ok": own["ok"], "detail": own["detail"]})
+        rec["kernelShares"] = own["shares"]
+        rec["libraryKernels"] = own["libraryKernels"]
+        if not own["ok"]:
             rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
-                       message=f"the candidate's own kernel did not run: {detail} (hack 12)")
+                       message=f"the candidate's own kernel does not do the work: {own['detail']} (hack 12)")
     return rec
 
 

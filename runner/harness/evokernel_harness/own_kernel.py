@@ -1,8 +1,33 @@
-"""Did the candidate's own kernel run? (hack 12: a candidate that quietly calls PyTorch.)"""
+"""Did the candidate's own kernel do the work? (hack 12: a candidate that quietly calls PyTorch.)
+
+The profiler sees the GPU kernels of one call of the candidate and of the reference, on
+every visible configuration. Each candidate kernel is one of: its own (a __global__ or
+@triton.jit it defines), a vendor library's (cuBLAS, cuDNN, CUTLASS, cuFFT: a GEMM through
+at::mm is good engineering), a fill or copy, or PyTorch's own (ATen). The rule (judge):
+
+- its own kernel must run, on every configuration (a kernel that never runs, or a branch
+  that never takes the fast path, is a fallback);
+- it is a fallback when the kernels it shares with the reference make up the reference's
+  work: every non-trivial reference kernel appears in its trace (the reference's ops plus a
+  token kernel), or PyTorch's kernels take more of its GPU time than its own do, or the
+  reference's work is a library call and so is most of the candidate's;
+- otherwise it passes, and the record states the share of its GPU time in library kernels.
+
+A task may set "libraries": "deny": then no vendor-library kernel and no kernel of the
+reference's may appear at all (the strict benchmark rule).
+"""
 
 import re
 
 import torch
+
+HARMLESS = re.compile(r"fill|copy|memset|memcpy|Memcpy|Memset", re.I)
+LIBRARY = re.compile(
+    r"gemm|gemv|nvjet|cutlass|cublas|cudnn|xmma|splitKreduce|implicit_convolve|convolve_|winograd|"
+    r"fft|cusparse|cutensor|trsm|syrk|getrf|dot_kernel",
+    re.I,
+)
+NON_TRIVIAL_SHARE = 0.01  # a reference kernel under 1 % of its GPU time is set-up, not its work
 
 
 def _kernel_stats(fn):
@@ -47,27 +72,101 @@ def launched_kernel_time_ms(fn):
     return total_us / 1e3 if total_us else None
 
 
-HARMLESS = re.compile(r"fill|copy|memset|memcpy|Memcpy|Memset", re.I)
+def classify(name, own_names):
+    """own | library | harmless | torch, for one kernel name of a candidate's trace."""
+    if any(k in name for k in own_names):
+        return "own"
+    if HARMLESS.search(name):
+        return "harmless"
+    if LIBRARY.search(name) and "at::native" not in name:  # ATen's own kernels are PyTorch's
+        return "library"
+    return "torch"
 
 
-def check_own_kernel(candidate, task, case):
-    """(ok, detail). The candidate must launch a kernel of its own, and none of the kernels
-    the reference launches (beyond fills and copies): those would be PyTorch doing the work."""
+def _short(names, limit=3):
+    names = sorted(names)
+    text = ", ".join(n[:80] for n in names[:limit])
+    return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def judge(traces, own_names, libraries="allow"):
+    """traces: [(config name, candidate {name: µs}, reference {name: µs})]. Returns
+    {ok, detail, shares: {own, library, torch, harmless}, libraryKernels}; shares are
+    fractions of the candidate's GPU time summed over configurations."""
+    totals = {"own": 0.0, "library": 0.0, "torch": 0.0, "harmless": 0.0}
+    library_names, own_seen = set(), set()
+    for config, cand, ref in traces:
+        kinds = {name: classify(name, own_names) for name in cand}
+        for name, us in cand.items():
+            totals[kinds[name]] += float(us)
+        ours = {n for n, k in kinds.items() if k == "own"}
+        own_seen |= ours
+        library_names |= {n for n, k in kinds.items() if k == "library"}
+        if not ours:
+            return _fail(f"none of its kernels ({_short(own_names)}) ran on configuration {config}; "
+                         f"launched: {_short(cand) or 'nothing'}", totals, library_names)
+        ref_work = {n: us for n, us in ref.items() if not HARMLESS.search(n)}
+        ref_total = sum(ref_work.values()) or 1.0
+        non_trivial = {n for n, us in ref_work.items() if us >= NON_TRIVIAL_SHARE * ref_total}
+        shared = (set(cand) & set(ref_work)) - ours
+        if libraries == "deny":
+            banned = shared | {n for n, k in kinds.items() if k == "library"}
+            if banned:
+                return _fail(f"it launches {_short(banned)} on configuration {config}, and this task forbids "
+                             "library and reference kernels (\"libraries\": \"deny\")", totals, library_names)
+            continue
+        if non_trivial and non_trivial <= shared:
+            return _fail(f"it launches every kernel the reference does its work in ({_short(non_trivial)}) on "
+                         f"configuration {config}: PyTorch does the work, its own {_short(ours)} is extra", totals, library_names)
+        cand_total = sum(cand.values()) or 1.0
+        own_us = sum(us for n, us in cand.items() if kinds[n] == "own")
+        torch_us = sum(us for n, us in cand.items() if kinds[n] == "torch")
+        if torch_us > own_us:
+            torch_names = {n for n, k in kinds.items() if k == "torch"}
+            return _fail(f"PyTorch's kernels ({_short(torch_names)}) take {torch_us / cand_total:.0%} of its GPU time on "
+                         f"configuration {config}, its own kernels {own_us / cand_total:.0%}: the work is PyTorch's", totals, library_names)
+        lib_us = sum(us for n, us in cand.items() if kinds[n] == "library")
+        ref_all_library = bool(ref_work) and all(classify(n, ()) == "library" for n in ref_work)
+        if ref_all_library and lib_us > 0.5 * cand_total:
+            return _fail(f"the reference's work is a library call ({_short(non_trivial)}) and library kernels take "
+                         f"{lib_us / cand_total:.0%} of the candidate's GPU time on configuration {config}: "
+                         "it calls the same library", totals, library_names)
+    shares = _shares(totals)
+    detail = f"ran {_short(own_seen)} on {len(traces)} configuration{'s' if len(traces) != 1 else ''}"
+    if library_names:
+        detail += f"; {shares['library']:.0%} of its GPU time in library kernels ({_short(library_names)})"
+    if shares["torch"] > 0:
+        detail += f"; {shares['torch']:.0%} in PyTorch kernels"
+    return {"ok": True, "detail": detail, "shares": shares, "libraryKernels": sorted(n[:200] for n in library_names)}
+
+
+def _shares(totals):
+    total = sum(totals.values()) or 1.0
+    return {k: round(v / total, 4) for k, v in totals.items()}
+
+
+def _fail(detail, totals, library_names):
+    return {"ok": False, "detail": detail, "shares": _shares(totals), "libraryKernels": sorted(n[:200] for n in library_names)}
+
+
+def check_own_kernel(candidate, task, cases, libraries="allow"):
+    """The judge's verdict on the candidate's and the reference's traces, one per case.
+    A backward task's forward pass runs before the profiler starts (task.staged)."""
     if not candidate.kernels:
-        return False, "the candidate defines no GPU kernel of its own (__global__ or @triton.jit)"
+        return {"ok": False, "detail": "the candidate defines no GPU kernel of its own (__global__ or @triton.jit)",
+                "shares": None, "libraryKernels": []}
     grad = torch.enable_grad if task.backward else torch.no_grad
+    traces = []
     try:
-        with grad():
-            names = launched_kernels(lambda: candidate.run(case.clone()))
-            ref = launched_kernels(lambda: task.invoke(task.reference_entry(), case.clone()))
+        for name, case in cases:
+            with grad():
+                cand = _kernel_times_us(task.staged_candidate(candidate, case.clone()))
+                ref = _kernel_times_us(task.staged(task.reference_entry(), case.clone()))
+            traces.append((name, cand, ref))
     except Exception as err:  # noqa: BLE001 — the profiler may be unavailable: say so, don't fail
-        return True, f"profiler unavailable ({err}); own-kernel check skipped"
-    if not names:
-        return True, "the profiler saw no kernels at all; own-kernel check inconclusive"
-    ours = sorted(n for n in names if any(k in n for k in candidate.kernels))
-    if not ours:
-        return False, f"none of its kernels ({', '.join(sorted(candidate.kernels))}) ran; launched: {', '.join(sorted(names))[:400]}"
-    borrowed = sorted(n for n in names & ref if not HARMLESS.search(n) and n not in ours)
-    if borrowed:
-        return False, f"it launches the reference's own kernels: {', '.join(borrowed)[:400]}"
-    return True, f"ran {', '.join(ours)[:300]}"
+        return {"ok": True, "detail": f"profiler unavailable ({type(err).__name__}: {err}); own-kernel check skipped",
+                "shares": None, "libraryKernels": []}
+    if not any(cand for _, cand, _ in traces):
+        return {"ok": True, "detail": "the profiler saw no kernels at all; own-kernel check inconclusive",
+                "shares": None, "libraryKernels": []}
+    return judge(traces, candidate.kernels, libraries)

@@ -22,6 +22,13 @@ adaptive_avg_pool2d adaptive_max_pool2d interpolate pad normalize cosine_similar
 pairwise_distance cdist triu tril diag trace kron cross frobenius_norm matrix_norm
 vector_norm
 """.split())
+# ops a vendor library does (cuBLAS, cuDNN): a candidate may call them for part of the work
+# (the runtime trace decides whether that is all of the work), unless the task says
+# "libraries": "deny"
+LIBRARY_OPS = set("""
+matmul mm bmm addmm addmv addbmm baddbmm linear bilinear conv1d conv2d conv3d
+conv_transpose1d conv_transpose2d conv_transpose3d einsum tensordot inner outer dot vdot
+""".split())
 # the reference may call these without a candidate that calls them falling back
 NEUTRAL = set("""
 view reshape size shape contiguous to float half bfloat16 double int long bool cuda cpu
@@ -72,7 +79,27 @@ def finding(code, hack, line, text, message, severity="reject"):
     return {"code": code, "hack": hack, "line": line, "text": text.strip()[:200], "message": message, "severity": severity}
 
 
-def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True):
+def torch_op_finding(op, line, text, ref_ops, strict, libraries):
+    """A call of a torch compute op. The task's own ops (what its reference calls) are a
+    fallback, except library ops where the task allows libraries; any other compute op is a
+    warning: a candidate may compute small things with torch (a per-channel rsqrt before its
+    launch), and the runtime trace decides whether torch did the work (own_kernel.py)."""
+    if op in NEUTRAL:
+        return None
+    own_op = op in ref_ops
+    if op in LIBRARY_OPS and libraries == "deny" and (own_op or strict):
+        return finding("torch-fallback", 12, line, text, f"calls the library op {op}, and this task forbids libraries (\"libraries\": \"deny\")")
+    if own_op and op not in LIBRARY_OPS:
+        return finding("torch-fallback", 12, line, text, f"calls the torch op {op}, which the reference computes with: the work must be this candidate's own kernel")
+    if op in COMPUTE_OPS or own_op:
+        if not strict and not own_op:
+            return None
+        what = "a library op" if op in LIBRARY_OPS else "a torch compute op"
+        return finding("torch-op", 12, line, text, f"calls {op} ({what}): allowed for part of the work; the profiler checks that its own kernels do the task's work", "warn")
+    return None
+
+
+def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True, libraries="allow"):
     clean = strip_c_comments(source)
     lines = clean.splitlines()
     raw = source.splitlines()
@@ -82,12 +109,11 @@ def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True):
             ln = clean.count("\n", 0, m.start())
             out.append(finding(code, hack, ln + 1 + line_offset, raw[ln] if ln < len(raw) else "", message, severity))
     if torch_ext:
-        banned = (COMPUTE_OPS | set(ref_ops)) - NEUTRAL if strict else set(ref_ops) - NEUTRAL
         for i, line in enumerate(lines):
             for m in list(TORCH_CPP_OP.finditer(line)) + list(TORCH_CPP_METHOD.finditer(line)):
-                if m.group(1) in banned:
-                    out.append(finding("torch-fallback", 12, i + 1 + line_offset, raw[i] if i < len(raw) else "",
-                                       f"calls the torch op {m.group(1)}: the work must be this candidate's own kernel"))
+                f = torch_op_finding(m.group(1), i + 1 + line_offset, raw[i] if i < len(raw) else "", ref_ops, strict, libraries)
+                if f is not None:
+                    out.append(f)
     return out
 
 
@@ -101,7 +127,7 @@ def _is_triton_jit(fn):
     return any("triton" in ast.unparse(d) or ast.unparse(d).startswith("jit") for d in fn.decorator_list)
 
 
-def check_py(source, ref_ops=frozenset(), strict=True):
+def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
@@ -113,7 +139,7 @@ def check_py(source, ref_ops=frozenset(), strict=True):
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_triton_jit(node):
             skip |= {id(n) for n in ast.walk(node)}
-    banned = (COMPUTE_OPS | set(ref_ops)) - NEUTRAL if strict else set(ref_ops) - NEUTRAL
+    ops = lambda op, node: torch_op_finding(op, node.lineno, text(node), ref_ops, strict, libraries)
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
@@ -128,9 +154,7 @@ def check_py(source, ref_ops=frozenset(), strict=True):
                 if top in ("importlib", "builtins"):
                     out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: can replace the harness's functions"))
                 if isinstance(node, ast.ImportFrom) and top == "torch":
-                    for alias in node.names:
-                        if alias.name in banned:
-                            out.append(finding("torch-fallback", 12, node.lineno, text(node), f"imports the torch op {alias.name}: the work must be this candidate's own kernel"))
+                    out += [f for alias in node.names if (f := ops(alias.name, node)) is not None]
                 if top == "ctypes":
                     out.append(finding("native-code", None, node.lineno, text(node), "loads native code with ctypes: checked at run time", "warn"))
         elif isinstance(node, ast.Try):
@@ -161,25 +185,29 @@ def check_py(source, ref_ops=frozenset(), strict=True):
             fname = ast.unparse(node.func)
             if fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr") and fname != "getattr":
                 out.append(finding("timer-patching", 6, node.lineno, text(node), f"calls {fname}(): dynamic code can replace timers and checks"))
-            if isinstance(node.func, ast.Attribute) and node.func.attr in banned:
+            if isinstance(node.func, ast.Attribute):
                 root = _root(node.func)
                 if root in ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy"):
                     continue
-                out.append(finding("torch-fallback", 12, node.lineno, text(node), f"calls {fname}(): the work must be this candidate's own kernel"))
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and "matmul" in banned:
-            out.append(finding("torch-fallback", 12, node.lineno, text(node), "uses the @ operator (torch.matmul): the work must be this candidate's own kernel"))
+                f = ops(node.func.attr, node)
+                if f is not None:
+                    out.append(f)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            f = ops("matmul", node)
+            if f is not None:
+                out.append(f)
     # CUDA source inside Python strings (load_inline)
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and ("__global__" in node.value or "#include" in node.value):
-            out += check_c(node.value, torch_ext=True, line_offset=node.lineno - 1, ref_ops=ref_ops, strict=strict)
+            out += check_c(node.value, torch_ext=True, line_offset=node.lineno - 1, ref_ops=ref_ops, strict=strict, libraries=libraries)
     return out
 
 
-def check(path, source, fmt, ref_ops=frozenset(), strict=True):
+def check(path, source, fmt, ref_ops=frozenset(), strict=True, libraries="allow"):
     if fmt == "py":
-        findings = check_py(source, ref_ops, strict)
+        findings = check_py(source, ref_ops, strict, libraries)
     else:
-        findings = check_c(source, torch_ext=(fmt == "torch-ext"), ref_ops=ref_ops, strict=strict)
+        findings = check_c(source, torch_ext=(fmt == "torch-ext"), ref_ops=ref_ops, strict=strict, libraries=libraries)
     seen, unique = set(), []
     for f in findings:  # one finding per rule and line, however many matches it has
         key = (f["code"], f["line"], f["message"])

@@ -42,7 +42,7 @@ REASON_HACK = {
     "output-memory-reuse": 1, "input-mutation": 2, "side-stream": 3, "background-thread": 4,
     "fake-tensor": 5, "timer-patching": 6, "reduced-precision": 7, "degenerate-task": 8,
     "distribution-specific": 9, "shape-specific": 10, "result-caching": 11, "torch-fallback": 12,
-    "launch-error": 13, "tiny-problem": 14, "race": 15, "below-floor": 16,
+    "launch-error": 13, "race": 15, "below-floor": 16,
 }
 
 
@@ -342,7 +342,7 @@ class InspectTest(HarnessCase):
         self.assertEqual(rec["probe"]["reason"], "degenerate-task", json.dumps(rec["probe"]))
 
     def test_h14_corpus_tiny_add_is_a_valid_task(self):
-        """Hack class 14: tiny_add loads and is not degenerate; only timing may refuse it (tiny-problem, GPU)."""
+        """Hack class 14: tiny_add loads and is not degenerate; only timing sees it is launch-bound (GPU)."""
         rec, diag = self.probe("corpus_tiny_add")
         self.assertTrue(rec["ok"], json.dumps({k: rec.get(k) for k in ("error", "probe")}))
         self.assertTrue(rec["probe"]["ok"], json.dumps(rec["probe"]))

@@ -268,10 +268,10 @@ async function tunablesOf(task: DiscoveredTask): Promise<Record<string, (string 
 
 /** The PyTorch reference a proposal is shown (the task's, never a held-out configuration). */
 async function referenceSource(task: DiscoveredTask, info: TaskInfo): Promise<string> {
-  if (task.format === "kernelbench") return readFile(task.path, "utf8");
+  if (task.format === "kernelbench") return readFile(task.folder, "utf8");
   if (task.format === "robust-kbench") {
     const file = info.backward ? "func_backward.py" : "func_forward.py";
-    return readFile(join(task.path, file), "utf8");
+    return readFile(join(task.folder, file), "utf8");
   }
   const checked = await checkNativeTask(task.path);
   if (!checked.ok) return "";

@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { ForkServer, inspectTask } from "../harness/client.js";
+import { findPython } from "../harness/exec.js";
 import { kernelsDir } from "../paths.js";
 import { renderTasks, type TaskRow } from "../report/tasks-table.js";
 import { checkNativeTask } from "../tasks/check-native.js";
@@ -34,7 +35,7 @@ exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
     const checked = await Promise.all(
       found.map(async (task) => ({ task, row: await checkedRow(task, io.cwd) })),
     );
-    const rows = flag(parsed, "probe") ? await probeRows(checked) : checked.map(({ row }) => row);
+    const rows = flag(parsed, "probe") ? await probeRows(checked) : await inspectRows(checked);
     if (flag(parsed, "json")) printJson(io, { tasks: rows });
     else io.stdout(`${renderTasks(rows)}\n`);
     return rows.every(usable) ? 0 : 1;
@@ -57,7 +58,7 @@ async function checkedRow(task: DiscoveredTask, cwd: string): Promise<TaskRow> {
     path: relative(cwd, task.path) || ".",
     configs: null,
     heldout: null,
-    backward: null,
+    backward: task.format === "kernelbench" ? false : task.backward || null,
     problems: [],
     probe: null,
     notes: [],
@@ -69,22 +70,46 @@ async function checkedRow(task: DiscoveredTask, cwd: string): Promise<TaskRow> {
   return { ...row, name, configs: configs.length, heldout: heldout.length, backward };
 }
 
+type Checked = readonly { task: DiscoveredTask; row: TaskRow }[];
+
+/**
+ * Without --probe: only the harness can count a KernelBench or robust-kbench task's
+ * configurations (it derives or expands them), so those tasks are loaded, not run, when a
+ * Python with torch is here; without one their counts stay "?" and a note says why.
+ */
+async function inspectRows(checked: Checked): Promise<TaskRow[]> {
+  const needsHarness = checked.some(
+    ({ task, row }) => task.format !== "native" && row.problems.length === 0,
+  );
+  if (!needsHarness) return checked.map(({ row }) => row);
+  if ((await findPython()) === null) {
+    const note =
+      "configurations: counted by the harness, which needs a Python with torch (EVOKERNEL_PYTHON)";
+    return checked.map(({ task, row }) =>
+      task.format === "native" ? row : { ...row, notes: [note] },
+    );
+  }
+  return harnessRows(checked, false);
+}
+
 /** Loads every schema-valid task in one fork server, one after another. */
-async function probeRows(
-  checked: readonly { task: DiscoveredTask; row: TaskRow }[],
-): Promise<TaskRow[]> {
+function probeRows(checked: Checked): Promise<TaskRow[]> {
+  return harnessRows(checked, true);
+}
+
+async function harnessRows(checked: Checked, probe: boolean): Promise<TaskRow[]> {
   const server = new ForkServer();
   try {
-    const probed: TaskRow[] = [];
+    const rows: TaskRow[] = [];
     for (const { task, row } of checked) {
-      if (row.problems.length > 0) {
-        probed.push(row);
+      if (row.problems.length > 0 || (!probe && task.format === "native")) {
+        rows.push(row);
         continue;
       }
-      const info = await inspectTask(task.path, { probe: true, runner: server.run });
-      probed.push({
+      const info = await inspectTask(task.path, { probe, runner: server.run });
+      rows.push({
         ...row,
-        name: info.name,
+        name: task.backward ? task.name : info.name,
         configs: info.configs.filter((config) => !config.heldout).length,
         heldout: info.configs.filter((config) => config.heldout).length,
         backward: info.backward,
@@ -97,7 +122,7 @@ async function probeRows(
         notes: info.notes,
       });
     }
-    return probed;
+    return rows;
   } finally {
     await server.close();
   }

@@ -1,6 +1,8 @@
 // A corpus manifest: candidates with the verdict each must get (runner/corpus/manifest.json,
-// runner/corpus/isolation/manifest.json). Shared by `evokernel selftest` and the GPU tests.
+// runner/corpus/isolation/manifest.json, runner/corpus/correct/manifest.json). Shared by
+// `evokernel selftest` and the GPU tests.
 import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 
 export const corpusEntrySchema = z.object({
@@ -11,6 +13,11 @@ export const corpusEntrySchema = z.object({
   expect: z.enum(["pass", "reject"]),
   reasons: z.array(z.string()),
   check: z.enum(["verify", "bench"]),
+  /**
+   * With check "bench": every timed configuration must be marked launch-bound (hack 14: a
+   * task too small to time is timed and marked, never a win's headline).
+   */
+  launchBound: z.boolean().optional(),
 });
 export type CorpusEntry = z.infer<typeof corpusEntrySchema>;
 
@@ -26,8 +33,37 @@ export async function readManifest(path: string): Promise<CorpusEntry[]> {
 /** Did the candidate get what the manifest says it must? */
 export function meetsExpectation(
   entry: CorpusEntry,
-  result: { ok: boolean; reason: string | null },
+  result: {
+    ok: boolean;
+    reason: string | null;
+    bench?: { configs: readonly { launchBound: boolean }[] } | null;
+  },
 ): boolean {
+  if (entry.expect === "pass" && entry.launchBound === true) {
+    const configs = result.bench?.configs ?? [];
+    return result.ok && configs.length > 0 && configs.every((config) => config.launchBound);
+  }
   if (entry.expect === "pass") return result.ok;
   return !result.ok && result.reason !== null && entry.reasons.includes(result.reason);
+}
+
+/** Where public task data lives: $EVOKERNEL_SHARED_DATA, else <root>/../shared/data. */
+export function sharedDataDir(root: string, env: NodeJS.ProcessEnv = process.env): string {
+  return env["EVOKERNEL_SHARED_DATA"] ?? join(dirname(resolve(root)), "shared", "data");
+}
+
+/**
+ * A manifest's task or file path on this machine. `shared:REST` is REST under the shared
+ * data folder (robust-kbench folders, KernelBench problems: public data that is never
+ * copied into the repository); an absolute path stays; anything else is relative to the
+ * repository root. A `#backward` suffix (a robust-kbench backward task) is kept.
+ */
+export function resolveCorpusPath(
+  path: string,
+  root: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  if (path.startsWith("shared:"))
+    return join(sharedDataDir(root, env), path.slice("shared:".length));
+  return isAbsolute(path) ? path : resolve(root, path);
 }

@@ -166,6 +166,7 @@ export function toEvaluation(result: CandidateResult): Evaluation {
         p80Ms: timing.baselineP80Ms,
       },
       candidate: { medianMs: timing.medianMs, p20Ms: timing.p20Ms, p80Ms: timing.p80Ms },
+      launchBound: timing.launchBound,
     })),
   );
   const configs = result.bench?.configs.length ?? 0;
@@ -229,6 +230,7 @@ function timingsOf(bench: BenchRecord | null): ConfigTiming[] {
             baselineMs: config.baseline.medianMs,
             baselineP20Ms: config.baseline.p20Ms,
             baselineP80Ms: config.baseline.p80Ms,
+            launchBound: config.launchBound,
           },
         ],
   );
@@ -261,6 +263,7 @@ export function toFinalTiming(record: BenchRecord): FinalTiming {
             {
               config: config.name,
               floorMs: config.floorMs,
+              launchBound: config.launchBound,
               eager: spread(config.eager),
               compile: config.compile === null ? null : spread(config.compile),
               baseline: spread(config.baseline),

@@ -43,8 +43,9 @@ export async function finalize(options: FinalOptions): Promise<Final> {
       rejected.push({ id: candidate.id, reason: timing.reason ?? "timing" });
       continue;
     }
-    const timed = timing.configs.flatMap(({ config, baseline: base, candidate: time }) =>
-      time === null ? [] : [{ config, baseline: base, candidate: time }],
+    const timed = timing.configs.flatMap(
+      ({ config, baseline: base, candidate: time, launchBound }) =>
+        time === null ? [] : [{ config, baseline: base, candidate: time, launchBound }],
     );
     const judged = judgeSpeedup(timed);
     const slower = timed.filter((_, i) => judged?.clearlySlower[i] === true).map((c) => c.config);

@@ -8,7 +8,10 @@
 import type { Spread } from "./types.js";
 
 export type Judged = {
-  /** Geometric mean of baseline median / candidate median (the search's fitness). */
+  /**
+   * Geometric mean of baseline median / candidate median (the search's fitness), over the
+   * configurations that are not launch-bound (all of them when every one is).
+   */
   speedup: number;
   /** Geometric mean of baseline p20 / candidate p80. */
   lowerBound: number;
@@ -18,15 +21,21 @@ export type Judged = {
 };
 
 export function judgeSpeedup(
-  configs: readonly { baseline: Spread; candidate: Spread }[],
+  configs: readonly { baseline: Spread; candidate: Spread; launchBound?: boolean | undefined }[],
 ): Judged | null {
   const usable = configs.filter(
     ({ baseline, candidate }) =>
       candidate.medianMs > 0 && candidate.p80Ms > 0 && baseline.p20Ms > 0,
   );
   if (usable.length === 0 || usable.length !== configs.length) return null;
-  const speedup = geometricMean(usable.map((c) => c.baseline.medianMs / c.candidate.medianMs));
-  const lowerBound = geometricMean(usable.map((c) => c.baseline.p20Ms / c.candidate.p80Ms));
+  // A launch-bound configuration (the reference under 20 µs a call) times launches, not
+  // kernels: it stays out of the headline, unless there is nothing else.
+  const measured = usable.filter((c) => c.launchBound !== true);
+  const headline = measured.length > 0 ? measured : usable;
+  const speedup = geometricMean(headline.map((c) => c.baseline.medianMs / c.candidate.medianMs));
+  const lowerBound = geometricMean(headline.map((c) => c.baseline.p20Ms / c.candidate.p80Ms));
+  // every configuration counts here: a kernel that makes a user's real shape slower, launch
+  // overhead or not, is not suggested
   const clearlySlower = usable.map((c) => c.candidate.p20Ms > c.baseline.p80Ms);
   return {
     speedup,

@@ -24,8 +24,11 @@ export type ResultInput = {
 export function buildResult(input: ResultInput): Result {
   const { engine, final } = input;
   const configs = final.timing.configs.map(describeConfig);
-  const subjects = final.timing.configs.map((config) => config.candidate ?? config.baseline);
-  const compiled = final.timing.configs.flatMap((config, index) =>
+  // the headline leaves launch-bound configurations out, unless there is nothing else
+  const measured = final.timing.configs.filter((config) => !config.launchBound);
+  const headline = measured.length > 0 ? measured : final.timing.configs;
+  const subjects = headline.map((config) => config.candidate ?? config.baseline);
+  const compiled = headline.flatMap((config, index) =>
     config.compile === null ? [] : [config.compile.medianMs / (subjects[index]?.medianMs ?? 1)],
   );
   const candidate = final.candidate;
@@ -41,13 +44,11 @@ export function buildResult(input: ResultInput): Result {
       lowerBound: final.judged?.lowerBound ?? null,
       eager: positiveOrNull(
         geometricMean(
-          final.timing.configs.map(
-            (config, index) => config.eager.medianMs / (subjects[index]?.medianMs ?? 1),
-          ),
+          headline.map((config, index) => config.eager.medianMs / (subjects[index]?.medianMs ?? 1)),
         ),
       ),
       compile:
-        compiled.length === configs.length && compiled.length > 0
+        compiled.length === headline.length && compiled.length > 0
           ? positiveOrNull(geometricMean(compiled))
           : null,
     },
@@ -100,6 +101,7 @@ function describeConfig(config: FinalConfigTiming): ResultConfig {
   return {
     name: config.config,
     floorMs: config.floorMs,
+    launchBound: config.launchBound,
     baseline: config.baseline,
     best,
     eager: config.eager,

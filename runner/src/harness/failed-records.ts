@@ -93,6 +93,8 @@ export function failedVerify(
     seconds: { load: 0, verify: 0 },
     device: where.device ?? UNKNOWN_DEVICE,
     seed: where.seed ?? null,
+    kernelShares: null,
+    libraryKernels: [],
   };
 }
 
@@ -110,6 +112,7 @@ export function failedBench(
     device: where.device ?? UNKNOWN_DEVICE,
     ceilings: null,
     configs: [],
+    notes: [],
     profile: null,
     phases: {},
     seconds: 0,

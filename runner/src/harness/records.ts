@@ -151,6 +151,16 @@ export const verifyRecordSchema = z
     device: deviceSchema,
     /** Reproduces the inputs; null only in a record made here for a run that never reported. */
     seed: z.number().int().nullable(),
+    /**
+     * Shares of the candidate's GPU time (summed over the visible configurations) in its own
+     * kernels, vendor-library kernels (cuBLAS …), PyTorch's kernels and fills/copies; null when
+     * not profiled (evk candidates, no GPU, a rejection before the profile).
+     */
+    kernelShares: z
+      .object({ own: z.number(), library: z.number(), torch: z.number(), harmless: z.number() })
+      .nullable()
+      .default(null),
+    libraryKernels: z.array(z.string()).default([]),
   })
   // A pass has to be a pass everywhere: a record that says both is not one we can trust.
   .refine((record) => record.ok === (record.status === "passed"), {
@@ -189,6 +199,10 @@ export const benchConfigSchema = z.object({
   baseline: statSchema.nullable(),
   candidate: statSchema.nullable(),
   reason: z.string().nullable(),
+  /** A configuration the harness derived (KernelBench), not one the task declares. */
+  derived: z.boolean().default(false),
+  /** The reference's kernels run under 20 µs a call: timed, marked, out of the headline. */
+  launchBound: z.boolean().default(false),
 });
 export type BenchConfig = z.infer<typeof benchConfigSchema>;
 
@@ -215,6 +229,8 @@ export const benchRecordSchema = z.object({
   /** Null when nothing was timed (no GPU, a run that never finished). */
   ceilings: ceilingsSchema.nullable(),
   configs: z.array(benchConfigSchema),
+  /** What a reader must know: launch-bound configurations, derived ones not timed. */
+  notes: z.array(z.string()).default([]),
   /** Where the candidate spends its GPU time (one call, first configuration); null: no profiler. */
   profile: profileSchema.nullable().default(null),
   /** Seconds in each part of the bench (load, start, inputs, compile, timing, profiler, checks). */

@@ -1,6 +1,7 @@
 // What a person reads after `evokernel bench`: per configuration each implementation's time
 // (median ± half the p20–p80 spread), the roofline floor, how close the candidate comes to
-// it, and speedups over each reference point.
+// it, and speedups over each reference point. Launch-bound configurations (the reference
+// under 20 µs a call) are marked and left out of the headline speedup.
 import type { BenchConfig, BenchRecord, Stat } from "../harness/records.js";
 import { formatMs, formatPercent, formatRatio, formatSeconds, formatStat } from "./format.js";
 import { renderTable } from "./table.js";
@@ -13,6 +14,9 @@ export function renderBench(record: BenchRecord): string {
   const refused = record.configs.filter((config) => config.reason !== null);
   if (refused.length > 0) {
     sections.push(refused.map((config) => `${config.name}: ${config.reason}`).join("\n"));
+  }
+  if (record.notes.length > 0) {
+    sections.push(["notes:", ...record.notes.map((note) => `  - ${note}`)].join("\n"));
   }
   return sections.join("\n\n");
 }
@@ -34,7 +38,7 @@ function timesTable(configs: readonly BenchConfig[]): string {
     // What the floor and the speedups describe: the candidate, else the baseline kernel.
     const subject = config.candidate ?? config.baseline;
     return [
-      config.name,
+      config.name + (config.launchBound ? " (launch-bound)" : ""),
       formatStat(config.eager),
       formatStat(config.compile),
       formatStat(config.baseline),

@@ -16,6 +16,8 @@ export function renderVerify(record: VerifyRecord): string {
   if (record.warnings.length > 0) {
     sections.push(["warnings:", ...record.warnings.map((warning) => `  - ${warning}`)].join("\n"));
   }
+  const shares = kernelShares(record);
+  if (shares !== "") sections.push(shares);
   return sections.filter((section) => section !== "").join("\n\n");
 }
 
@@ -24,6 +26,18 @@ function headline(record: VerifyRecord): string {
   const where = `${record.task} · ${record.candidate} (${record.format}) · ${record.device.name}`;
   const seed = record.seed === null ? "" : ` (seed ${record.seed})`;
   return `${where}\n${record.status.toUpperCase()} in ${formatSeconds(seconds)}${seed}`;
+}
+
+/** Where its GPU time went: its own kernels, vendor libraries (cuBLAS …), PyTorch's. */
+function kernelShares(record: VerifyRecord): string {
+  const shares = record.kernelShares;
+  if (shares === null) return "";
+  const pct = (share: number) => `${Math.round(share * 100)} %`;
+  const line =
+    `GPU time: ${pct(shares.own)} its own kernels, ${pct(shares.library)} library kernels, ` +
+    `${pct(shares.torch)} PyTorch kernels, ${pct(shares.harmless)} fills and copies`;
+  if (record.libraryKernels.length === 0) return line;
+  return `${line}\n  library: ${record.libraryKernels.slice(0, 3).join(", ")}`;
 }
 
 function configTable(record: VerifyRecord): string {

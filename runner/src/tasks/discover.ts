@@ -1,27 +1,50 @@
 // Finds tasks on disk in their three shapes (docs/DESIGN.md, "Tasks"): a folder with
-// task.json, a robust-kbench folder with func_forward.py, a KernelBench .py file.
+// task.json, a robust-kbench folder with func_forward.py (and, with func_backward.py, its
+// backward task, named `folder#backward`), a KernelBench .py file.
 import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import type { TaskFormat } from "../harness/records.js";
 import { kernelsDir } from "../paths.js";
 
-export type DiscoveredTask = { name: string; format: TaskFormat; path: string };
+/**
+ * `path` is what the harness is given (a robust-kbench backward task ends in `#backward`);
+ * `folder` is the task's file or folder on disk.
+ */
+export type DiscoveredTask = {
+  name: string;
+  format: TaskFormat;
+  path: string;
+  folder: string;
+  backward: boolean;
+};
+
+export const BACKWARD_SUFFIX = "#backward";
 
 const SKIPPED_FOLDERS = new Set(["node_modules", "__pycache__", "dist"]);
 
-/** The task a file or folder is, or null when it is none. */
+/** The task a file or folder is (its forward task), or null when it is none. */
 export async function classifyTask(path: string): Promise<DiscoveredTask | null> {
   const info = await stat(path).catch(() => null);
   if (info === null) return null;
   if (info.isFile()) return (await isKernelBench(path)) ? kernelBenchTask(path) : null;
   if (!info.isDirectory()) return null;
-  if (await isFile(join(path, "task.json")))
-    return { name: basename(path), format: "native", path };
-  if (await isFile(join(path, "func_forward.py"))) {
-    return { name: basename(path), format: "robust-kbench", path };
-  }
+  const task = { name: basename(path), path, folder: path, backward: false };
+  if (await isFile(join(path, "task.json"))) return { ...task, format: "native" };
+  if (await isFile(join(path, "func_forward.py"))) return { ...task, format: "robust-kbench" };
   return null;
+}
+
+/** A robust-kbench folder's backward task, or null when it has no func_backward.py. */
+async function backwardTask(task: DiscoveredTask): Promise<DiscoveredTask | null> {
+  if (task.format !== "robust-kbench") return null;
+  if (!(await isFile(join(task.folder, "func_backward.py")))) return null;
+  return {
+    ...task,
+    name: `${task.name}${BACKWARD_SUFFIX}`,
+    path: `${task.folder}${BACKWARD_SUFFIX}`,
+    backward: true,
+  };
 }
 
 /** Every task at or under the given paths, each once, sorted by path. */
@@ -35,7 +58,10 @@ export async function discoverTasks(paths: readonly string[]): Promise<Discovere
 
 async function tasksUnder(path: string): Promise<DiscoveredTask[]> {
   const task = await classifyTask(path);
-  if (task !== null) return [task];
+  if (task !== null) {
+    const backward = await backwardTask(task);
+    return backward === null ? [task] : [task, backward];
+  }
   const entries = await readdir(path, { withFileTypes: true }).catch(() => []);
   const nested = await Promise.all(
     entries
@@ -48,12 +74,23 @@ async function tasksUnder(path: string): Promise<DiscoveredTask[]> {
 
 /**
  * A task named on the command line: a path to one, or the name of a folder under ./kernels
- * (then under the repository's kernels/).
+ * (then under the repository's kernels/); `…#backward` names a robust-kbench folder's
+ * backward task.
  */
 export async function resolveTask(
   nameOrPath: string,
   cwd = process.cwd(),
 ): Promise<DiscoveredTask> {
+  if (nameOrPath.endsWith(BACKWARD_SUFFIX)) {
+    const forward = await resolveTask(nameOrPath.slice(0, -BACKWARD_SUFFIX.length), cwd);
+    const backward = await backwardTask(forward);
+    if (backward !== null) return backward;
+    throw new UsageError(
+      forward.format === "robust-kbench"
+        ? `${forward.folder} has no func_backward.py, so it has no backward task: name the folder alone for its forward task`
+        : `${nameOrPath}: only robust-kbench folders have a #backward task (a native task declares "backward": true in its task.json)`,
+    );
+  }
   const asPath = resolve(cwd, nameOrPath);
   if (await exists(asPath)) {
     const task = await classifyTask(asPath);
@@ -80,7 +117,13 @@ async function isKernelBench(path: string): Promise<boolean> {
 }
 
 function kernelBenchTask(path: string): DiscoveredTask {
-  return { name: basename(path, ".py"), format: "kernelbench", path };
+  return {
+    name: basename(path, ".py"),
+    format: "kernelbench",
+    path,
+    folder: path,
+    backward: false,
+  };
 }
 
 async function isFile(path: string): Promise<boolean> {

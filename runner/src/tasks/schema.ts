@@ -107,6 +107,12 @@ const taskShape = strict("task.json", {
     .describe("Python file defining forward(*inputs) (or backward)"),
   kernel: z.string().min(1).optional().describe("the baseline kernel, in any candidate format"),
   backward: z.boolean().default(false).describe("the function under test is the backward pass"),
+  libraries: z
+    .enum(["allow", "deny"])
+    .default("allow")
+    .describe(
+      "allow: a candidate may call vendor libraries (cuBLAS through at::mm) for part of the work; deny: no library or reference kernel may run (the strict benchmark rule)",
+    ),
   inputs: z.array(input).min(1, "a task needs at least one input"),
   configs: z
     .array(config)

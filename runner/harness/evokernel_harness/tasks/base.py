@@ -61,6 +61,7 @@ class Task:
     backward = False
     baseline = None
     entry = "forward"
+    libraries = "allow"  # "deny": no vendor-library kernels in a candidate (own_kernel.py)
 
     def __init__(self):
         self.configs = []
@@ -84,6 +85,17 @@ class Task:
         """Run an entry (reference or candidate) on a case; returns a tuple of tensors."""
         return as_tuple(entry(*case.args))
 
+    def staged(self, entry, case):
+        """Set-up done now, and the call to profile returned: for most tasks the whole call;
+        a backward task runs its forward pass first, outside the returned call."""
+        return lambda: self.invoke(entry, case)
+
+    def staged_candidate(self, candidate, case):
+        """staged() for a loaded candidate (a KernelBench ModelNew is built per case)."""
+        if getattr(candidate, "entry", None) is None or candidate.format == "evk":
+            return lambda: candidate.run(case)
+        return self.staged(candidate.entry, case)
+
     def instantiate(self, module_cls, case):
         raise TaskError(f"{self.format} tasks take function candidates, not a ModelNew class")
 
@@ -92,10 +104,12 @@ class Task:
         return set()
 
     def cost(self, config, case, outputs):
-        """(bytes, flops) for the roofline: inputs read once, outputs written once."""
+        """(bytes, flops) for the roofline: inputs read once, outputs written once; flops
+        counted on a run of the reference (matrix products, convolutions, attention: what
+        torch's FlopCounterMode counts), so a GEMM's floor is not its bytes alone."""
         nbytes = sum(t.numel() * t.element_size() for _, t in case.tensors())
         nbytes += sum(t.numel() * t.element_size() for t in outputs)
-        return nbytes, 0
+        return nbytes, count_flops(lambda: self.invoke(self.reference_entry(), case.clone()))
 
     def prune(self, device):
         """Drop configurations the reference cannot run (derived ones only; see KernelBench)."""
@@ -109,6 +123,21 @@ class Task:
         if tol is None:
             return {"atol": 0.0, "rtol": 0.0, "norm": 0.0}  # integers and bools: exact
         return tol
+
+
+def count_flops(fn):
+    """Flops of one call as torch's FlopCounterMode counts them; 0 where torch has none (< 2.1)
+    or the count fails (then the floor is bytes alone, as before)."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return 0
+    try:
+        with FlopCounterMode(display=False) as counter:
+            fn()
+        return int(counter.get_total_flops())
+    except Exception:  # noqa: BLE001 — a count is a refinement of the floor, never a failure
+        return 0
 
 
 def as_tuple(out):

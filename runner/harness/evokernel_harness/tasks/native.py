@@ -31,6 +31,9 @@ class NativeTask(Task):
                 raise TaskError(f"{spec_path}: missing required field {key!r}")
         self.name = spec["name"]
         self.backward = bool(spec.get("backward", False))
+        self.libraries = spec.get("libraries", "allow")
+        if self.libraries not in ("allow", "deny"):
+            raise TaskError(f"{spec_path}: \"libraries\" is \"allow\" or \"deny\", not {self.libraries!r}")
         self.entry = "backward" if self.backward else "forward"
         kernel = spec.get("kernel")
         self.baseline = os.path.join(self.path, kernel) if kernel else None

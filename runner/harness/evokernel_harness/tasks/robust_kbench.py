@@ -32,6 +32,7 @@ class RobustKBenchTask(Task):
         super().__init__()
         self.path = os.path.abspath(folder)
         self.backward = backward
+        self._grad_names = None  # backward: the gradients the reference produces (by name)
         self.entry = "backward" if backward else "forward"
         direction = "backward" if backward else "forward"
         self.name = os.path.basename(self.path) + ("-backward" if backward else "")
@@ -107,29 +108,54 @@ class RobustKBenchTask(Task):
     def invoke(self, entry, case):
         if not self.backward:
             return as_tuple(case.module(*case.args, fn=entry))
+        return self.staged(entry, case)()
+
+    def staged(self, entry, case):
+        """Backward: run the forward pass now (the task's own forward_fn, which saves the
+        tensors for backward) and return the call that runs only the backward pass, so a
+        profiler around it sees the backward kernels alone."""
+        if not self.backward:
+            return super().staged(entry, case)
+        if entry is not self.default_backward and self._grad_names is None:
+            self.staged(self.default_backward, case.clone())()  # which gradients exist
         *inputs, grad_out = case.args
         leaves = [
             x.detach().requires_grad_(w) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
             for x, w in zip(inputs, case.meta["wants_grad"])
         ]
         case.module.zero_grad(set_to_none=True)
-        if entry is self.default_backward:
-            fn = self.module.forward_fn
-        else:
-            self.autograd.backward_fn = entry
-            fn = self.autograd.apply
-        try:
-            with torch.enable_grad():
-                out = case.module(*leaves, fn=fn)
+        fn = self.module.forward_fn if entry is self.default_backward else self.autograd.apply
+        with torch.enable_grad():
+            out = case.module(*leaves, fn=fn)
+
+        def backward():
+            if entry is not self.default_backward:
+                self.autograd.backward_fn = entry
+            try:
                 out.backward(grad_out)
-        finally:
-            self.autograd.backward_fn = self.default_backward
-        grads = [p.grad for _, p in case.module.named_parameters()]
-        grads += [x.grad for x, w in zip(leaves, case.meta["wants_grad"]) if w]
-        missing = [i for i, g in enumerate(grads) if g is None]
+            finally:
+                self.autograd.backward_fn = self.default_backward
+            return self._gradients(case, leaves, entry is self.default_backward)
+
+        return backward
+
+    def _gradients(self, case, leaves, reference):
+        """The gradients the reference produces, by name: parameters the forward never uses
+        (a Model may keep an nn.Linear beside its own weights) have none and are not compared."""
+        grads = {f"param:{n}": p.grad for n, p in case.module.named_parameters()}
+        grads.update({f"input:{i}": x.grad for i, (x, w) in enumerate(zip(leaves, case.meta["wants_grad"])) if w})
+        if reference and self._grad_names is None:
+            self._grad_names = [name for name, g in grads.items() if g is not None]
+            if not self._grad_names:
+                raise TaskError(f"{self.func_path}: the reference backward produces no gradient at all")
+        names = self._grad_names if self._grad_names is not None else list(grads)
+        missing = [name for name in names if grads.get(name) is None]
         if missing:
-            raise RuntimeError(f"no gradient produced for gradient(s) {missing}")
-        return tuple(g.detach() for g in grads)
+            raise RuntimeError(
+                f"no gradient produced for {', '.join(missing)}: backward must return a gradient for "
+                "every input the reference's backward_fn returns one for, in the same order"
+            )
+        return tuple(grads[name].detach() for name in names)
 
     def reference_ops(self):
         return called_names(self.func_path)

@@ -1,0 +1,283 @@
+"""Correct kernels written the way people write them must pass (issue 7), and what stays a
+fallback must stay rejected: the own-kernel rule on traces, the static check's warnings for
+torch ops that are not the task's own, robust-kbench backward tasks whose Model keeps unused
+parameters, the profiler window of a backward task, and reasons that name what went wrong."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+from evokernel_harness import own_kernel, static_check, verify
+from evokernel_harness.tasks import load_task
+from evokernel_harness.tasks.base import count_flops
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+SHARED = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+RKB = os.path.join(SHARED, "robust-kbench", "tasks")
+FIX = os.path.join(REPO, "test", "fixtures")
+
+GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+NVJET = "nvjet_tst_128x64_64x8_1x2_h_bz_NNT"
+RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar>"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"
+RSQRT = "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda>"
+FILL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+
+
+def harness(*argv):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "record.json")
+        env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
+        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
+                              capture_output=True, text=True, env=env, timeout=600)
+        if proc.returncode != 0:
+            raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
+        with open(out) as f:
+            return json.load(f)
+
+
+class OwnKernelRuleTest(unittest.TestCase):
+    """judge() on the traces the profiler gives: [(config, candidate µs by kernel, reference µs by kernel)]."""
+
+    def test_gemm_through_cublas_with_own_epilogue_passes_and_states_the_library_share(self):
+        ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
+        cand = {NVJET: 880.0, "bias_relu_kernel(float*, float const*, int, int)": 30.0}
+        v = own_kernel.judge([("4096", cand, ref), ("odd", cand, ref)], {"bias_relu_kernel"})
+        self.assertTrue(v["ok"], v["detail"])
+        self.assertAlmostEqual(v["shares"]["library"], 880 / 910, places=3)
+        self.assertIn("library kernels", v["detail"])
+        self.assertEqual(v["libraryKernels"], [NVJET])
+
+    def test_same_gemm_kernel_as_the_reference_with_own_epilogue_passes(self):
+        ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
+        cand = {GEMM: 900.0, "fused_bias_relu(float*)": 30.0}
+        self.assertTrue(own_kernel.judge([("c", cand, ref)], {"fused_bias_relu"})["ok"])
+
+    def test_reference_ops_plus_a_token_kernel_is_a_fallback(self):
+        ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
+        cand = {GEMM: 900.0, ADD: 40.0, RELU: 40.0, "token(float*)": 2.0}
+        v = own_kernel.judge([("c", cand, ref)], {"token"})
+        self.assertFalse(v["ok"])
+        self.assertIn("every kernel the reference does its work in", v["detail"])
+
+    def test_torch_doing_most_of_the_work_is_a_fallback(self):
+        """A different decomposition (mm + add + relu) than the reference's, plus a token kernel."""
+        ref = {GEMM: 900.0, "void at::native::addmm_bias_relu": 80.0}
+        cand = {NVJET: 880.0, ADD: 40.0, RELU: 40.0, "token(float*)": 2.0}
+        v = own_kernel.judge([("c", cand, ref)], {"token"})
+        self.assertFalse(v["ok"])
+        self.assertIn("PyTorch's kernels", v["detail"])
+
+    def test_library_call_for_a_task_that_is_a_library_call_is_a_fallback(self):
+        ref = {GEMM: 900.0}
+        cand = {NVJET: 880.0, "touch(float*)": 3.0}
+        v = own_kernel.judge([("c", cand, ref)], {"touch"})
+        self.assertFalse(v["ok"])
+        self.assertIn("library call", v["detail"])
+
+    def test_small_host_side_torch_ops_pass(self):
+        ref = {SOFTMAX: 300.0}
+        cand = {RSQRT: 2.0, FILL: 1.0, "norm_kernel(float const*, float*)": 250.0}
+        v = own_kernel.judge([("c", cand, ref)], {"norm_kernel"})
+        self.assertTrue(v["ok"], v["detail"])
+        self.assertIn("PyTorch kernels", v["detail"])
+
+    def test_own_kernel_must_run_on_every_configuration(self):
+        """A branch that takes the fast path on small shapes only."""
+        ref = {SOFTMAX: 300.0}
+        fast = {"softmax_rows(float*)": 200.0}
+        v = own_kernel.judge([("small", fast, ref), ("large", {SOFTMAX: 300.0}, ref)], {"softmax_rows"})
+        self.assertFalse(v["ok"])
+        self.assertIn("configuration large", v["detail"])
+
+    def test_libraries_deny_refuses_any_library_kernel(self):
+        ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
+        cand = {NVJET: 880.0, "bias_relu_kernel(float*)": 30.0}
+        v = own_kernel.judge([("c", cand, ref)], {"bias_relu_kernel"}, libraries="deny")
+        self.assertFalse(v["ok"])
+        self.assertIn("libraries", v["detail"])
+
+    def test_classify(self):
+        self.assertEqual(own_kernel.classify(GEMM, ()), "library")
+        self.assertEqual(own_kernel.classify(NVJET, ()), "library")
+        self.assertEqual(own_kernel.classify("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm>", ()), "library")
+        self.assertEqual(own_kernel.classify(RELU, ()), "torch")
+        self.assertEqual(own_kernel.classify(FILL, ()), "harmless")
+        self.assertEqual(own_kernel.classify("my_gemm_kernel(float*)", {"my_gemm_kernel"}), "own")
+
+
+class StaticTorchOpsTest(unittest.TestCase):
+    EXT = """
+#include <torch/extension.h>
+__global__ void scale_kernel(const float* x, const float* s, float* y, int n, int c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * s[i % c];
+}
+torch::Tensor forward(torch::Tensor x, torch::Tensor var, torch::Tensor weight) {
+  auto s = torch::rsqrt(var + 1e-5) * weight;   // per-channel, on a small vector
+  auto y = torch::empty_like(x);
+  scale_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), s.data_ptr<float>(), y.data_ptr<float>(), x.numel(), s.numel());
+  return y;
+}
+"""
+
+    def findings(self, source, ref_ops, libraries="allow", fmt="torch-ext"):
+        return static_check.check("c.cu", source, fmt, frozenset(ref_ops), strict=True, libraries=libraries)
+
+    def test_host_side_small_ops_are_warnings(self):
+        rec = self.findings(self.EXT, {"batch_norm"})
+        self.assertTrue(rec["ok"], rec["findings"])
+        codes = {(f["code"], f["severity"]) for f in rec["findings"]}
+        self.assertIn(("torch-op", "warn"), codes)
+
+    def test_the_tasks_own_op_stays_a_rejection(self):
+        src = self.EXT.replace("torch::rsqrt(var + 1e-5) * weight", "torch::softmax(x, -1)")
+        rec = self.findings(src, {"softmax"})
+        self.assertFalse(rec["ok"])
+        self.assertEqual(rec["findings"][0]["code"], "torch-fallback")
+
+    def test_library_ops_of_the_reference_are_warnings_unless_libraries_are_denied(self):
+        src = self.EXT.replace("torch::rsqrt(var + 1e-5) * weight", "torch::matmul(x, weight.t())")
+        self.assertTrue(self.findings(src, {"matmul", "relu"})["ok"])
+        denied = self.findings(src, {"matmul", "relu"}, libraries="deny")
+        self.assertFalse(denied["ok"])
+        self.assertIn("forbids libraries", denied["findings"][0]["message"])
+
+    def test_python_at_operator_is_a_warning(self):
+        src = "import torch\ndef forward(x, w, b):\n    return my_kernel(x @ w.t(), b)\n"
+        rec = self.findings(src, {"linear", "relu"}, fmt="py")
+        self.assertTrue(rec["ok"], rec["findings"])
+        self.assertEqual(rec["findings"][0]["severity"], "warn")
+
+
+@unittest.skipUnless(os.path.isdir(RKB), "public robust-kbench data not found (../shared/data)")
+class RobustKBenchBackwardTest(unittest.TestCase):
+    def test_unused_module_parameters_are_not_gradients(self):
+        """mnist_linear's Model keeps an nn.Linear it never uses beside its own weights and
+        biases: the reference produces gradients for x, weights and biases only."""
+        task = load_task(os.path.join(RKB, "mnist_linear") + "#backward")
+        config = task.configs[0]
+        case = task.make_case(config, 1, "cpu")
+        grads = task.invoke(task.reference_entry(), case.clone())
+        self.assertEqual(task._grad_names, ["param:weights", "param:biases", "input:0"])
+        self.assertEqual([tuple(g.shape) for g in grads][:2], [tuple(case.module.weights.shape), tuple(case.module.biases.shape)])
+
+    def test_a_correct_backward_candidate_verifies(self):
+        for folder in ("mnist_linear", "mnist_linear_relu"):
+            with self.subTest(folder=folder):
+                cand = os.path.join(tempfile.mkdtemp(), "candidate.py")
+                with open(cand, "w") as f:
+                    f.write(BACKWARD[folder])
+                rec = harness("verify", "--device", "cpu", "--seed", "3", "--heldout",
+                              "--task", os.path.join(RKB, folder) + "#backward", "--candidate", cand)
+                self.assertTrue(rec["ok"], rec["message"])
+
+    def test_the_profiled_call_runs_the_backward_pass_alone(self):
+        task = load_task(os.path.join(RKB, "mnist_linear") + "#backward")
+        case = task.make_case(task.configs[0], 1, "cpu")
+        calls = []
+        original = task.module.forward_fn
+        task.module.forward_fn = lambda *a, **k: (calls.append("forward"), original(*a, **k))[1]
+        try:
+            run = task.staged(task.reference_entry(), case.clone())
+            self.assertEqual(calls, ["forward"])
+            grads = run()
+            self.assertEqual(calls, ["forward"])  # the returned call ran no forward pass
+        finally:
+            task.module.forward_fn = original
+        self.assertEqual(len(grads), 3)
+
+    def test_a_wrong_gradient_count_names_the_missing_gradient(self):
+        task = load_task(os.path.join(RKB, "mnist_linear") + "#backward")
+        case = task.make_case(task.configs[0], 1, "cpu")
+
+        def backward(grad_output, x, weights):
+            return grad_output @ weights, None, grad_output.sum(0)
+
+        with self.assertRaisesRegex(RuntimeError, "no gradient produced for param:weights"):
+            task.invoke(backward, case)
+
+
+BACKWARD = {
+    "mnist_linear": """
+import torch
+
+def backward(grad_output, x, weights):
+    return grad_output.mm(weights), grad_output.t().mm(x), grad_output.sum(0)
+""",
+    "mnist_linear_relu": None,  # filled below from the task's own signature
+}
+
+
+def _linear_relu_backward():
+    path = os.path.join(RKB, "mnist_linear_relu", "func_backward.py")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    # the task's backward_fn receives what its forward saved; mirror its reference math
+    return text[:0] + """
+import torch
+
+def backward(grad_output, x, weights, biases):
+    pre = x.mm(weights.t()) + biases
+    g = grad_output * (pre > 0).to(grad_output.dtype)
+    return g.mm(weights), g.t().mm(x), g.sum(0)
+"""
+
+
+BACKWARD["mnist_linear_relu"] = _linear_relu_backward()
+
+
+class ReasonTextTest(unittest.TestCase):
+    def test_zero_dim_output_says_what_to_return(self):
+        msg = verify.shape_message(0, (1,), ())
+        self.assertIn("0-dim", msg)
+        self.assertIn("out.reshape(())", msg)
+
+    def test_same_size_other_shape_says_reshape(self):
+        self.assertIn("out.reshape((4, 8))", verify.shape_message(1, (32,), (4, 8)))
+
+    def test_accuracy_loss_on_signed_mixed_inputs_is_named_for_what_it_is(self):
+        """Right on the declared inputs, a little off on signed, mixed-scale ones (it rounds
+        large values through bfloat16): an accuracy loss, not dropped work."""
+        rec = harness("verify", "--device", "cpu", "--seed", "5",
+                      "--task", os.path.join(FIX, "tasks", "small_relu"),
+                      "--candidate", os.path.join(HERE, "candidates", "ok_relu_rounds_large_inputs.py"))
+        self.assertFalse(rec["ok"])
+        self.assertEqual(rec["reason"], "accuracy-loss", rec["message"])
+        self.assertIn("loses accuracy on signed, mixed-scale inputs", rec["message"])
+        self.assertIn("against the tolerance", rec["message"])
+
+    def test_dropped_work_stays_distribution_specific(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "5",
+                      "--task", os.path.join(FIX, "tasks", "small_relu"),
+                      "--candidate", os.path.join(FIX, "tasks", "small_relu", "candidate_copy.py"))
+        self.assertEqual(rec["reason"], "distribution-specific", rec["message"])
+
+
+class FlopCountTest(unittest.TestCase):
+    def test_counted_or_zero(self):
+        a, b = torch.randn(8, 16), torch.randn(16, 4)
+        flops = count_flops(lambda: a @ b)
+        has_counter = hasattr(torch.utils, "flop_counter") or _importable("torch.utils.flop_counter")
+        self.assertEqual(flops, 2 * 8 * 16 * 4 if has_counter else 0)
+
+
+def _importable(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    unittest.main()
