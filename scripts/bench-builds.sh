@@ -5,13 +5,16 @@
 # Verifies the torch-extension and load_inline candidates of MANIFEST plus generated
 # variants of the corpus's torch-ext softmax (block sizes: distinct sources, distinct cold
 # builds) through one `evokernel verify --manifest` command:
-#   cold        fresh EVOKERNEL_CACHE (so fresh torch_extensions, PCH and object caches)
-#   warm        the same cache again
-#   concurrent  3 verify commands at once, a third of the candidates each, fresh cache
-#   fastpath-off  a few candidates with EVOKERNEL_FASTPATH=0 (torch's own build), fresh cache
+#   cold        every candidate, fresh EVOKERNEL_CACHE (fresh torch_extensions, PCH, objects)
+#   warm        9 of them again, same cache (verification only)
+#   concurrent  3 verify commands at once, 3 other-cache candidates each, fresh cache
 # and samples compiler processes (cc1plus, cicc, cudafe++, ptxas) every 0.5 s against the
-# cores. Prints and writes $OUT/summary.txt; raw records in $OUT (at most 8 files).
-# EVK_BENCH_PHASE_S caps each phase (default 170 s); the whole run takes 5-7 minutes.
+# cores. While the warm phase runs (GPU-bound), one torch-ext .cu and one binding unit are
+# compiled alone, with the commands torch wrote in the cold run: nvcc --time phases, and
+# main.cpp without and with the precompiled header. EVK_BENCH_OFF=1 adds a phase with
+# EVOKERNEL_FASTPATH=0 (binding units as torch wrote them). Prints and writes
+# $OUT/summary.txt; raw records in $OUT (at most 8 files). EVK_BENCH_PHASE_S caps each
+# phase (default 280 s); the whole run takes about 7-8 minutes on the H100 machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/evokernel-bench-builds}
@@ -22,7 +25,7 @@ fi
 root=$(pwd)
 work=$(mktemp -d /tmp/evk-bench-builds.XXXXXX)
 manifest=${1:-runner/corpus/correct/manifest.json}
-phase_s=${EVK_BENCH_PHASE_S:-170}
+phase_s=${EVK_BENCH_PHASE_S:-280}
 started=$(date +%s)
 evk() { node "$root/dist/evokernel.mjs" "$@"; }
 # machine-wide build slots of this run only (a stale run's locks cannot interfere)
@@ -61,7 +64,7 @@ base = open(os.path.join(root, "runner/corpus/softmax/00b_torch_ext_block_row.cu
 task = os.path.join(root, "kernels/softmax")
 gen = os.path.join(work, "generated")
 os.makedirs(gen)
-kernel = base.split("PYBIND11_MODULE")[0]
+kernel = base.split("\nPYBIND11_MODULE")[0]
 threads = [32, 64, 96, 128, 192, 384, 512, 1024]
 for n in threads:  # A: torch-ext .cu (torch's load(): one nvcc unit)
     f = os.path.join(gen, f"a_ext_threads{n}.cu")
@@ -84,10 +87,13 @@ for n in threads[:4]:  # C: load_inline, a name of its own: bindings differ (PCH
     entries.append({"file": f, "task": task, "origin": "variant C (load_inline, own bindings)"})
 full = [{"file": e["file"], "task": e["task"], "hack": None, "expect": "pass", "reasons": [], "check": "verify"} for e in entries]
 json.dump(full, open(os.path.join(work, "all.json"), "w"), indent=1)
+# 9 of each kind's mix for the shorter phases: A, B and C variants, 3 each
+pick = lambda tag, k: [e for e in full if tag in e["file"]][:k]
+nine = pick("/a_ext_", 3) + pick("/b_inline_", 3) + pick("/c_inline_", 3)
+json.dump(nine, open(os.path.join(work, "warm.json"), "w"))
 for i in range(3):
-    json.dump(full[i::3], open(os.path.join(work, f"third{i}.json"), "w"))
-off = [e for e in full if "/b_inline_threads" in e["file"]][:3] + [e for e in full if "/a_ext_" in e["file"]][:2] + [e for e in full if "/c_inline" in e["file"]][:1]
-json.dump(off, open(os.path.join(work, "off.json"), "w"))
+    json.dump(nine[i::3], open(os.path.join(work, f"third{i}.json"), "w"))
+json.dump(nine, open(os.path.join(work, "off.json"), "w"))
 json.dump(entries, open(os.path.join(work, "origins.json"), "w"))
 print(f"# candidates: {len(full)} ({sum(e['origin'] == 'manifest' for e in entries)} from {manifest}, "
       f"{sum(e['origin'] != 'manifest' for e in entries)} generated variants: A {len(threads)} torch-ext .cu with "
@@ -110,8 +116,10 @@ run_phase() {  # name, cache, manifest(s)...: one verify command per manifest, a
   local spid=$! t0 t1 pids=() i=0
   t0=$(date +%s.%N)
   for m in "$@"; do
+    # stderr lines time-stamped: when the last build ended, not only the last verification
     EVOKERNEL_CACHE=$cache timeout "$phase_s" node "$root/dist/evokernel.mjs" verify --manifest "$m" --json \
-      > "$work/$name.$i.json" 2> "$work/$name.$i.log" &
+      2> >(while IFS= read -r line; do echo "$(date +%s.%N) $line"; done > "$work/$name.$i.log") \
+      > "$work/$name.$i.json" &
     pids+=($!)
     i=$((i + 1))
   done
@@ -122,15 +130,41 @@ run_phase() {  # name, cache, manifest(s)...: one verify command per manifest, a
   echo "$name $t0 $t1" >> "$work/phases.txt"
   echo "## $name: $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 }
+alone() {  # one .cu and one binding unit compiled alone, as torch wrote them in the cold run
+  local a c cflags post ccflags ccpost gch
+  a=$(dirname "$(ls "$work"/cache-cold/*/build.ninja 2>/dev/null | head -1)")
+  c=$(ls -d "$work"/cache-cold/*/torch_extensions/softmax_rows_* 2>/dev/null | head -1)
+  [ -n "$a" ] && [ -f "$a/build.ninja" ] || { echo "no torch-ext build to time"; return; }
+  ccflags=$(sed -n 's/^cuda_cflags = //p' "$a/build.ninja")
+  ccpost=$(sed -n 's/^cuda_post_cflags = //p' "$a/build.ninja")
+  ( cd "$work" && eval "/usr/bin/time -f 'nvcc .cu alone: %e s wall, %U s user' $(command -v nvcc) --time nvcc-phases.csv $ccflags -c $a/candidate.cu -o alone-cu.o $ccpost" ) 2>&1 &
+  if [ -n "$c" ] && [ -f "$c/build.ninja" ]; then
+    cflags=$(sed -n 's/^cflags = //p' "$c/build.ninja")
+    post=$(sed -n 's/^post_cflags = //p' "$c/build.ninja")
+    gch=$(ls "$work"/cache-cold/pch/*/evk_torch_extension.h.gch 2>/dev/null | head -1)
+    ( cd "$work" && eval "/usr/bin/time -f 'main.cpp alone, as torch wrote it: %e s wall, %U s user' c++ $cflags -c $c/main.cpp -o alone-plain.o $post" ) 2>&1 &
+    if [ -n "$gch" ]; then
+      ( cd "$work" && eval "/usr/bin/time -f 'main.cpp alone, precompiled header: %e s wall, %U s user' c++ -Winvalid-pch -include ${gch%.gch} $cflags -c $c/main.cpp -o alone-pch.o $post" ) 2>&1 &
+    fi
+  fi
+  wait
+  if [ -f "$work/alone-plain.o" ] && [ -f "$work/alone-pch.o" ]; then
+    cmp -s <(objdump -d "$work/alone-plain.o" | tail -n +3) <(objdump -d "$work/alone-pch.o" | tail -n +3) \
+      && echo "main.cpp object code with and without the precompiled header: identical" \
+      || echo "main.cpp object code with and without the precompiled header: DIFFERENT"
+  fi
+  [ -f "$work/nvcc-phases.csv" ] && awk -F, 'NR > 1 { printf "  nvcc phase %-28s %8.0f ms\n", $2, $9 }' "$work/nvcc-phases.csv"
+}
 run_phase cold "$work/cache-cold" "$work/all.json"
-run_phase warm "$work/cache-cold" "$work/all.json"
+alone > "$work/alone.txt" 2>&1 &
+alone_pid=$!
+run_phase warm "$work/cache-cold" "$work/warm.json"
+wait "$alone_pid"
 run_phase concurrent "$work/cache-concurrent" "$work/third0.json" "$work/third1.json" "$work/third2.json"
-if [ $(( $(date +%s) - started )) -lt 330 ]; then
+if [ "${EVK_BENCH_OFF:-0}" = 1 ]; then
   export EVOKERNEL_FASTPATH=0
   run_phase fastpath-off "$work/cache-off" "$work/off.json"
   unset EVOKERNEL_FASTPATH
-else
-  echo "## fastpath-off skipped: over 330 s already"
 fi
 
 # --- the figures ---------------------------------------------------------------------------
@@ -154,6 +188,7 @@ print("phase | commands | candidates | passed | wall s | candidates/min | build 
       "max compilers at once (mean while any) vs cores")
 print("---|---|---|---|---|---|---|---")
 detail = {}
+build_wall = {}
 for name in ("cold", "warm", "concurrent", "fastpath-off"):
     files = sorted(glob.glob(os.path.join(work, f"{name}.*.json")))
     if not files:
@@ -173,17 +208,55 @@ for name in ("cold", "warm", "concurrent", "fastpath-off"):
     busy = [s for s in samples if s > 0]
     wall = phases.get(name, float("nan"))
     n = len(results)
+    t0 = None
+    last_build = 0.0
+    for f in glob.glob(os.path.join(work, f"{name}.*.log")):
+        for line in open(f, errors="replace"):
+            stamp, _, text = line.partition(" ")
+            try:
+                t = float(stamp)
+            except ValueError:
+                continue
+            t0 = t if t0 is None else min(t0, t)
+            if text.startswith("build ") and not text.rstrip().endswith("…"):
+                last_build = max(last_build, t)
+    build_wall[name] = (last_build - t0) if t0 is not None and last_build else float("nan")
     note = f" ({broken} command(s) wrote no JSON: timed out?)" if broken else ""
     print(f"{name} | {len(files)} | {n} | {passed} | {wall:.1f} | {n / (wall / 60):.1f} | "
           + (f"{statistics.median(builds):.1f} ({pct(builds, 0.2):.1f}-{pct(builds, 0.8):.1f}), n={len(builds)}" if builds else "all cached")
           + f" | {max(samples, default=0)} ({statistics.mean(busy) if busy else 0:.1f}) vs {cores}{note}")
     detail[name] = results
 print()
+for name, w in build_wall.items():
+    builds = [r for r in detail[name] if r.get("build") and not r["build"]["cached"]]
+    if builds and w == w:
+        print(f"{name}: the last of {len(builds)} builds ended {w:.1f} s after the start: "
+              f"{len(builds) / (w / 60):.1f} builds/min (GPU verification after that is the rest of the wall)")
+import re
+units = {}
+for name, rs in detail.items():
+    for r in rs:
+        for line in ((r.get("build") or {}).get("log") or "").splitlines():
+            m = re.search(r"evk-fastpath: (compiled|linked) (\S+) in ([\d.]+) s \(([^)]*)\)", line)
+            if m:
+                kind = m.group(4).split(",")[0]
+                unit = m.group(2) if m.group(1) == "compiled" else "link"
+                unit = "main.cpp" if unit == "main.cpp" else ("link" if unit == "link" else ".cu")
+                units.setdefault((name, unit, kind), []).append(float(m.group(3)))
+if units:
+    print("\n## compile seconds per unit, as the wrappers measured them (median, n)")
+    for (name, unit, kind), xs in sorted(units.items()):
+        print(f"{name} {unit} ({kind}): {statistics.median(xs):.1f} s, n={len(xs)}")
+alone = os.path.join(work, "alone.txt")
+if os.path.exists(alone):
+    print("\n## compiled alone during the warm phase (one process each, 3 at once)")
+    print(open(alone).read().rstrip())
+print()
 print("## per candidate, cold (build s; cached; verify s; verdict)")
 for r in detail.get("cold", []):
     b = r.get("build") or {}
     log = b.get("log") or ""
-    fast = sorted({l.split("evk-fastpath: ", 1)[1].split(" (")[0][:60] for l in log.splitlines() if "evk-fastpath: " in l})
+    fast = [l.split("evk-fastpath: ", 1)[1][:90] for l in log.splitlines() if "evk-fastpath: " in l]
     print(f"{os.path.basename(r['candidate'])} [{origins.get(r['candidate'], '?')}]: build {b.get('seconds', 0):.1f} s"
           f"{' cached' if b.get('cached') else ''}; verify {r['seconds']['verify']:.1f} s; "
           f"{'passed' if r['ok'] else r['status'] + ' ' + str(r.get('reason'))}; fast path: {'; '.join(fast) or '-'}")

@@ -184,7 +184,8 @@ def extension_env(out_dir, cache):
     a torch_extensions folder of its own (load_inline names collide across candidates), the
     compiler wrappers of ccwrap (machine-wide slots, cached binding units, a precompiled
     torch/extension.h), MAX_JOBS matched to the pool. Saved beside the artifact for load.py.
-    With EVOKERNEL_FASTPATH=0 only the folder is set: torch's own path, unchanged."""
+    EVOKERNEL_FASTPATH=0: the wrappers take slots but run torch's commands unchanged;
+    EVOKERNEL_FASTPATH=none: no wrappers, only the folder (torch's own build)."""
     import json
 
     import torch
@@ -192,8 +193,8 @@ def extension_env(out_dir, cache):
 
     env = {"TORCH_EXTENSIONS_DIR": os.path.join(out_dir, "torch_extensions")}
     notes = []
-    if os.environ.get("EVOKERNEL_FASTPATH", "1") == "0":
-        notes.append("fast path off (EVOKERNEL_FASTPATH=0): torch's own build")
+    if os.environ.get("EVOKERNEL_FASTPATH", "1") == "none":
+        notes.append("no compiler wrappers (EVOKERNEL_FASTPATH=none): torch's own build, outside the slots")
     else:
         try:
             cxx = shutil.which(os.environ.get("CXX", "c++"))
@@ -206,6 +207,7 @@ def extension_env(out_dir, cache):
             if nvcc and os.path.exists(nvcc) and not os.path.realpath(nvcc).startswith(bin_dir):
                 env["PYTORCH_NVCC"] = _wrapper(cache, "nvcc", nvcc)
             env["EVOKERNEL_CCWRAP_CACHE"] = os.path.abspath(cache)
+            env["EVOKERNEL_CCWRAP_LOG"] = os.path.join(out_dir, "fastpath.log")
             env["EVOKERNEL_CCWRAP_SALT"] = f"{torch.__version__}|{torch.version.cuda}|{torch.__file__}"
             env["MAX_JOBS"] = str(jobserver.total_slots())
         except Exception as err:  # noqa: BLE001 — the fast path is an optimisation only
@@ -214,6 +216,14 @@ def extension_env(out_dir, cache):
         json.dump(env, f)
     os.environ.update(env)
     return "".join(f"evk-fastpath: {n}\n" for n in notes)
+
+
+def _fastpath_log(out_dir):
+    path = os.path.join(out_dir, "fastpath.log")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        return "\n" + f.read()
 
 
 def apply_extension_env(artifact):
@@ -249,7 +259,7 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
         return os.path.join(out_dir, f"{name}.so")
 
     lib, log = _capture_fds(compile_it)
-    return lib is not None and os.path.exists(lib), lib, setup_log + log
+    return lib is not None and os.path.exists(lib), lib, setup_log + log + _fastpath_log(out_dir)
 
 
 def _build_py(path, source, out_dir, defines, arch, timeout, flags):
@@ -269,4 +279,4 @@ def _build_py(path, source, out_dir, defines, arch, timeout, flags):
     setup_log = extension_env(out_dir, os.path.dirname(out_dir))
     _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
     failed = "Error" in log.splitlines()[-1] if log.strip() else False
-    return not failed, dst, setup_log + log
+    return not failed, dst, setup_log + log + _fastpath_log(out_dir)

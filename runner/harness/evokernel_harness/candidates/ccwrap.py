@@ -16,7 +16,7 @@ The harness points them here (`extension_env`). For every compile or link this w
 Device code, nvcc's flags and the host flags are never changed. Whenever the fast path
 cannot be used (a quoted #include, no cache, a PCH that fails to build or is refused, a
 compile that fails with the PCH) it runs the command exactly as torch wrote it and says so
-on stderr with an `evk-fastpath:` line, which ends up in the build log.
+in an `evk-fastpath:` line of the build log, beside each compile's seconds.
 Imports only the standard library and `jobserver`: it starts once per compiler process.
 """
 
@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jobserver  # noqa: E402
@@ -32,11 +33,20 @@ import jobserver  # noqa: E402
 PCH_HEADER = "evk_torch_extension.h"
 TORCH_EXT_INCLUDE = "#include <torch/extension.h>"
 HOST_SOURCES = (".cpp", ".cc", ".cxx", ".c++")
+MODE = ["plain"]  # how the last fast-path compile went, for the timing line
 
 
 def note(message):
-    sys.stderr.write(f"evk-fastpath: {message}\n")
-    sys.stderr.flush()
+    """To EVOKERNEL_CCWRAP_LOG (the build appends it to its log: torch shows a quiet
+    load_inline's compiler output only when the build fails), else to stderr."""
+    line = f"evk-fastpath: {message}\n"
+    path = os.environ.get("EVOKERNEL_CCWRAP_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line)
+    else:
+        sys.stderr.write(line)
+        sys.stderr.flush()
 
 
 def parse(args):
@@ -115,6 +125,7 @@ def fast_host_compile(real, args, cache):
             with open(dep, "w") as f:
                 f.write(f"{out}: {src}\n")
         note(f"binding unit {os.path.basename(src)} from the object cache ({key[:12]})")
+        MODE[0] = "object cache"
         return 0
     include = ensure_pch(real, rest, cache, cid, salt)
     cmd = [real, *args]
@@ -127,6 +138,7 @@ def fast_host_compile(real, args, cache):
         sys.stdout.write(text)
         return None
     sys.stdout.write(text)
+    MODE[0] = "precompiled header" if include else "no precompiled header"
     if proc.returncode == 0:
         tmp = f"{cached}.{os.getpid()}.tmp"
         shutil.copyfile(out, tmp)
@@ -174,8 +186,14 @@ def main(argv):
     kind, real, args = argv[0], argv[1], argv[2:]
     if "-o" not in args:  # -v, --version, -dumpversion: torch asking what the compiler is
         os.execvp(real, [real, *args])
+    out, _, src, _ = parse(args)
+    what = f"{'compiled' if '-c' in args else 'linked'} {os.path.basename(src or out or '?')}"
+    asked = time.perf_counter()
     with jobserver.slot(1):
+        started = time.perf_counter()
+        waited = f", {started - asked:.1f} s waiting for a compile slot" if started - asked >= 0.5 else ""
         cache = os.environ.get("EVOKERNEL_CCWRAP_CACHE")
+        # EVOKERNEL_FASTPATH=0: every command as torch wrote it, still through the slots
         if kind == "cxx" and cache and os.environ.get("EVOKERNEL_FASTPATH", "1") != "0":
             try:
                 status = fast_host_compile(real, args, cache)
@@ -183,8 +201,11 @@ def main(argv):
                 note(f"fast path failed ({err}): compiled as torch wrote it")
                 status = None
             if status is not None:
+                note(f"{what} in {time.perf_counter() - started:.1f} s (fast path: {MODE[0]}){waited}")
                 return status
-        return run([real, *args])
+        status = run([real, *args])
+        note(f"{what} in {time.perf_counter() - started:.1f} s ({kind}, as torch wrote it){waited}")
+        return status
 
 
 if __name__ == "__main__":
