@@ -2,6 +2,6 @@
 // private key it serves Probot's setup page, which registers the App from app.yml.
 import { run } from "probot";
 import app from "./index.js";
-import { evokernelOctokit } from "./octokit.js";
+import { evokernelOctokit, limitsFromEnv } from "./octokit.js";
 
-await run(app, { Octokit: evokernelOctokit() });
+await run(app, { Octokit: evokernelOctokit(limitsFromEnv(process.env)) });

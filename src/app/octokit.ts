@@ -19,19 +19,41 @@ const onSecondaryRateLimit: LimitHandler = (retryAfter, options, octokit, retryC
 };
 
 const onRateLimit: LimitHandler = (retryAfter, options, octokit, retryCount) => {
+  const retry = retryCount === 0 && retryAfter <= 3600;
   octokit.log.warn(
-    `rate limit on ${options.method} ${options.url}: ${retryCount === 0 ? `retrying in ${retryAfter} s` : "giving up"}`,
+    `rate limit on ${options.method} ${options.url}: ${retry ? `retrying in ${retryAfter} s` : "giving up"}`,
   );
-  return retryCount === 0 && retryAfter <= 3600;
+  return retry;
 };
 
+export interface OctokitLimits {
+  /**
+   * The throttling plugin's pacing (one write a second per installation, GitHub's advice).
+   * Off only against a stand-in API (the webhook benchmark) and in tests.
+   */
+  readonly throttle: boolean;
+  readonly retry: boolean;
+}
+
+/** EVOKERNEL_THROTTLE=off turns the pacing off (a stand-in API only). */
+export function limitsFromEnv(env: NodeJS.ProcessEnv): OctokitLimits {
+  return { throttle: env.EVOKERNEL_THROTTLE !== "off", retry: true };
+}
+
 /**
- * EVOKERNEL_THROTTLE=off drops the throttling plugin's pacing (one write a second, GitHub's
- * advice): only for a stand-in API, e.g. the webhook benchmark.
+ * A function, not an object, of defaults: Probot passes its own `throttle` options to every
+ * client it builds (a handler that never retries secondary limits), and plain defaults would
+ * lose to them. Ours are merged over Probot's, keeping its per-installation `id`.
  */
-export function evokernelOctokit(env: NodeJS.ProcessEnv = process.env): typeof ProbotOctokit {
-  return ProbotOctokit.defaults({
-    throttle: { enabled: env.EVOKERNEL_THROTTLE !== "off", onSecondaryRateLimit, onRateLimit },
-    retry: { retries: 3, doNotRetry: [400, 401, 403, 404, 409, 410, 422, 451] },
+export function evokernelOctokit(limits: OctokitLimits): typeof ProbotOctokit {
+  return ProbotOctokit.defaults((options: Record<string, unknown>) => {
+    const throttle = typeof options.throttle === "object" ? options.throttle : {};
+    return {
+      ...options,
+      throttle: { ...throttle, enabled: limits.throttle, onSecondaryRateLimit, onRateLimit },
+      retry: limits.retry
+        ? { retries: 3, doNotRetry: [400, 401, 403, 404, 409, 410, 422, 451] }
+        : { enabled: false },
+    };
   });
 }

@@ -1,0 +1,532 @@
+// The app in-process against strict nock: every request it makes is mocked, every mock is
+// used, and every body a person reads (check runs, comments, the review, the dispatched job)
+// is a snapshot. Payloads come from @octokit/webhooks-examples.
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { writeZip } from "../helpers/zip-writer.js";
+import {
+  API,
+  BASE,
+  CONFIG_PATH,
+  HEAD,
+  NEW_HEAD,
+  OWNER,
+  REPO,
+  commentPayload,
+  kernelPatch,
+  pullRequestPayload,
+  requestedActionPayload,
+  reviewFixture,
+  stable,
+  startHarness,
+  strictNock,
+  workflowRunPayload,
+  type Harness,
+} from "../helpers/app-harness.js";
+
+const R = `/repos/${OWNER}/${REPO}`;
+const CONFIG = "pullRequests: bench\nworkflow: evokernel.yml\n";
+const KERNEL_FILES = [
+  { filename: "kernels/softmax/kernel.cu", status: "modified", patch: kernelPatch() },
+  { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@\n-a\n+b" },
+  { filename: "README.md", status: "modified", patch: "@@ -1 +1 @@\n-a\n+b" },
+];
+
+let mocks: { done(): void };
+let harness: Harness;
+let bodies: Record<string, unknown[]>;
+
+beforeEach(async () => {
+  mocks = strictNock();
+  bodies = {};
+  harness = await startHarness();
+});
+
+afterEach(() => {
+  mocks.done();
+});
+
+function record(key: string) {
+  return (body: nock.Body) => {
+    (bodies[key] ??= []).push(body);
+    return true;
+  };
+}
+
+function pull(options: { head?: string; fork?: boolean; state?: string } = {}) {
+  const repo = { full_name: `${OWNER}/${REPO}` };
+  return {
+    number: 7,
+    state: options.state ?? "open",
+    draft: false,
+    head: {
+      sha: options.head ?? HEAD,
+      ref: "faster-softmax",
+      repo: options.fork ? { full_name: `mallory/${REPO}` } : repo,
+    },
+    base: { sha: BASE, ref: "main", repo },
+  };
+}
+
+function github(): nock.Scope {
+  return nock(API);
+}
+
+function mockConfig(scope: nock.Scope, text = CONFIG): nock.Scope {
+  return scope.get(CONFIG_PATH).reply(200, text, { "content-type": "text/plain; charset=utf-8" });
+}
+
+/** A PR event that starts a job through Actions, with run 4242; returns the job id. */
+async function openPullWithJob(): Promise<string> {
+  mockConfig(github())
+    .get(`${R}/pulls/7/files`)
+    .query({ per_page: 100 })
+    .reply(200, KERNEL_FILES)
+    .post(`${R}/check-runs`, record("checkCreate"))
+    .reply(201, { id: 900 })
+    .get(`${R}/pulls/7`)
+    .reply(200, pull())
+    .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+    .reply(200, {
+      workflow_run_id: 4242,
+      run_url: `${API}${R}/actions/runs/4242`,
+      html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/4242`,
+    })
+    .patch(`${R}/check-runs/900`, record("checkUpdate"))
+    .reply(200, { id: 900 });
+  await harness.receive("pull_request", pullRequestPayload("opened"));
+  const dispatched = bodies.dispatch?.[0] as { inputs: { spec: string } };
+  return (JSON.parse(dispatched.inputs.spec) as { id: string }).id;
+}
+
+describe("pull requests", () => {
+  it("starts a review job on the head SHA through workflow_dispatch and links the run", async () => {
+    const jobId = await openPullWithJob();
+    expect(jobId).toMatch(/^review-7-aaaaaaa-[0-9a-f]{6}$/);
+    const dispatch = bodies.dispatch?.[0] as {
+      ref: string;
+      return_run_details: boolean;
+      inputs: { spec: string };
+    };
+    expect(dispatch.ref).toBe("main");
+    expect(dispatch.return_run_details).toBe(true);
+    expect(stable(JSON.parse(dispatch.inputs.spec))).toMatchSnapshot("job spec");
+    expect(stable(bodies.checkCreate)).toMatchSnapshot("check run created");
+    expect(stable(bodies.checkUpdate)).toMatchSnapshot("check run linked to the run");
+  });
+
+  it("stays quiet when no kernel task changed", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [{ filename: "README.md", status: "modified" }]);
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+  });
+
+  it("reads every page of a large PR's files", async () => {
+    const page1 = Array.from({ length: 100 }, (_, i) => ({
+      filename: `docs/${i}.md`,
+      status: "added",
+    }));
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, page1, { link: `<${API}${R}/pulls/7/files?per_page=100&page=2>; rel="next"` })
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100, page: 2 })
+      .reply(200, [{ filename: "docs/last.md", status: "added" }]);
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+  });
+
+  it("does nothing on a draft", async () => {
+    mockConfig(github());
+    await harness.receive("pull_request", pullRequestPayload("opened", { draft: true }));
+  });
+
+  it("explains an invalid config in a failing check run", async () => {
+    mockConfig(github(), "pullRequests: always\nbudjet: 3\n")
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 901 });
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+    expect(bodies.check).toMatchSnapshot();
+  });
+
+  it("runs nothing from a fork, and says how a maintainer can", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 902 });
+    await harness.receive("pull_request", pullRequestPayload("opened", { fork: true }));
+    expect(bodies.check).toMatchSnapshot();
+  });
+
+  it("handles a redelivery once", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [{ filename: "README.md", status: "modified" }]);
+    await harness.receive("pull_request", pullRequestPayload("opened"), "same-delivery");
+    await harness.receive("pull_request", pullRequestPayload("opened"), "same-delivery");
+  });
+
+  it("supersedes the old commit's job on a push: run cancelled, check run neutral", async () => {
+    await openPullWithJob();
+    github()
+      .post(`${R}/actions/runs/4242/cancel`)
+      .reply(202, {})
+      .patch(`${R}/check-runs/900`, record("superseded"))
+      .reply(200, { id: 900 })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 2,
+        check_runs: [
+          { id: 900, name: "evokernel", head_sha: HEAD, status: "in_progress", external_id: "x" },
+          // A job from before a restart: known only from its external_id.
+          {
+            id: 899,
+            name: "evokernel bench",
+            head_sha: HEAD,
+            status: "queued",
+            external_id: "bench-7-aaaaaaa-abcdef@4141",
+          },
+          { id: 898, name: "other-ci", head_sha: HEAD, status: "queued", external_id: null },
+        ],
+      })
+      .post(`${R}/actions/runs/4141/cancel`)
+      .reply(409, { message: "Cannot cancel a workflow run that is completed." })
+      .patch(`${R}/check-runs/899`, record("superseded"))
+      .reply(200, { id: 899 });
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [{ filename: "README.md", status: "modified" }]);
+    await harness.receive(
+      "pull_request",
+      pullRequestPayload("synchronize", { head: NEW_HEAD, before: HEAD }),
+    );
+    expect(bodies.superseded).toMatchSnapshot();
+  });
+
+  it("marks a job superseded when the head moved before dispatch", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 903 })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ head: NEW_HEAD }))
+      .patch(`${R}/check-runs/903`, record("check"))
+      .reply(200, { id: 903 });
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+    expect(bodies.check).toMatchSnapshot();
+  });
+
+  it("fails the check run with what to do when the workflow cannot be dispatched", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 904 })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
+      .reply(404, { message: "Not Found" })
+      .patch(`${R}/check-runs/904`, record("check"))
+      .reply(200, { id: 904 });
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+    expect(bodies.check).toMatchSnapshot();
+  });
+});
+
+describe("results from a workflow run", () => {
+  function mockArtifact(zip: Buffer) {
+    github()
+      .get(`${R}/actions/runs/4242/artifacts`)
+      .query({ name: "evokernel-result", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        artifacts: [{ id: 77, name: "evokernel-result", expired: false }],
+      })
+      .get(`${R}/actions/artifacts/77/zip`)
+      .reply(302, "", { location: "https://blob.example.test/artifact.zip" });
+    nock("https://blob.example.test")
+      .get("/artifact.zip")
+      .reply(200, zip, { "content-type": "application/zip" });
+  }
+
+  it("posts the comment, one review with suggestions, the outside-the-diff branch and the check run", async () => {
+    const jobId = await openPullWithJob();
+    mockArtifact(writeZip({ "evokernel-result.json": JSON.stringify(reviewFixture(jobId)) }));
+    github()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [{ id: 1, body: "nice", user: { type: "User" } }])
+      .post(`${R}/issues/7/comments`, record("comment"))
+      .reply(201, { id: 2 })
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/git/commits/${HEAD}`)
+      .reply(200, { sha: HEAD, tree: { sha: "tree0" } })
+      .post(`${R}/git/blobs`, record("blob"))
+      .reply(201, { sha: "blob1" })
+      .post(`${R}/git/trees`, record("tree"))
+      .reply(201, { sha: "tree1" })
+      .post(`${R}/git/commits`, record("commit"))
+      .reply(201, { sha: "commit1" })
+      .post(`${R}/git/refs`, record("ref"))
+      .reply(201, { ref: "refs/heads/evokernel/7-aaaaaaa" })
+      .post(`${R}/pulls/7/reviews`, record("review"))
+      .reply(200, { id: 3 })
+      .patch(`${R}/check-runs/900`, record("check"))
+      .reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "failure"));
+    expect(bodies.comment).toMatchSnapshot("comment");
+    expect(bodies.review).toMatchSnapshot("review");
+    expect([bodies.tree, bodies.commit, bodies.ref]).toMatchSnapshot("suggestion branch");
+    expect((bodies.blob?.[0] as { content: string }).content).toContain("#define UNROLL 4");
+    expect(bodies.check).toMatchSnapshot("check run");
+  });
+
+  it("edits the PR's one comment in place", async () => {
+    const jobId = await openPullWithJob();
+    const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
+    for (const task of review.tasks) task.suggestion = null;
+    mockArtifact(writeZip({ "evokernel-result.json": JSON.stringify(review) }, "store"));
+    github()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { id: 1, body: "<!-- evokernel:comment --> by someone else", user: { type: "User" } },
+        { id: 2, body: "<!-- evokernel:comment -->\nold", user: { type: "Bot" } },
+      ])
+      .patch(`${R}/issues/comments/2`, record("comment"))
+      .reply(200, { id: 2 })
+      .patch(`${R}/check-runs/900`)
+      .reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect((bodies.comment?.[0] as { body: string }).body).toContain("<!-- evokernel:comment -->");
+  });
+
+  it("fails the check run with a link when the run ends without a result", async () => {
+    await openPullWithJob();
+    github()
+      .get(`${R}/actions/runs/4242/artifacts`)
+      .query({ name: "evokernel-result", per_page: 100 })
+      .reply(200, { total_count: 0, artifacts: [] })
+      .patch(`${R}/check-runs/900`, record("check"))
+      .reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "failure"));
+    expect(bodies.check).toMatchSnapshot();
+  });
+
+  it("refuses an artifact that does not match the schema", async () => {
+    await openPullWithJob();
+    mockArtifact(
+      writeZip({
+        "evokernel-result.json": JSON.stringify({ schema: 1, kind: "review", run: "rm -rf /" }),
+      }),
+    );
+    github().patch(`${R}/check-runs/900`, record("check")).reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect(JSON.stringify(bodies.check)).toContain("does not match the review result schema");
+  });
+
+  it("after a restart, finds the job's check run from the result and the external_id", async () => {
+    const jobId = "review-7-aaaaaaa-123456";
+    mockConfig(github());
+    mockArtifact(writeZip({ "r.json": JSON.stringify(reviewFixture(jobId)) }));
+    const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
+    expect(review.tasks.length).toBe(2);
+    github()
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 905,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "in_progress",
+            external_id: `${jobId}@4242`,
+            details_url: "https://github.com/octo/kernels/actions/runs/4242",
+          },
+        ],
+      })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ head: NEW_HEAD }))
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [])
+      .post(`${R}/issues/7/comments`)
+      .reply(201, { id: 2 })
+      .patch(`${R}/check-runs/905`, record("check"))
+      .reply(200, { id: 905 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    // The head moved on: no review on a stale diff, but the check run has its verdict.
+    expect((bodies.check?.[0] as { conclusion: string }).conclusion).toBe("failure");
+  });
+
+  it("ignores runs of other workflows", async () => {
+    mockConfig(github());
+    const payload = workflowRunPayload(5555, "success") as { workflow_run: { path: string } };
+    payload.workflow_run.path = ".github/workflows/ci.yml";
+    await harness.receive("workflow_run", payload);
+  });
+});
+
+describe("commands", () => {
+  function mockWriter(login = "maintainer", permission = "write") {
+    return github().get(`${R}/collaborators/${login}/permission`).reply(200, { permission });
+  }
+
+  it("answers someone without write access, and runs nothing", async () => {
+    github()
+      .get(`${R}/collaborators/stranger/permission`)
+      .reply(404, { message: "Not Found" })
+      .post(`${R}/issues/7/comments`, record("reply"))
+      .reply(201, { id: 2 });
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/optimize softmax", { login: "stranger" }),
+    );
+    expect(bodies.reply).toMatchSnapshot();
+  });
+
+  it("answers /help and an unknown command with the help", async () => {
+    mockWriter()
+      .post(`${R}/issues/comments/501/reactions`, { content: "+1" })
+      .reply(201, {})
+      .post(`${R}/issues/7/comments`, record("help"))
+      .reply(201, { id: 2 });
+    await harness.receive("issue_comment", commentPayload("/help"));
+    mockWriter().post(`${R}/issues/7/comments`, record("unknown")).reply(201, { id: 3 });
+    await harness.receive("issue_comment", commentPayload("/deploy", { id: 502 }));
+    expect(bodies.help).toMatchSnapshot("help");
+    expect(bodies.unknown).toMatchSnapshot("unknown");
+  });
+
+  it("ignores bots and prose", async () => {
+    await harness.receive("issue_comment", commentPayload("/bench", { bot: true }));
+    await harness.receive("issue_comment", commentPayload("thanks, looks good"));
+  });
+
+  it("binds /optimize to the head SHA at the command, once per comment and per command+SHA", async () => {
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }))
+      .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
+      .reply(201, {})
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 906 })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }))
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(204)
+      .patch(`${R}/check-runs/906`)
+      .reply(200, { id: 906 });
+    mockConfig(github());
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/optimize softmax --budget 12 --proposer tuner"),
+    );
+    const spec = JSON.parse(
+      (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec,
+    ) as Record<string, unknown>;
+    expect(stable(spec)).toMatchSnapshot("optimize spec");
+    expect(spec.sha).toBe(HEAD);
+
+    // The same comment redelivered under a new delivery id: nothing.
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/optimize softmax --budget 12 --proposer tuner"),
+    );
+    // The same command on the same commit from another comment: acknowledged, not re-run.
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }));
+    mockConfig(github())
+      .post(`${R}/issues/comments/503/reactions`, { content: "eyes" })
+      .reply(201, {});
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/optimize --proposer tuner softmax --budget 12", { id: 503 }),
+    );
+  });
+
+  it("says so when no task changed and none was named", async () => {
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [{ filename: "README.md", status: "modified" }])
+      .post(`${R}/issues/7/comments`, record("reply"))
+      .reply(201, { id: 2 });
+    mockConfig(github());
+    await harness.receive("issue_comment", commentPayload("/bench"));
+    expect(bodies.reply).toMatchSnapshot();
+  });
+
+  it("/cancel stops the PR's jobs", async () => {
+    await openPullWithJob();
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .post(`${R}/actions/runs/4242/cancel`)
+      .reply(202, {})
+      .patch(`${R}/check-runs/900`, record("check"))
+      .reply(200, { id: 900 })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/issues/comments/501/reactions`, { content: "+1" })
+      .reply(201, {});
+    await harness.receive("issue_comment", commentPayload("/cancel"));
+    expect(bodies.check).toMatchSnapshot();
+  });
+});
+
+describe("the Apply button", () => {
+  it("fast-forwards the PR's branch to the suggestion branch", async () => {
+    github()
+      .get(`${R}/collaborators/maintainer/permission`)
+      .reply(200, { permission: "admin" })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/git/ref/heads%2Fevokernel%2F7-aaaaaaa`)
+      .reply(200, { object: { sha: "commit1" } })
+      .patch(`${R}/git/refs/heads%2Ffaster-softmax`, { sha: "commit1", force: false })
+      .reply(200, {})
+      .post(`${R}/issues/7/comments`, record("comment"))
+      .reply(201, { id: 2 });
+    await harness.receive("check_run", requestedActionPayload("review-7-aaaaaaa-123456@4242"));
+    expect(bodies.comment).toMatchSnapshot();
+  });
+
+  it("opens a PR into the branch when it moved", async () => {
+    github()
+      .get(`${R}/collaborators/maintainer/permission`)
+      .reply(200, { permission: "write" })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ head: NEW_HEAD }))
+      .get(`${R}/git/ref/heads%2Fevokernel%2F7-aaaaaaa`)
+      .reply(200, { object: { sha: "commit1" } })
+      .post(`${R}/pulls`, record("pull"))
+      .reply(201, { html_url: "https://github.com/octo/kernels/pull/8" })
+      .post(`${R}/issues/7/comments`, record("comment"))
+      .reply(201, { id: 2 });
+    await harness.receive("check_run", requestedActionPayload("review-7-aaaaaaa-123456@4242"));
+    expect([bodies.pull, bodies.comment]).toMatchSnapshot();
+  });
+});

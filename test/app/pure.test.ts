@@ -1,0 +1,200 @@
+// The app's pure parts: the command parser, the planner and its globs, the zip reader, the
+// trimming to GitHub's limits, the queue and the memory of handled keys.
+import { describe, expect, it } from "vitest";
+import { commandKey, parseComment } from "../../src/app/commands.js";
+import { globMatcher } from "../../src/app/glob.js";
+import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs.js";
+import { trimTo } from "../../src/app/limits.js";
+import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
+import { createWorkQueue } from "../../src/app/queue.js";
+import { createSeenSet } from "../../src/app/seen.js";
+import { readZip, ZipError } from "../../src/app/zip.js";
+import { writeZip } from "../helpers/zip-writer.js";
+
+describe("parseComment", () => {
+  it.each([
+    ["/bench", { name: "bench", tasks: [] }],
+    ["/verify softmax kernels/gemm", { name: "verify", tasks: ["softmax", "kernels/gemm"] }],
+    [
+      "/optimize softmax --budget 40 --proposer tuner",
+      { name: "optimize", tasks: ["softmax"], budget: 40, proposer: "tuner" },
+    ],
+    ["/optimize --budget=5", { name: "optimize", tasks: [], budget: 5 }],
+    ["/OPTIMIZE", { name: "optimize", tasks: [] }],
+    ["/cancel", { name: "cancel" }],
+    ["/help", { name: "help" }],
+    ["Looks good.\n\n  /bench softmax  \nthanks", { name: "bench", tasks: ["softmax"] }],
+  ])("reads %j", (body, command) => {
+    expect(parseComment(body)).toMatchObject({ kind: "command", command });
+  });
+
+  it.each([
+    ["LGTM", "prose"],
+    ["see /path/to/file", "a path in prose"],
+    ["/path/to/file is broken", "a path at the start of a line"],
+    ["> /bench", "a quoted command"],
+    ["```\n/bench\n```", "a command in a code block"],
+  ])("ignores %j (%s)", (body) => {
+    expect(parseComment(body)).toEqual({ kind: "none" });
+  });
+
+  it.each([
+    ["/deploy now", "is not a command I know"],
+    ["/optimize --budget lots", "whole number"],
+    ["/optimize --budget", "needs a value"],
+    ["/optimize --proposer gpt", "use `llm` or `tuner`"],
+    ["/optimize --seed 3", "not an option of `/optimize`"],
+    ["/bench ../../etc", "not a task name"],
+    ["/bench --quick", "not an option"],
+    ["/cancel everything", "takes no arguments"],
+  ])("explains %j", (body, error) => {
+    const parsed = parseComment(body);
+    expect(parsed.kind).toBe("invalid");
+    expect(parsed.kind === "invalid" && parsed.error).toContain(error);
+  });
+
+  it("keys the same command the same, whatever the task order", () => {
+    const a = parseComment("/bench b a");
+    const b = parseComment("/bench a b");
+    expect(
+      a.kind === "command" &&
+        b.kind === "command" &&
+        commandKey(a.command) === commandKey(b.command),
+    ).toBe(true);
+  });
+});
+
+describe("globMatcher", () => {
+  it.each([
+    ["kernels", "kernels/softmax/kernel.cu", true],
+    ["kernels", "kernelsx/a", false],
+    ["kernels/*", "kernels/softmax", true],
+    ["kernels/*", "kernels/softmax/kernel.cu", false],
+    ["**/*.cu", "kernels/softmax/kernel.cu", true],
+    ["**/*.cu", "kernel.cu", true],
+    ["csrc/**/*.cuh", "csrc/common.cuh", true],
+    ["csrc/**/*.cuh", "csrc/a/b/common.cuh", true],
+    ["csrc/**", "csrc/a/b", true],
+    ["kernels/?.py", "kernels/a.py", true],
+    ["kernels/?.py", "kernels/ab.py", false],
+    ["a.b", "axb", false],
+  ])("%s against %s is %s", (pattern, path, expected) => {
+    expect(globMatcher(pattern)(path)).toBe(expected);
+  });
+});
+
+describe("planTasks", () => {
+  const roots = { tasks: ["kernels"], paths: undefined };
+  it("maps files to their task folders, renames to both ends", () => {
+    const plan = planTasks(roots, [
+      { filename: "kernels/softmax/kernel.cu" },
+      { filename: "kernels/softmax/task.json" },
+      { filename: "kernels/gemm2/kernel.cu", previousFilename: "kernels/gemm/kernel.cu" },
+      { filename: "README.md" },
+    ]);
+    expect(plan).toEqual({
+      kind: "tasks",
+      tasks: ["kernels/gemm", "kernels/gemm2", "kernels/softmax"],
+    });
+  });
+
+  it("stays quiet when no task changed", () => {
+    expect(
+      planTasks(roots, [{ filename: "README.md" }, { filename: "kernels/README.md" }]),
+    ).toEqual({ kind: "none" });
+  });
+
+  it("counts a KernelBench file directly in a root as a task", () => {
+    expect(planTasks(roots, [{ filename: "kernels/level1_relu.py" }])).toEqual({
+      kind: "tasks",
+      tasks: ["kernels/level1_relu.py"],
+    });
+  });
+
+  it("with paths: only matching files count; one outside every task reviews them all", () => {
+    const config = { tasks: ["kernels"], paths: ["**/*.cu", "csrc/**/*.cuh"] };
+    expect(planTasks(config, [{ filename: "kernels/softmax/notes.md" }])).toEqual({ kind: "none" });
+    expect(planTasks(config, [{ filename: "kernels/softmax/kernel.cu" }])).toEqual({
+      kind: "tasks",
+      tasks: ["kernels/softmax"],
+    });
+    expect(planTasks(config, [{ filename: "csrc/common.cuh" }])).toEqual({ kind: "all" });
+  });
+
+  it("takes glob roots as the matched prefix", () => {
+    expect(taskOf(["ops/*/cuda"], "ops/relu/cuda/k.cu")).toBe("ops/relu/cuda");
+    expect(resolveTaskNames(["kernels"], ["softmax", "other/gemm"])).toEqual([
+      "kernels/softmax",
+      "other/gemm",
+    ]);
+  });
+});
+
+describe("readZip", () => {
+  it("reads deflated and stored entries", () => {
+    const body = JSON.stringify({ a: 1 }).repeat(100);
+    expect(readZip(writeZip({ "result.json": body, "dir/x.txt": "x" }))).toEqual([
+      { name: "result.json", data: Buffer.from(body) },
+      { name: "dir/x.txt", data: Buffer.from("x") },
+    ]);
+    expect(readZip(writeZip({ "r.json": "{}" }, "store"))[0]?.data.toString()).toBe("{}");
+  });
+
+  it("refuses what is not a zip, or is damaged", () => {
+    expect(() => readZip(Buffer.from("not a zip at all, just some bytes here"))).toThrow(ZipError);
+    const zip = writeZip({ "r.json": "{}".repeat(50) });
+    zip.writeUInt32LE(0, zip.length - 22 - 46 - 6);
+    expect(() => readZip(zip)).toThrow(ZipError);
+  });
+});
+
+describe("trimTo", () => {
+  it("keeps a text that fits, trims one that does not with a link, closing what it opened", () => {
+    expect(trimTo("short", 100)).toBe("short");
+    const long = "<details>\n\n```\n" + "x".repeat(500);
+    const trimmed = trimTo(long, 200, "https://example.test/run/1");
+    expect(trimmed.length).toBeLessThanOrEqual(200);
+    expect(trimmed).toContain("https://example.test/run/1");
+    expect(trimmed).toContain("```\n</details>");
+  });
+});
+
+describe("job ids", () => {
+  it("round-trips through the check run's external_id", () => {
+    const id = newJobId("review", 12, "0123456789abcdef0123456789abcdef01234567");
+    expect(id).toMatch(/^review-12-0123456-[0-9a-f]{6}$/);
+    expect(parseExternalId(externalIdOf(id))).toEqual({ jobId: id });
+    expect(parseExternalId(externalIdOf(id, 99))).toEqual({ jobId: id, runId: 99 });
+    expect(parseExternalId("someone-else")).toBeUndefined();
+  });
+});
+
+describe("queue and seen set", () => {
+  it("runs work after the caller returns, a few at a time, and says when idle", async () => {
+    const order: string[] = [];
+    const errors: string[] = [];
+    const queue = createWorkQueue(2, (label) => errors.push(label));
+    for (const name of ["a", "b", "c"]) {
+      queue.push(name, async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        order.push(name);
+      });
+    }
+    queue.push("bad", () => Promise.reject(new Error("boom")));
+    expect(order).toEqual([]);
+    await queue.idle();
+    expect(order.sort()).toEqual(["a", "b", "c"]);
+    expect(errors).toEqual(["bad"]);
+  });
+
+  it("remembers a bounded number of keys", () => {
+    const seen = createSeenSet(2);
+    expect([
+      seen.first("a"),
+      seen.first("a"),
+      seen.first("b"),
+      seen.first("c"),
+      seen.first("a"),
+    ]).toEqual([true, false, true, true, true]);
+  });
+});

@@ -1,0 +1,206 @@
+// The app under test in-process: a Probot with retries and throttling off, evokernel loaded
+// with its own state, strict nock (no request leaves unmocked, no mock stays unused), and
+// webhook payloads from @octokit/webhooks-examples adapted per case.
+import examples from "@octokit/webhooks-examples";
+import nock from "nock";
+import { Probot } from "probot";
+import { readFileSync } from "node:fs";
+import { createEvokernelApp, type EvokernelApp } from "../../src/app/index.js";
+import { evokernelOctokit } from "../../src/app/octokit.js";
+import type { AppSettings } from "../../src/app/settings.js";
+
+export const OWNER = "octo";
+export const REPO = "kernels";
+export const API = "https://api.github.com";
+export const HEAD = "a".repeat(40);
+export const BASE = "b".repeat(40);
+export const NEW_HEAD = "c".repeat(40);
+export const CONFIG_PATH = /^\/repos\/octo\/kernels\/contents\/\.github(%2F|\/)evokernel\.yml$/;
+
+export interface Harness {
+  probot: Probot;
+  app: EvokernelApp;
+  receive(name: string, payload: unknown, id?: string): Promise<void>;
+}
+
+let deliveries = 0;
+
+export async function startHarness(settings: Partial<AppSettings> = {}): Promise<Harness> {
+  const probot = new Probot({
+    githubToken: "test",
+    logLevel: (process.env.EVK_TEST_LOG as "error" | undefined) ?? "fatal",
+    // Not ProbotOctokit.defaults({ throttle: { enabled: false } }): Probot's own throttle
+    // options override plain defaults, and every write would wait a second.
+    Octokit: evokernelOctokit({ throttle: false, retry: false }),
+  });
+  const app = createEvokernelApp({
+    concurrency: 4,
+    jobTimeoutMs: 3_600_000,
+    forceLocal: false,
+    ...settings,
+  });
+  await probot.load(app.appFn);
+  return {
+    probot,
+    app,
+    async receive(name, payload, id) {
+      // The payload is built from examples and checked by the app's own zod schemas.
+      await probot.receive({ id: id ?? `delivery-${++deliveries}`, name, payload } as never);
+      await app.idle();
+    },
+  };
+}
+
+/** Strict nock for every test: call in beforeEach / afterEach. */
+export function strictNock(): { done(): void } {
+  nock.disableNetConnect();
+  return {
+    done() {
+      const pending = nock.pendingMocks();
+      nock.cleanAll();
+      nock.enableNetConnect();
+      if (pending.length > 0) throw new Error(`unused mocks: ${pending.join(", ")}`);
+    },
+  };
+}
+
+type Example = Record<string, unknown>;
+
+function example(name: string, action: string): Example {
+  const group = (examples as unknown as { name: string; examples: Example[] }[]).find(
+    (item) => item.name === name,
+  );
+  const found = group?.examples.find((item) => item.action === action);
+  if (!found) throw new Error(`no ${name}.${action} example in @octokit/webhooks-examples`);
+  return structuredClone(found);
+}
+
+function repository(): Example {
+  return {
+    ...(example("pull_request", "opened").repository as Example),
+    name: REPO,
+    full_name: `${OWNER}/${REPO}`,
+    owner: { login: OWNER, type: "Organization" },
+    default_branch: "main",
+  };
+}
+
+export function pullRequestPayload(
+  action: string,
+  options: {
+    number?: number;
+    head?: string;
+    draft?: boolean;
+    fork?: boolean;
+    before?: string;
+  } = {},
+): Example {
+  const payload = example("pull_request", action === "synchronize" ? "synchronize" : "opened");
+  const pr = payload.pull_request as Example;
+  const head = pr.head as Example;
+  const base = pr.base as Example;
+  const repo = repository();
+  return {
+    ...payload,
+    action,
+    number: options.number ?? 7,
+    installation: { id: 1 },
+    repository: repo,
+    sender: { login: "alice", type: "User" },
+    ...(options.before ? { before: options.before } : {}),
+    pull_request: {
+      ...pr,
+      number: options.number ?? 7,
+      state: "open",
+      draft: options.draft ?? false,
+      head: {
+        ...head,
+        sha: options.head ?? HEAD,
+        ref: "faster-softmax",
+        repo: options.fork ? { ...repo, full_name: `mallory/${REPO}` } : repo,
+      },
+      base: { ...base, sha: BASE, ref: "main", repo },
+    },
+  };
+}
+
+export function commentPayload(
+  body: string,
+  options: { id?: number; login?: string; bot?: boolean } = {},
+): Example {
+  const payload = example("issue_comment", "created");
+  const issue = payload.issue as Example;
+  const comment = payload.comment as Example;
+  return {
+    ...payload,
+    installation: { id: 1 },
+    repository: repository(),
+    issue: { ...issue, number: 7, pull_request: { url: `${API}/repos/${OWNER}/${REPO}/pulls/7` } },
+    comment: {
+      ...comment,
+      id: options.id ?? 501,
+      body,
+      user: {
+        ...(comment.user as Example),
+        login: options.login ?? "maintainer",
+        type: options.bot ? "Bot" : "User",
+      },
+    },
+  };
+}
+
+export function workflowRunPayload(runId: number, conclusion: string): Example {
+  const payload = example("workflow_run", "completed");
+  const run = payload.workflow_run as Example;
+  return {
+    ...payload,
+    installation: { id: 1 },
+    repository: repository(),
+    workflow_run: {
+      ...run,
+      id: runId,
+      event: "workflow_dispatch",
+      status: "completed",
+      conclusion,
+      html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/${runId}`,
+      path: ".github/workflows/evokernel.yml",
+    },
+  };
+}
+
+export function requestedActionPayload(externalId: string, identifier = "evk-apply"): Example {
+  const payload = example("check_run", "requested_action");
+  const run = payload.check_run as Example;
+  return {
+    ...payload,
+    installation: { id: 1 },
+    repository: repository(),
+    sender: { login: "maintainer", type: "User" },
+    requested_action: { identifier },
+    check_run: { ...run, id: 900, name: "evokernel", head_sha: HEAD, external_id: externalId },
+  };
+}
+
+export function reviewFixture(jobId: string, sha = HEAD): unknown {
+  const review = JSON.parse(
+    readFileSync(new URL("../fixtures/app/review-result.json", import.meta.url), "utf8"),
+  ) as {
+    job: { id: string; sha: string };
+  };
+  review.job.id = jobId;
+  review.job.sha = sha;
+  return review;
+}
+
+export function kernelPatch(): string {
+  return (
+    JSON.parse(
+      readFileSync(new URL("../fixtures/app/kernel-patch.json", import.meta.url), "utf8"),
+    ) as { patch: string }
+  ).patch;
+}
+
+/** Job ids end in 6 random hex digits: fixed for snapshots. */
+export function stable(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value).replace(/(-[0-9a-f]{7})-[0-9a-f]{6}\b/g, "$1-RANDOM"));
+}
