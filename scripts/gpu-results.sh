@@ -4,7 +4,8 @@
 #   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
 #   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
 #   bash scripts/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
-#        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz
+#        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
+#        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/evokernel-results}
@@ -42,7 +43,7 @@ case "${1:-selftest}" in
       name=$(basename "$t")
       mkdir -p "$out/optimize/$name"
       echo "## $name $(date -u +%H:%M:%S)"
-      evk optimize "$t" --proposer tuner --seed 1 --candidates "${EVK_CANDIDATES:-24}" \
+      evk optimize "$t" --proposer "${EVK_PROPOSER:-tuner}" --seed 1 --candidates "${EVK_CANDIDATES:-24}" \
         --minutes "${EVK_MINUTES:-3}" --archive "$out/optimize/$name/archive.jsonl" \
         --out "$out/optimize/$name" 2>"$out/optimize/$name.log"
       echo "exit $?"

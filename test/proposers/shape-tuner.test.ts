@@ -2,6 +2,9 @@
 // evk kernel with tunables, where nvcc is installed; CI has it), and the per-class search
 // against a landscape where short rows want fewer threads than long ones, with resumption.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { resultSchema } from "../../src/shared/result.js";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -19,7 +22,7 @@ import {
 } from "../../runner/src/proposers/shape-classes.js";
 import { createShapeTuner } from "../../runner/src/proposers/shape-tuner.js";
 import { createLimit } from "../../runner/src/util/limit.js";
-import { repo } from "../helpers/cli.js";
+import { repo, runCli } from "../helpers/cli.js";
 import { inCi } from "../helpers/python.js";
 import { context, evaluation, individual, timing } from "./helpers.js";
 
@@ -186,6 +189,39 @@ describe("shape-tuner", () => {
     const before = new Set(first.map(keyOf));
     expect(next.filter((i) => before.has(keyOf(i))).map((i) => i.id)).toEqual([]);
   });
+
+  it("runs through optimize (stand-in harness): the winner is built, verified and written", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-shape-tuner-"));
+    try {
+      const harness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
+      const args = ["optimize", "softmax", "--proposer", "shape-tuner", "--seed", "2"];
+      const run = await runCli(
+        [...args, "--candidates", "6", "--archive", join(dir, "a.jsonl"), "--out", dir],
+        { env: { ANTHROPIC_API_KEY: "", EVOKERNEL_PYTHON: harness, EVOKERNEL_CACHE: dir } },
+      );
+      const result = resultSchema.parse(
+        JSON.parse(await readFile(join(dir, "result.json"), "utf8")),
+      );
+      expect(run.exitCode, run.stderr).toBe(result.win ? 0 : 1);
+      expect(result.run.proposer).toBe("shape-tuner");
+      expect(result.search.evaluated).toBe(6);
+      const insights = (await readFile(join(dir, "a.jsonl"), "utf8"))
+        .trim()
+        .split("\n")
+        .map(
+          (line) => (JSON.parse(line) as { individual: { insight: string } }).individual.insight,
+        );
+      expect(
+        insights.slice(1).every((i) => i.startsWith("Shape-keyed tuner (rows of at most 2263")),
+      ).toBe(true);
+      if (result.win && result.best !== null) {
+        expect(await readFile(join(dir, "best.cu"), "utf8")).toBe(result.best.source);
+        expect(result.best.defines).toEqual({});
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("refuses a kernel it cannot wrap, saying what to use", async () => {
     const ext = "#include <torch/extension.h>\n#define BLOCK 256\nPYBIND11_MODULE(m, n) {}\n";

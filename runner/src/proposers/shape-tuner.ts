@@ -164,7 +164,10 @@ export function createShapeTuner(options: ShapeTunerOptions): Proposer & {
         const values = tuner.valuesOf({ ...result.proposal, flags: result.proposal.flags ?? [] });
         if (values === null) throw new Error("the class tuner does not know its own proposal");
         chosen.push(values);
-        notes.push(`${cls}: ${result.proposal.insight.replace(/^Tuner \([^)]*\): /, "")}`);
+        const what = result.proposal.insight
+          .replace(/^Tuner \([^)]*\): /, "")
+          .replace(/\. The algorithm is the baseline's; only these knobs differ\.$/, "");
+        notes.push(`${cls}: ${what}.`);
         fresh += 1;
         continue;
       }
