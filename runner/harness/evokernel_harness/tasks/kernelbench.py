@@ -11,7 +11,7 @@ import types
 
 import torch
 
-from ..inputs import generator, signed_mixed_like
+from ..inputs import generator, on_device, signed_mixed_like
 from ..pyload import load_module
 from .base import Case, Config, Task, TaskError, as_tuple
 from .native import called_names
@@ -94,10 +94,11 @@ class KernelBenchTask(Task):
     def make_case(self, config, seed, device, init=None):
         module = self._module_for(config)
         torch.manual_seed(seed)
-        inputs = list(module.get_inputs())
-        init_inputs = list(module.get_init_inputs())
-        torch.manual_seed(seed + 1)
-        model = module.Model(*init_inputs)
+        with on_device(device):
+            inputs = list(module.get_inputs())
+            init_inputs = list(module.get_init_inputs())
+            torch.manual_seed(seed + 1)
+            model = module.Model(*init_inputs)
         gen = generator(seed + 2, device)
         args = []
         mode = init or config.init
@@ -128,8 +129,9 @@ class KernelBenchTask(Task):
     def instantiate(self, module_cls, case):
         """A ModelNew built like the Model (same init inputs, seed) with the case's weights."""
         torch.manual_seed(case.meta["seed"] + 1)
-        model = module_cls(*case.meta["init_inputs"])
         device = next((a.device for a in case.args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        with on_device(device):
+            model = module_cls(*case.meta["init_inputs"])
         model = model.to(device)
         ours = list(model.named_parameters())
         theirs = list(case.module.parameters())

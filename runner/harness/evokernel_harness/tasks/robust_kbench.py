@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from ..inputs import generator, signed_mixed_like
+from ..inputs import generator, on_device, signed_mixed_like
 from ..pyload import load_module
 from .base import Case, Config, Task, TaskError, as_tuple
 from .native import called_names
@@ -81,9 +81,10 @@ class RobustKBenchTask(Task):
 
     def make_case(self, config, seed, device, init=None):
         torch.manual_seed(seed)
-        inputs = list(self.module.get_inputs(**config.extra.get("input", {})))
-        torch.manual_seed(seed + 1)
-        model = self.module.Model(**config.extra.get("init", {})).to(device)
+        with on_device(device):
+            inputs = list(self.module.get_inputs(**config.extra.get("input", {})))
+            torch.manual_seed(seed + 1)
+            model = self.module.Model(**config.extra.get("init", {})).to(device)
         gen = generator(seed + 2, device)
         args, wants = [], []
         for x in inputs:
