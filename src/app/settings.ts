@@ -27,7 +27,7 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
   const jobTimeoutMs = positive(env.EVOKERNEL_JOB_TIMEOUT_MIN, 120) * 60_000;
   const repoDir = env.EVOKERNEL_LOCAL_REPO;
   return {
-    concurrency: positive(env.EVOKERNEL_CONCURRENCY, 8),
+    concurrency: positive(env.EVOKERNEL_CONCURRENCY, 16),
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
     ...(repoDir

@@ -15,6 +15,11 @@ export interface StartRequest {
   readonly installationId: number;
   /** The default branch: the workflow is dispatched there, never on the PR's own ref. */
   readonly defaultBranch: string;
+  /**
+   * Ask GitHub for the PR's head again before dispatch: a command (a person approved that
+   * commit, maybe minutes ago). A pull_request event carries its head fresh.
+   */
+  readonly recheckHead: boolean;
 }
 
 export async function startJob(state: AppState, request: StartRequest): Promise<void> {
@@ -37,7 +42,7 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
     await failJob(state, github, job, dispatcher);
     return;
   }
-  if (spec.pr !== undefined) {
+  if (request.recheckHead && spec.pr !== undefined) {
     const pull = await github.getPull(spec.pr);
     if (pull.headSha !== spec.sha) {
       await supersedeJob(state, github, job, pull.headSha);

@@ -84,8 +84,6 @@ async function openPullWithJob(): Promise<string> {
     .reply(200, KERNEL_FILES)
     .post(`${R}/check-runs`, record("checkCreate"))
     .reply(201, { id: 900 })
-    .get(`${R}/pulls/7`)
-    .reply(200, pull())
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
     .reply(200, {
       workflow_run_id: 4242,
@@ -210,21 +208,6 @@ describe("pull requests", () => {
     expect(bodies.superseded).toMatchSnapshot();
   });
 
-  it("marks a job superseded when the head moved before dispatch", async () => {
-    mockConfig(github())
-      .get(`${R}/pulls/7/files`)
-      .query({ per_page: 100 })
-      .reply(200, KERNEL_FILES)
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 903 })
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ head: NEW_HEAD }))
-      .patch(`${R}/check-runs/903`, record("check"))
-      .reply(200, { id: 903 });
-    await harness.receive("pull_request", pullRequestPayload("opened"));
-    expect(bodies.check).toMatchSnapshot();
-  });
-
   it("fails the check run with what to do when the workflow cannot be dispatched", async () => {
     mockConfig(github())
       .get(`${R}/pulls/7/files`)
@@ -232,8 +215,6 @@ describe("pull requests", () => {
       .reply(200, KERNEL_FILES)
       .post(`${R}/check-runs`)
       .reply(201, { id: 904 })
-      .get(`${R}/pulls/7`)
-      .reply(200, pull())
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(404, { message: "Not Found" })
       .patch(`${R}/check-runs/904`, record("check"))
@@ -462,6 +443,23 @@ describe("commands", () => {
       "issue_comment",
       commentPayload("/optimize --proposer tuner softmax --budget 12", { id: 503 }),
     );
+  });
+
+  it("runs nothing when a fork's head moved between the command and the dispatch", async () => {
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }))
+      .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
+      .reply(201, {})
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 903 })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true, head: NEW_HEAD }))
+      .patch(`${R}/check-runs/903`, record("check"))
+      .reply(200, { id: 903 });
+    mockConfig(github());
+    await harness.receive("issue_comment", commentPayload("/bench softmax"));
+    expect(bodies.check).toMatchSnapshot();
   });
 
   it("says so when no task changed and none was named", async () => {

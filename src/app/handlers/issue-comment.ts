@@ -100,6 +100,7 @@ export async function handleIssueComment(
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
+    recheckHead: true,
   });
 }
 

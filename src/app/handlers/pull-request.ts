@@ -61,6 +61,7 @@ export async function handlePullRequest(
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
+    recheckHead: false,
   });
 }
 

@@ -1,0 +1,96 @@
+// Types for scripts/github-standin.mjs, for the TypeScript tests that use it.
+export interface StandinRequest {
+  method: string;
+  path: string;
+  query: string;
+  body: Record<string, unknown>;
+  at: number;
+  status: number;
+  routed: boolean;
+}
+export interface StandinCheckRun {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  external_id: string | null;
+  details_url: string | null;
+  output?: { title: string; summary: string; text?: string };
+  actions?: { label: string; description: string; identifier: string }[];
+  updates: Record<string, unknown>[];
+}
+export interface StandinPull {
+  head: string;
+  base: string;
+  headRef?: string;
+  baseRef?: string;
+  fork?: boolean;
+  draft?: boolean;
+  state?: string;
+  files?: { filename: string; status: string; patch?: string; previous_filename?: string }[];
+}
+export interface Standin {
+  host: string;
+  url: string;
+  state: {
+    config: string | null;
+    pulls: Record<string, StandinPull>;
+    permissions: Record<string, string>;
+  };
+  requests: StandinRequest[];
+  comments: { id: number; issue: number; body: string; edits: number }[];
+  checkRuns: StandinCheckRun[];
+  reviews: Record<string, unknown>[];
+  dispatches: {
+    workflow: string;
+    ref: string;
+    inputs: { spec: string };
+    runId: number;
+    at: number;
+  }[];
+  refs: Map<string, string>;
+  waitFor(test: () => boolean, ms?: number, what?: string): Promise<void>;
+  unknown(): StandinRequest[];
+  close(): Promise<void>;
+}
+export function startStandin(state?: {
+  config?: string | null;
+  pulls?: Record<string, StandinPull>;
+  permissions?: Record<string, string>;
+}): Promise<Standin>;
+export function generateAppKey(): string;
+export function signWebhook(secret: string, body: string): string;
+export function sendWebhook(
+  appUrl: string,
+  secret: string,
+  name: string,
+  payload: unknown,
+  id: string,
+): Promise<{ status: number; ms: number }>;
+export interface AppProcess {
+  url: string;
+  output(): string;
+  stop(): Promise<void>;
+}
+export function startApp(options: {
+  entry: string;
+  standin: Standin;
+  port: number;
+  secret: string;
+  privateKey: string;
+  env?: Record<string, string>;
+  cwd?: string;
+  log?: boolean;
+}): Promise<AppProcess>;
+export function pullRequestEvent(options: {
+  owner?: string;
+  repo?: string;
+  number: number;
+  head: string;
+  base: string;
+  action?: string;
+  before?: string;
+  fork?: boolean;
+  headRef?: string;
+}): Record<string, unknown>;

@@ -1,0 +1,499 @@
+#!/usr/bin/env node
+// A local stand-in for GitHub's REST API (node:http on 127.0.0.1, no dependencies), answering
+// the routes the evokernel app calls and recording every request, plus what it takes to
+// drive the real app process: an App key, signed webhooks, and starting the app with its
+// API base pointed here. The webhook benchmark, the app's end-to-end test and
+// scripts/e2e-local.mjs (the GPU run) all use it; it runs with a bare `node`.
+/* global fetch */
+import { Buffer } from "node:buffer";
+import { performance } from "node:perf_hooks";
+import { clearTimeout, setTimeout } from "node:timers";
+import { spawn } from "node:child_process";
+import { createHmac, generateKeyPairSync } from "node:crypto";
+import { once } from "node:events";
+import { createServer } from "node:http";
+
+/**
+ * Starts the stand-in. `state` holds what GitHub would know: the config file's text, the PRs
+ * ({ number: { head, base, headRef, fork, files: [{ filename, status, patch }] } }) and
+ * collaborator permissions (default write).
+ */
+export async function startStandin(state = {}) {
+  const repoState = {
+    config: state.config ?? null,
+    pulls: state.pulls ?? {},
+    permissions: state.permissions ?? {},
+  };
+  const requests = [];
+  const comments = [];
+  const checkRuns = [];
+  const reviews = [];
+  const dispatches = [];
+  const refs = new Map();
+  const waiters = new Set();
+  let nextId = 1000;
+
+  function notify() {
+    for (const waiter of waiters) {
+      if (waiter.test()) {
+        waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /** The routes, as [method, pattern, handler(match, body, url) → [status, body, headers?]]. */
+  const routes = [
+    [
+      "POST",
+      /^\/app\/installations\/(\d+)\/access_tokens$/,
+      () => [
+        201,
+        {
+          token: "ghs_standin",
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+          permissions: {},
+          repository_selection: "all",
+        },
+      ],
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/contents\/(.+)$/,
+      (m) => {
+        const path = decodeURIComponent(m[3]);
+        if (m[2] === ".github" || path !== ".github/evokernel.yml" || repoState.config === null)
+          return [404, { message: "Not Found" }];
+        return [200, repoState.config, { "content-type": "text/plain; charset=utf-8" }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
+      (m) => {
+        const pull = repoState.pulls[m[3]];
+        return pull ? [200, pullJson(m, pull)] : [404, { message: "Not Found" }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)\/files$/,
+      (m, _body, url) => {
+        const files = repoState.pulls[m[3]]?.files ?? [];
+        const perPage = Number(url.searchParams.get("per_page") ?? 30);
+        const page = Number(url.searchParams.get("page") ?? 1);
+        const slice = files.slice((page - 1) * perPage, page * perPage);
+        const more = page * perPage < files.length;
+        const next = `${url.origin}/api/v3${url.pathname.replace(/^\/api\/v3/, "")}?per_page=${perPage}&page=${page + 1}`;
+        return [200, slice, more ? { link: `<${next}>; rel="next"` } : {}];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/,
+      (m) => [200, { permission: repoState.permissions[m[3]] ?? "write" }],
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)\/reactions$/,
+      () => [201, { id: nextId++ }],
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
+      (m) => [200, comments.filter((c) => c.issue === Number(m[3])).map(commentJson)],
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
+      (m, body) => {
+        const comment = { id: nextId++, issue: Number(m[3]), body: body.body, edits: 0 };
+        comments.push(comment);
+        return [201, commentJson(comment)];
+      },
+    ],
+    [
+      "PATCH",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/,
+      (m, body) => {
+        const comment = comments.find((c) => c.id === Number(m[3]));
+        if (!comment) return [404, { message: "Not Found" }];
+        comment.body = body.body;
+        comment.edits++;
+        return [200, commentJson(comment)];
+      },
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/check-runs$/,
+      (_m, body) => {
+        const run = {
+          id: nextId++,
+          status: "queued",
+          conclusion: null,
+          external_id: null,
+          details_url: null,
+          ...body,
+          updates: [],
+        };
+        checkRuns.push(run);
+        return [201, checkRunJson(run)];
+      },
+    ],
+    [
+      "PATCH",
+      /^\/repos\/([^/]+)\/([^/]+)\/check-runs\/(\d+)$/,
+      (m, body) => {
+        const run = checkRuns.find((r) => r.id === Number(m[3]));
+        if (!run) return [404, { message: "Not Found" }];
+        run.updates.push(body);
+        Object.assign(run, body);
+        if (body.conclusion) run.status = "completed";
+        return [200, checkRunJson(run)];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/commits\/([^/]+)\/check-runs$/,
+      (m) => {
+        const runs = checkRuns.filter((r) => r.head_sha === m[3]).map(checkRunJson);
+        return [200, { total_count: runs.length, check_runs: runs }];
+      },
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/actions\/workflows\/([^/]+)\/dispatches$/,
+      (m, body) => {
+        const id = nextId++;
+        dispatches.push({
+          workflow: decodeURIComponent(m[3]),
+          ...body,
+          runId: id,
+          at: performance.now(),
+        });
+        const html = `https://github.invalid/${m[1]}/${m[2]}/actions/runs/${id}`;
+        return body.return_run_details
+          ? [200, { workflow_run_id: id, run_url: html, html_url: html }]
+          : [204, ""];
+      },
+    ],
+    ["POST", /^\/repos\/([^/]+)\/([^/]+)\/actions\/runs\/(\d+)\/cancel$/, () => [202, {}]],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)\/reviews$/,
+      (m, body) => {
+        reviews.push({ pr: Number(m[3]), ...body });
+        return [200, { id: nextId++ }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/commits\/([0-9a-f]+)$/,
+      (m) => [200, { sha: m[3], tree: { sha: `tree-${m[3].slice(0, 7)}` } }],
+    ],
+    ["POST", /^\/repos\/([^/]+)\/([^/]+)\/git\/blobs$/, () => [201, { sha: `blob-${nextId++}` }]],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/trees$/,
+      (_m, body) => [201, { sha: `tree-${nextId++}`, tree: body.tree }],
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/commits$/,
+      (_m, body) => [201, { sha: `commit-${nextId++}`, message: body.message }],
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/refs$/,
+      (_m, body) => {
+        if (refs.has(body.ref)) return [422, { message: "Reference already exists" }];
+        refs.set(body.ref, body.sha);
+        return [201, { ref: body.ref, object: { sha: body.sha } }];
+      },
+    ],
+    [
+      "PATCH",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/refs\/(.+)$/,
+      (m, body) => {
+        refs.set(`refs/${decodeURIComponent(m[3])}`, body.sha);
+        return [200, { object: { sha: body.sha } }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/ref\/(.+)$/,
+      (m) => {
+        const sha = refs.get(`refs/${decodeURIComponent(m[3])}`);
+        return sha ? [200, { object: { sha } }] : [404, { message: "Not Found" }];
+      },
+    ],
+  ];
+
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://127.0.0.1");
+      const path = url.pathname.replace(/^\/api\/v3/, "");
+      const text = Buffer.concat(chunks).toString("utf8");
+      let body;
+      try {
+        body = text ? JSON.parse(text) : {};
+      } catch {
+        body = { raw: text };
+      }
+      const record = {
+        method: req.method,
+        path,
+        query: url.search,
+        body,
+        at: performance.now(),
+        status: 404,
+        routed: false,
+      };
+      requests.push(record);
+      let answer = [404, { message: `the stand-in has no route for ${req.method} ${path}` }];
+      for (const [method, pattern, handler] of routes) {
+        const match = req.method === method ? pattern.exec(path) : null;
+        if (match) {
+          record.routed = true;
+          answer = handler(match, body, url);
+          break;
+        }
+      }
+      const [status, payload, headers = {}] = answer;
+      record.status = status;
+      const isText = typeof payload === "string";
+      res.writeHead(status, {
+        "content-type": isText ? "text/plain; charset=utf-8" : "application/json; charset=utf-8",
+        ...headers,
+      });
+      res.end(isText ? payload : JSON.stringify(payload));
+      notify();
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address();
+
+  return {
+    host: `127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}`,
+    state: repoState,
+    requests,
+    comments,
+    checkRuns,
+    reviews,
+    dispatches,
+    refs,
+    /** Resolves when `test()` holds (checked after every request), or rejects after `ms`. */
+    waitFor(test, ms = 30_000, what = "the stand-in to see it") {
+      if (test()) return Promise.resolve();
+      return new Promise((resolve, reject) => {
+        const waiter = { test, resolve };
+        waiters.add(waiter);
+        setTimeout(() => {
+          if (!waiters.delete(waiter)) return;
+          reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+        }, ms).unref();
+      });
+    },
+    /** Requests the stand-in had no route for: the app called something it does not know. */
+    unknown() {
+      return requests.filter((r) => !r.routed);
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function pullJson(m, pull) {
+  const repo = { full_name: `${m[1]}/${m[2]}`, name: m[2], owner: { login: m[1] } };
+  return {
+    number: Number(m[3]),
+    state: pull.state ?? "open",
+    draft: pull.draft ?? false,
+    head: {
+      sha: pull.head,
+      ref: pull.headRef ?? "pr-branch",
+      repo: pull.fork ? { ...repo, full_name: `fork/${m[2]}` } : repo,
+    },
+    base: { sha: pull.base, ref: pull.baseRef ?? "main", repo },
+  };
+}
+
+function commentJson(comment) {
+  return { id: comment.id, body: comment.body, user: { login: "evokernel[bot]", type: "Bot" } };
+}
+
+function checkRunJson(run) {
+  return {
+    id: run.id,
+    name: run.name,
+    head_sha: run.head_sha,
+    status: run.status,
+    conclusion: run.conclusion,
+    external_id: run.external_id,
+    details_url: run.details_url,
+    output: run.output,
+    actions: run.actions,
+    app: { id: 1 },
+  };
+}
+
+/** An RSA key for a made-up App: Probot signs its JWTs with it; the stand-in never checks. */
+export function generateAppKey() {
+  const { privateKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: "spki", format: "pem" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  return privateKey;
+}
+
+/** GitHub's X-Hub-Signature-256 of a webhook body. */
+export function signWebhook(secret, body) {
+  return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
+}
+
+/** POSTs a signed webhook to the app; resolves with the status and the milliseconds it took. */
+export async function sendWebhook(appUrl, secret, name, payload, id) {
+  const body = JSON.stringify(payload);
+  const started = performance.now();
+  const response = await fetch(`${appUrl}/api/github/webhooks`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": name,
+      "x-github-delivery": id,
+      "x-hub-signature-256": signWebhook(secret, body),
+      "user-agent": "GitHub-Hookshot/standin",
+    },
+    body,
+  });
+  await response.arrayBuffer();
+  return { status: response.status, ms: performance.now() - started };
+}
+
+/**
+ * Starts the app process (`node ENTRY`) against the stand-in and resolves once it listens.
+ * `env` adds to or overrides the app's environment.
+ */
+export async function startApp({
+  entry,
+  standin,
+  port,
+  secret,
+  privateKey,
+  env = {},
+  cwd,
+  log = false,
+}) {
+  const child = spawn(process.execPath, [entry], {
+    cwd,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      APP_ID: "1",
+      PRIVATE_KEY: privateKey,
+      WEBHOOK_SECRET: secret,
+      GHE_HOST: standin.host,
+      GHE_PROTOCOL: "http",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      LOG_FORMAT: "json",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => {
+    output += chunk;
+    if (log) process.stderr.write(chunk);
+  });
+  child.stderr.on("data", (chunk) => {
+    output += chunk;
+    if (log) process.stderr.write(chunk);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`the app exited with ${child.exitCode}:\n${output}`);
+    try {
+      const response = await fetch(`${url}/ping`);
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`the app did not listen on ${url} within 30 s:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    url,
+    child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await once(child, "exit");
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A pull_request webhook payload with the fields the app reads. */
+export function pullRequestEvent({
+  owner = "octo",
+  repo = "kernels",
+  number,
+  head,
+  base,
+  action = "opened",
+  before,
+  fork = false,
+  headRef = "pr-branch",
+}) {
+  const repository = {
+    id: 1,
+    name: repo,
+    full_name: `${owner}/${repo}`,
+    owner: { login: owner, type: "Organization" },
+    default_branch: "main",
+    private: false,
+  };
+  return {
+    action,
+    number,
+    ...(before ? { before, after: head } : {}),
+    installation: { id: 1 },
+    repository,
+    sender: { login: "alice", type: "User" },
+    pull_request: {
+      number,
+      state: "open",
+      draft: false,
+      head: {
+        sha: head,
+        ref: headRef,
+        repo: fork ? { ...repository, full_name: `fork/${repo}` } : repository,
+      },
+      base: { sha: base, ref: "main", repo: repository },
+    },
+  };
+}
+
+/** Lets a bare `node scripts/github-standin.mjs` run one for poking at by hand. */
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  const standin = await startStandin({ config: "dispatch: actions\n" });
+  console.log(
+    `GitHub stand-in on ${standin.url}/api/v3 (GHE_HOST=${standin.host} GHE_PROTOCOL=http); Ctrl-C stops it`,
+  );
+}

@@ -1,0 +1,125 @@
+// End to end: the real app process (bundled as shipped) against the GitHub stand-in, with the
+// local backend running a fake runner in a git worktree of the PR's head, from the
+// pull_request webhook to the posted comment, review and check run.
+import { execFileSync } from "node:child_process";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { bundleApp } from "../../scripts/bundle.mjs";
+import {
+  generateAppKey,
+  pullRequestEvent,
+  sendWebhook,
+  startApp,
+  startStandin,
+  type AppProcess,
+  type Standin,
+} from "../../scripts/github-standin.mjs";
+import { kernelPatch } from "../helpers/app-harness.js";
+
+const SECRET = "e2e-secret";
+let dir: string;
+let standin: Standin;
+let app: AppProcess;
+let head: string;
+let base: string;
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "t",
+      GIT_AUTHOR_EMAIL: "t@t",
+      GIT_COMMITTER_NAME: "t",
+      GIT_COMMITTER_EMAIL: "t@t",
+    },
+  }).trim();
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "evokernel-app-e2e-"));
+  const repo = join(dir, "repo");
+  await mkdir(join(repo, "kernels/softmax"), { recursive: true });
+  git(dir, "init", "-q", "-b", "main", repo);
+  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 128\n");
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "base");
+  base = git(repo, "rev-parse", "HEAD");
+  git(repo, "checkout", "-q", "-b", "faster");
+  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 256\n");
+  git(repo, "commit", "-q", "-am", "head");
+  head = git(repo, "rev-parse", "HEAD");
+  git(repo, "checkout", "-q", "main");
+
+  standin = await startStandin({
+    config: "pullRequests: bench\ndispatch: local\n",
+    pulls: {
+      7: {
+        head,
+        base,
+        headRef: "faster",
+        files: [
+          { filename: "kernels/softmax/kernel.cu", status: "modified", patch: kernelPatch() },
+        ],
+      },
+    },
+  });
+  const entry = await bundleApp(join(dir, "app.mjs"));
+  app = await startApp({
+    entry,
+    standin,
+    port: 40_000 + Math.floor(Math.random() * 10_000),
+    secret: SECRET,
+    privateKey: generateAppKey(),
+    env: {
+      EVOKERNEL_LOCAL_REPO: repo,
+      EVOKERNEL_RUNNER_CMD: JSON.stringify([
+        process.execPath,
+        fileURLToPath(new URL("../helpers/fake-job-runner.mjs", import.meta.url)),
+      ]),
+      EVOKERNEL_FAKE_RESULT: fileURLToPath(
+        new URL("../fixtures/app/review-result.json", import.meta.url),
+      ),
+      EVOKERNEL_THROTTLE: "off",
+    },
+  });
+});
+
+afterAll(async () => {
+  await app?.stop();
+  await standin?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+it("takes a PR from webhook to comment, review and check run through the local backend", async () => {
+  const payload = pullRequestEvent({ number: 7, head, base, headRef: "faster" });
+  const answer = await sendWebhook(app.url, SECRET, "pull_request", payload, "e2e-1");
+  expect(answer.status).toBe(200);
+  await standin.waitFor(
+    () => standin.checkRuns.some((run) => run.status === "completed"),
+    60_000,
+    "the check run to complete",
+  );
+
+  expect(standin.unknown()).toEqual([]);
+  expect(standin.comments).toHaveLength(1);
+  expect(standin.comments[0]?.body).toContain("<!-- evokernel:comment -->");
+  expect(standin.comments[0]?.body).toContain("`layernorm` is wrong");
+  expect(standin.reviews).toHaveLength(1);
+  expect(JSON.stringify(standin.reviews[0])).toContain("#define BLOCK_SIZE 512");
+  const [run] = standin.checkRuns;
+  expect(run).toMatchObject({
+    head_sha: head,
+    status: "completed",
+    conclusion: "failure",
+    name: "evokernel",
+  });
+  expect(run?.actions).toEqual([expect.objectContaining({ identifier: "evk-apply" })]);
+  expect([...standin.refs.keys()]).toEqual([`refs/heads/evokernel/7-${head.slice(0, 7)}`]);
+  // No Actions dispatch: the job ran on the app's machine.
+  expect(standin.dispatches).toEqual([]);
+});
