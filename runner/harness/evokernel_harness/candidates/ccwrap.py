@@ -148,11 +148,28 @@ def fast_host_compile(real, args, cache):
     return proc.returncode
 
 
+def pch_folder(real, rest, cache):
+    flags = pch_flags(rest)
+    key = digest("pch", compiler_id(real), os.environ.get("EVOKERNEL_CCWRAP_SALT", ""), "\0".join(flags))
+    return os.path.join(cache, "pch", key[:24]), flags, key
+
+
+def wait_for_pch(real, args, cache):
+    """Before taking a slot: if another process is precompiling the header this unit needs,
+    wait for it here, holding no slot (a slot held while waiting is a core left idle)."""
+    _, _, src, rest = parse(args)
+    if src is None or not src.endswith(HOST_SOURCES) or "-c" not in rest:
+        return
+    folder, _, _ = pch_folder(real, rest, cache)
+    if os.path.exists(os.path.join(folder, PCH_HEADER + ".gch")) or not os.path.isdir(folder):
+        return
+    with jobserver.exclusive(os.path.join(folder, "lock")):
+        pass
+
+
 def ensure_pch(real, rest, cache, cid, salt):
     """The header to -include (its .gch beside it), built once per flag set; None if it fails."""
-    flags = pch_flags(rest)
-    key = digest("pch", cid, salt, "\0".join(flags))
-    folder = os.path.join(cache, "pch", key[:24])
+    folder, flags, key = pch_folder(real, rest, cache)
     header = os.path.join(folder, PCH_HEADER)
     gch = header + ".gch"
     failed = os.path.join(folder, "failed")
@@ -189,6 +206,8 @@ def main(argv):
     out, _, src, _ = parse(args)
     what = f"{'compiled' if '-c' in args else 'linked'} {os.path.basename(src or out or '?')}"
     asked = time.perf_counter()
+    if kind == "cxx" and os.environ.get("EVOKERNEL_CCWRAP_CACHE") and os.environ.get("EVOKERNEL_FASTPATH", "1") != "0":
+        wait_for_pch(real, args, os.environ["EVOKERNEL_CCWRAP_CACHE"])
     with jobserver.slot(1):
         started = time.perf_counter()
         waited = f", {started - asked:.1f} s waiting for a compile slot" if started - asked >= 0.5 else ""
