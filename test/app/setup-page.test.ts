@@ -33,13 +33,14 @@ it("npm start without APP_ID or a key serves the setup page built from app.yml",
     PORT: String(port),
     HOST: "127.0.0.1",
   };
-  server = execa("npm", ["start"], {
+  const server = execa("npm", ["start"], {
     cwd: root,
     env,
     extendEnv: false,
     detached: true,
     reject: false,
   });
+  serverPid = server.pid;
   let html = "";
   for (let attempt = 0; attempt < 100 && html === ""; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 200));
