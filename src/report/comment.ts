@@ -178,7 +178,7 @@ function footer(review: ReviewResult, links: CommentLinks): string {
     `${device.gpu}`,
     device.driver === null ? null : `driver ${device.driver}`,
     device.cuda === null ? null : `CUDA ${device.cuda}`,
-    `torch ${device.torch}`,
+    device.torch === "" ? null : `torch ${device.torch}`,
     `evokernel ${device.evokernel}`,
   ].filter((part) => part !== null);
   const run = links.runUrl === undefined ? "" : ` · [run](${links.runUrl})`;

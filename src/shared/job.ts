@@ -63,6 +63,8 @@ export const jobSpecSchema = z
     budget: jobBudgetSchema.optional(),
     proposer: z.enum(["auto", "llm", "tuner"]).optional(),
     model: z.string().min(1).optional(),
+    /** Seed of the search's random choices, to reproduce a run (default: random). */
+    seed: z.number().int().min(0).optional(),
     /** Percent beyond the noise that counts as a regression (default 3). */
     regressionThreshold: z.number().min(0).optional(),
     /** The GitHub login whose comment or push asked for the job. */

@@ -173,20 +173,34 @@ describe("evokernel review", () => {
   });
 
   it("--optimize evolves the head kernel and suggests the change", async () => {
+    // A small search, set where the app reads it: the base branch's config.
+    await git("checkout", "-q", "main");
+    await mkdir(join(repo, ".github"));
+    await writeFile(
+      join(repo, ".github", "evokernel.yml"),
+      "proposer: tuner\nbudget: { candidates: 6, minutes: 5, usd: 1 }\n",
+    );
+    await commit("config");
+    await git("checkout", "-q", "feature");
+    await git("rebase", "-q", "main");
     // The stand-in times BLOCK_SIZE 512 fastest: the tuner finds it.
     const file = join(repo, "kernels", "small_softmax", "kernel.cu");
     await writeFile(file, (await readFile(file, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n"));
     await commit("drop the marker");
-    const run = await runCli(["review", "--out", out, "--optimize", "--base", "main"], {
-      cwd: repo,
-      env,
-    });
+    const run = await runCli(
+      ["review", "--out", out, "--optimize", "--seed", "1", "--base", "main"],
+      {
+        cwd: repo,
+        env,
+      },
+    );
     expect(run.exitCode, run.stderr).toBe(0);
     const result = reviewResultSchema.parse(
       JSON.parse(await readFile(join(out, "review.json"), "utf8")),
     );
     const task = result.tasks[0];
-    expect(task?.optimize?.win).toBe(true);
+    expect(task?.optimize?.search.budget.candidates).toBe(6);
+    expect(task?.optimize?.win, run.stderr).toBe(true);
     expect(task?.suggestion?.path).toBe("kernels/small_softmax/kernel.cu");
     expect(task?.suggestion?.after).toContain("#define BLOCK_SIZE 512");
     const patch = await readFile(join(out, "suggestion.patch"), "utf8");

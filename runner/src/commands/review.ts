@@ -2,6 +2,7 @@
 // whose files changed between base and head, verifies head and times it beside base (and
 // optimizes it when asked), and writes the exact comment, check run and suggested patch.
 import { relative, resolve } from "node:path";
+import { UsageError } from "../errors.js";
 import { openGit } from "../git.js";
 import { runJob } from "../jobs/run-job.js";
 import { reviewSpec } from "../jobs/review-spec.js";
@@ -13,7 +14,7 @@ import { withSession } from "./session.js";
 export const reviewCommand: Command = {
   name: "review",
   summary: "what the app runs on a pull request, on this checkout: verify and time changed kernels",
-  usage: `usage: evokernel review [--base REF] [--head REF] [--optimize] [--out DIR] [--json]
+  usage: `usage: evokernel review [--base REF] [--head REF] [--optimize] [--seed N] [--out DIR] [--json]
 
 Finds the kernel tasks whose files changed between base and head (read out of git into a
 temporary folder: your working tree is never touched), verifies head's kernel on every
@@ -26,6 +27,7 @@ Settings come from .github/evokernel.yml on the base branch (defaults without on
                      main or master); the review compares head with its merge base
       --head REF     the change (default HEAD: the last commit, not uncommitted edits)
       --optimize     also search for a faster head kernel (as pullRequests: optimize does)
+      --seed N       seed of the search's random choices (default: random)
       --out DIR      where to write comment.md, check-run.json, review.json and
                      suggestion.patch (default .evokernel/review)
       --json         print the review result (one JSON document) instead of the comment
@@ -37,6 +39,7 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
     base: { type: "string" },
     head: { type: "string" },
     optimize: { type: "boolean" },
+    seed: { type: "string" },
     out: { type: "string" },
     json: { type: "boolean" },
   },
@@ -44,10 +47,16 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
     const git = await openGit(io.cwd);
     const base = stringOption(parsed, "base");
     const head = stringOption(parsed, "head");
+    const seedText = stringOption(parsed, "seed");
+    const seed = seedText === undefined ? undefined : Number(seedText);
+    if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0)) {
+      throw new UsageError(`--seed is a whole number ≥ 0, not ${seedText}`);
+    }
     const { spec, baseRef } = await reviewSpec(git, {
       ...(base === undefined ? {} : { base }),
       ...(head === undefined ? {} : { head }),
       optimize: flag(parsed, "optimize"),
+      ...(seed === undefined ? {} : { seed }),
     });
     const say = (line: string) => io.stderr(`${line}\n`);
     say(

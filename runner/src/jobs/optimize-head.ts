@@ -16,6 +16,7 @@ export type OptimizeRequest = {
   /** auto: the command's own default (llm with an API key, else tuner). */
   proposer: "auto" | "llm" | "tuner";
   model?: string | undefined;
+  seed?: number | undefined;
   /** Progress lines (stderr of the command). */
   say: (line: string) => void;
 };
@@ -50,6 +51,7 @@ export const runOptimizeCommand: Optimizer = async function optimizeHead(request
     usd: String(request.budget.usd),
   };
   if (request.proposer !== "auto") values["proposer"] = request.proposer;
+  if (request.seed !== undefined) values["seed"] = String(request.seed);
   if (request.model !== undefined && request.proposer !== "tuner") values["model"] = request.model;
   try {
     const code = await optimizeCommand.run({ values, positionals: [request.task] }, io);

@@ -12,7 +12,7 @@ import type { Git } from "../git.js";
 const DEFAULT_BRANCHES = ["origin/HEAD", "main", "origin/main", "master", "origin/master"];
 const CONFIG_FILES = [".github/evokernel.yml", ".github/evokernel.yaml"];
 
-export type ReviewRequest = { base?: string; head?: string; optimize: boolean };
+export type ReviewRequest = { base?: string; head?: string; optimize: boolean; seed?: number };
 
 export type ReviewPlanInput = { spec: JobSpec; config: EvokernelConfig; baseRef: string };
 
@@ -37,6 +37,7 @@ export async function reviewSpec(git: Git, request: ReviewRequest): Promise<Revi
     proposer: config.proposer,
     ...(config.model === undefined ? {} : { model: config.model }),
     regressionThreshold: config.regressionThreshold,
+    ...(request.seed === undefined ? {} : { seed: request.seed }),
   };
   return { spec, config, baseRef };
 }

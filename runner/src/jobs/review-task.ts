@@ -31,6 +31,7 @@ export type TaskWork = {
     budget: JobBudget;
     proposer: "auto" | "llm" | "tuner";
     model?: string | undefined;
+    seed?: number | undefined;
   };
   threshold: number;
   /** A folder of this task's own for the optimize archive. */
@@ -120,6 +121,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     budget: work.optimize.budget,
     proposer: work.optimize.proposer,
     model: work.optimize.model,
+    seed: work.optimize.seed,
     say: (line) => work.say(`${planned.path}: ${line}`),
   });
   if (!searched.ok) {

@@ -66,6 +66,7 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
                   budget: spec.budget ?? budgetOf(),
                   proposer: spec.proposer ?? "auto",
                   model: spec.model,
+                  seed: spec.seed,
                 }
               : null,
             threshold,
