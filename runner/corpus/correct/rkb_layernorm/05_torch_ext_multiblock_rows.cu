@@ -15,6 +15,12 @@
 // Why unusual: eight launches and fp64 scratch for one backward; a Python tuple argument
 // (normalized_shape) and a float (eps) in the signature; multi-block rows.
 // What the verifier must say: passed (grad_x, grad_weight, grad_bias), then benchmarked.
+// Measured on an H100 (own script, torch 2.11): against torch's fp32 autograd, relative norm
+// error 1.3e-6 on normal inputs and 1.9e-5 on signed, mixed-scale ones at 16x64x256x256.
+// Every sum here is fp64, so that error is most likely the fp32 reference's own (reductions
+// over 4M elements): a verifier that compares with the fp32 reference at norm 1e-5 would
+// call this kernel's signed-mixed configuration accuracy-loss. Compare with an fp64
+// reference (or a tolerance that grows with the reduction length) for such tasks.
 #include <torch/extension.h>
 #include <cuda_runtime.h>
 #include <math.h>
