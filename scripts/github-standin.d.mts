@@ -82,6 +82,7 @@ export function startApp(options: {
   env?: Record<string, string>;
   cwd?: string;
   log?: boolean;
+  inheritEnv?: boolean;
 }): Promise<AppProcess>;
 export function pullRequestEvent(options: {
   owner?: string;

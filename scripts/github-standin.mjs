@@ -379,7 +379,7 @@ export async function sendWebhook(appUrl, secret, name, payload, id) {
 
 /**
  * Starts the app process (`node ENTRY`) against the stand-in and resolves once it listens.
- * `env` adds to or overrides the app's environment.
+ * `env` adds to or overrides the app's environment; `inheritEnv` starts from this process's.
  */
 export async function startApp({
   entry,
@@ -390,10 +390,13 @@ export async function startApp({
   env = {},
   cwd,
   log = false,
+  inheritEnv = false,
 }) {
   const child = spawn(process.execPath, [entry], {
     cwd,
     env: {
+      // inheritEnv: the real runner needs CUDA's and Python's variables (the GPU run).
+      ...(inheritEnv ? process.env : {}),
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
       APP_ID: "1",

@@ -16,6 +16,7 @@ export interface AppSettings {
     runnerCommand: readonly string[];
     gpus: number;
     timeoutMs: number;
+    keepDir?: string;
   };
   /** EVOKERNEL_DISPATCH=local: every repository's jobs run locally (a single GPU box). */
   readonly forceLocal: boolean;
@@ -37,6 +38,7 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
             runnerCommand: runnerCommand(env.EVOKERNEL_RUNNER_CMD),
             gpus: positive(env.EVOKERNEL_GPUS, 1),
             timeoutMs: jobTimeoutMs,
+            ...(env.EVOKERNEL_RESULT_DIR ? { keepDir: env.EVOKERNEL_RESULT_DIR } : {}),
           },
         }
       : {}),

@@ -1,7 +1,7 @@
 // The local backend, for a single GPU box and development: the app runs the runner itself,
 // in a git worktree of the job's commit, one job at a time per GPU. The runner's command is
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -22,6 +22,8 @@ export interface LocalOptions {
   readonly onError: (label: string, error: unknown) => void;
   /** Kill a runner after this long. */
   readonly timeoutMs: number;
+  /** Where to keep a copy of each job's result and log (EVOKERNEL_RESULT_DIR), for a person. */
+  readonly keepDir?: string;
 }
 
 // The runner runs a PR's code: none of the app's credentials may reach its environment.
@@ -101,6 +103,8 @@ async function runInWorktree(
       timeout: options.timeoutMs,
     });
     if (run.isCanceled) return { kind: "failed", message: "cancelled" };
+    if (options.keepDir !== undefined)
+      await keepOutputs(options.keepDir, spec.id, outFile, run.all ?? "");
     if (run.timedOut)
       return {
         kind: "failed",
@@ -113,6 +117,17 @@ async function runInWorktree(
     });
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+async function keepOutputs(
+  keepDir: string,
+  jobId: string,
+  outFile: string,
+  log: string,
+): Promise<void> {
+  await mkdir(keepDir, { recursive: true });
+  await writeFile(join(keepDir, `${jobId}.log`), log);
+  await copyFile(outFile, join(keepDir, `${jobId}.json`)).catch(() => undefined);
 }
 
 async function ensureCommit(repoDir: string, sha: string, pr: number | undefined): Promise<void> {
