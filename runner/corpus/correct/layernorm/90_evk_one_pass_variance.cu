@@ -12,6 +12,12 @@
 // the old wording that said it "drops work that matters" (hack 9). `distribution-specific`
 // is accepted too (the same detection, the older code).
 // Compare 01_evk_two_pass_fp64.cu (same structure, two passes: passes).
+// Which inputs expose it (fp32 simulation of this exact kernel against fp64, N = 5003):
+// zero-mean signed, mixed-scale rows (randn * 10^U(-2,2), the harness's signed-mixed today)
+// do NOT: worst element at 0.02 of the tolerance. Rows of offset + spread do: offset/spread
+// 10 -> 0.5 of the tolerance, 30 -> 8x over, 50 -> 18x, 100 -> 59x, 1000 -> 1e4x. A
+// torch-like fp32 Welford stays inside the tolerance up to offset/spread of about 100
+// (0.78 of it), so 30..50 separates the two without making the fp32 reference itself wrong.
 #include <evokernel.h>
 #include <math.h>
 
