@@ -128,6 +128,24 @@ describe("evokernel review", () => {
     });
   });
 
+  it("a task moved: the old one removed, the new one checked with nothing to compare", async () => {
+    await git("mv", "kernels/small_softmax", "kernels/softmax_v2");
+    await commit("rename the task");
+    const run = await review(["--json"]);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).toContain("review: kernels/small_softmax (native) removed");
+    expect(run.stderr).toContain("review: kernels/softmax_v2 (native) new");
+    const result = reviewResultSchema.parse(JSON.parse(run.stdout));
+    expect(result.tasks.map((task) => [task.task.path, task.status, task.inBase])).toEqual([
+      ["kernels/small_softmax", "removed", true],
+      ["kernels/softmax_v2", "passed", false],
+    ]);
+    expect(result.tasks[1]?.timings[0]?.base).toBeNull();
+    expect(await readFile(join(out, "comment.md"), "utf8")).toContain(
+      "`softmax_v2` verified on 4 shapes (new: no base to compare with)",
+    );
+  });
+
   it("says nothing changed when no task did, and needs no GPU for it", async () => {
     await writeFile(join(repo, "README.md"), "kernels, faster\n");
     await commit("docs");

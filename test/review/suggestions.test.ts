@@ -189,6 +189,28 @@ describe("mapSuggestions", () => {
   });
 });
 
+describe("hunkRanges", () => {
+  it("reads GitHub's hunk headers; a hunk that only deletes has no RIGHT lines", () => {
+    const patch = [
+      "@@ -1,3 +1,4 @@",
+      " a",
+      "+b",
+      " c",
+      " d",
+      "@@ -10,2 +11,0 @@ void f()",
+      "-x",
+      "-y",
+      "@@ -20 +19 @@",
+      "-p",
+      "+q",
+    ].join("\n");
+    expect(hunkRanges(patch)).toEqual([
+      { start: 1, end: 4 },
+      { start: 19, end: 19 },
+    ]);
+  });
+});
+
 describe("renderPatch", () => {
   it("is a diff git applies to the PR's file", async () => {
     const before = numbered(6).join("\r\n") + "\r\n";
