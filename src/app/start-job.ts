@@ -4,6 +4,7 @@
 import type { EvokernelConfig } from "../shared/config.js";
 import type { JobSpec } from "../shared/job.js";
 import type { AppState } from "./app-state.js";
+import type { Dispatched, Dispatcher } from "./dispatch/types.js";
 import type { GitHub } from "./github.js";
 import { type ActiveJob, checkName, externalIdOf } from "./jobs.js";
 import { failJob } from "./report-job.js";
@@ -25,31 +26,35 @@ export interface StartRequest {
 export async function startJob(state: AppState, request: StartRequest): Promise<void> {
   const { github, spec, config } = request;
   const dispatcher = state.dispatcherFor(config);
-  const checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
-    status: "queued",
-    externalId: externalIdOf(spec.id),
-    output: { title: "Queued", summary: queuedSummary(spec) },
-  });
-  const job: ActiveJob = {
-    spec,
-    installationId: request.installationId,
-    repo: github.repo,
-    checkRunId,
-    threshold: config.regressionThreshold,
-  };
-  state.jobs.add(job);
   if (typeof dispatcher === "string") {
-    await failJob(state, github, job, dispatcher);
+    await completedCheck(github, spec, "failure", {
+      title: "The job did not start",
+      summary: dispatcher,
+    });
     return;
   }
   if (request.recheckHead && spec.pr !== undefined) {
     const pull = await github.getPull(spec.pr);
     if (pull.headSha !== spec.sha) {
-      await supersedeJob(state, github, job, pull.headSha);
+      await completedCheck(github, spec, "neutral", supersededOutput(pull.headSha));
       return;
     }
   }
-  let dispatched;
+  if (dispatcher.name === "actions") await startRemote(state, request, dispatcher);
+  else await startLocal(state, request, dispatcher);
+}
+
+/**
+ * Actions: dispatch first (the GPU queue is what a person waits for), then one check run,
+ * already linked to the run and holding its id in external_id.
+ */
+async function startRemote(
+  state: AppState,
+  request: StartRequest,
+  dispatcher: Dispatcher,
+): Promise<void> {
+  const { github, spec, config } = request;
+  let dispatched: Dispatched;
   try {
     dispatched = await dispatcher.start({
       spec,
@@ -60,27 +65,93 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
   } catch (error) {
     state.log.warn({ err: error, job: spec.id }, "dispatch failed");
     const why = error instanceof Error ? error.message : String(error);
+    await completedCheck(github, spec, "failure", {
+      title: "The job did not start",
+      summary: `The workflow \`.github/workflows/${config.workflow}\` could not be started (${why}). Check that it exists on the default branch and has a \`workflow_dispatch\` trigger with a \`spec\` input, then push again or comment \`/bench\`.`,
+    });
+    return;
+  }
+  let checkRunId: number;
+  try {
+    checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
+      status: "in_progress",
+      externalId: externalIdOf(spec.id, dispatched.runId),
+      ...(dispatched.runUrl === undefined ? {} : { detailsUrl: dispatched.runUrl }),
+      output: {
+        title: "Running on a GPU runner",
+        summary: queuedSummary(spec) + (dispatched.runUrl ? `\n\nRun: ${dispatched.runUrl}` : ""),
+      },
+    });
+  } catch (error) {
+    // A run nobody can see the result of is GPU time wasted: stop it.
+    await dispatcher.cancel(spec.id, dispatched.runId, github).catch(() => undefined);
+    throw error;
+  }
+  register(state, request, checkRunId, dispatched);
+}
+
+/** Local: the check run first (the job may wait for the GPU), then the job is queued. */
+async function startLocal(
+  state: AppState,
+  request: StartRequest,
+  dispatcher: Dispatcher,
+): Promise<void> {
+  const { github, spec } = request;
+  const checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
+    status: "queued",
+    externalId: externalIdOf(spec.id),
+    output: { title: "Queued for the app's GPU", summary: queuedSummary(spec) },
+  });
+  const job = register(state, request, checkRunId, {});
+  try {
+    await dispatcher.start({
+      spec,
+      github,
+      workflow: request.config.workflow,
+      ref: request.defaultBranch,
+    });
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
     await failJob(
       state,
       github,
       job,
-      dispatcher.name === "actions"
-        ? `The workflow \`.github/workflows/${config.workflow}\` could not be started (${why}). Check that it exists on the default branch and has a \`workflow_dispatch\` trigger with a \`spec\` input, then push again or comment \`/bench\`.`
-        : `The job could not be started on the app's machine (${why}); ask the app's operator.`,
+      `The job could not be started on the app's machine (${why}); ask the app's operator.`,
     );
-    return;
   }
-  state.jobs.setRun(spec.id, dispatched.runId, dispatched.runUrl);
+}
+
+function register(
+  state: AppState,
+  request: StartRequest,
+  checkRunId: number,
+  dispatched: Dispatched,
+): ActiveJob {
+  const job: ActiveJob = {
+    spec: request.spec,
+    installationId: request.installationId,
+    repo: request.github.repo,
+    checkRunId,
+    threshold: request.config.regressionThreshold,
+  };
+  state.jobs.add(job);
+  state.jobs.setRun(job.spec.id, dispatched.runId, dispatched.runUrl);
   job.timer = setTimeout(() => void timeOut(state, job), state.jobTimeoutMs);
   job.timer.unref();
-  await github.updateCheckRun(checkRunId, {
-    status: "in_progress",
-    externalId: externalIdOf(spec.id, dispatched.runId),
-    ...(dispatched.runUrl === undefined ? {} : { detailsUrl: dispatched.runUrl }),
-    output: {
-      title: dispatcher.name === "actions" ? "Running on a GPU runner" : "Running on the app's GPU",
-      summary: queuedSummary(spec) + (dispatched.runUrl ? `\n\nRun: ${dispatched.runUrl}` : ""),
-    },
+  return job;
+}
+
+function completedCheck(
+  github: GitHub,
+  spec: JobSpec,
+  conclusion: "failure" | "neutral",
+  output: { title: string; summary: string },
+): Promise<number> {
+  return github.createCheckRun(checkName(spec.kind), spec.sha, {
+    status: "completed",
+    conclusion,
+    externalId: externalIdOf(spec.id),
+    output,
   });
 }
 

@@ -89,16 +89,14 @@ async function openPullWithJob(): Promise<string> {
       workflow_run_id: 4242,
       run_url: `${API}${R}/actions/runs/4242`,
       html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/4242`,
-    })
-    .patch(`${R}/check-runs/900`, record("checkUpdate"))
-    .reply(200, { id: 900 });
+    });
   await harness.receive("pull_request", pullRequestPayload("opened"));
   const dispatched = bodies.dispatch?.[0] as { inputs: { spec: string } };
   return (JSON.parse(dispatched.inputs.spec) as { id: string }).id;
 }
 
 describe("pull requests", () => {
-  it("starts a review job on the head SHA through workflow_dispatch and links the run", async () => {
+  it("dispatches a review job on the head SHA, then a check run linked to the run", async () => {
     const jobId = await openPullWithJob();
     expect(jobId).toMatch(/^review-7-aaaaaaa-[0-9a-f]{6}$/);
     const dispatch = bodies.dispatch?.[0] as {
@@ -109,8 +107,7 @@ describe("pull requests", () => {
     expect(dispatch.ref).toBe("main");
     expect(dispatch.return_run_details).toBe(true);
     expect(stable(JSON.parse(dispatch.inputs.spec))).toMatchSnapshot("job spec");
-    expect(stable(bodies.checkCreate)).toMatchSnapshot("check run created");
-    expect(stable(bodies.checkUpdate)).toMatchSnapshot("check run linked to the run");
+    expect(stable(bodies.checkCreate)).toMatchSnapshot("check run, linked to the run");
   });
 
   it("stays quiet when no kernel task changed", async () => {
@@ -213,12 +210,10 @@ describe("pull requests", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 904 })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(404, { message: "Not Found" })
-      .patch(`${R}/check-runs/904`, record("check"))
-      .reply(200, { id: 904 });
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 904 });
     await harness.receive("pull_request", pullRequestPayload("opened"));
     expect(bodies.check).toMatchSnapshot();
   });
@@ -408,14 +403,12 @@ describe("commands", () => {
       .reply(200, pull({ fork: true }))
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 906 })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ fork: true }))
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
       .reply(204)
-      .patch(`${R}/check-runs/906`)
-      .reply(200, { id: 906 });
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 906 });
     mockConfig(github());
     await harness.receive(
       "issue_comment",
@@ -451,12 +444,10 @@ describe("commands", () => {
       .reply(200, pull({ fork: true }))
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 903 })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ fork: true, head: NEW_HEAD }))
-      .patch(`${R}/check-runs/903`, record("check"))
-      .reply(200, { id: 903 });
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 903 });
     mockConfig(github());
     await harness.receive("issue_comment", commentPayload("/bench softmax"));
     expect(bodies.check).toMatchSnapshot();
