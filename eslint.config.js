@@ -65,6 +65,28 @@ export default tseslint.config(
     },
   },
   {
+    // The contracts and renderers both sides import: pure, so the app and the runner (and
+    // the snapshots) get the same result; side effects stay at each side's rim.
+    files: ["src/shared/**/*.ts", "src/report/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["node:*", "fs", "fs/*", "child_process", "execa"],
+              message: "src/shared and src/report stay pure: no files, no processes.",
+            },
+            {
+              group: ["**/runner/**", "**/runner", "**/src/app/**", "**/src/app"],
+              message: "src/shared and src/report import only each other (and zod, yaml, diff).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["**/*.js", "**/*.mjs"],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: {
