@@ -4,17 +4,17 @@
 #   bash scripts/bench-builds.sh [MANIFEST]     # default runner/corpus/correct/manifest.json
 # Verifies the torch-extension and load_inline candidates of MANIFEST plus generated
 # variants of the corpus's torch-ext softmax (block sizes: distinct sources, distinct cold
-# builds) through one `evokernel verify --manifest` command:
+# builds; as many as make about 22 candidates, at least 9) through one `evokernel verify --manifest` command:
 #   cold        every candidate, fresh EVOKERNEL_CACHE (fresh torch_extensions, PCH, objects)
 #   warm        9 of them again, same cache (verification only)
-#   concurrent  3 verify commands at once, 3 other-cache candidates each, fresh cache
+#   concurrent  3 verify commands at once, 3 of those 9 each, fresh cache
 # and samples compiler processes (cc1plus, cicc, cudafe++, ptxas) every 0.5 s against the
 # cores. While the warm phase runs (GPU-bound), one torch-ext .cu and one binding unit are
 # compiled alone, with the commands torch wrote in the cold run: nvcc --time phases, and
 # main.cpp without and with the precompiled header. EVK_BENCH_OFF=1 adds a phase with
 # EVOKERNEL_FASTPATH=0 (binding units as torch wrote them). Prints and writes
-# $OUT/summary.txt; raw records in $OUT (at most 8 files). EVK_BENCH_PHASE_S caps each
-# phase (default 280 s); the whole run takes about 7-8 minutes on the H100 machine.
+# $OUT/summary.txt; raw records in $OUT (at most 8 files). EVK_BENCH_COLD_S caps the cold phase (default 290 s; the others 120 and 170 s); the whole
+# run takes about 7-8 minutes on the H100 machine (verification, ~7 s a candidate, included).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/evokernel-bench-builds}
@@ -25,7 +25,7 @@ fi
 root=$(pwd)
 work=$(mktemp -d /tmp/evk-bench-builds.XXXXXX)
 manifest=${1:-runner/corpus/correct/manifest.json}
-phase_s=${EVK_BENCH_PHASE_S:-280}
+cold_s=${EVK_BENCH_COLD_S:-290}  # worst case 290 + 120 + 170 s: inside a 10-minute run
 started=$(date +%s)
 evk() { node "$root/dist/evokernel.mjs" "$@"; }
 # machine-wide build slots of this run only (a stale run's locks cannot interfere)
@@ -65,7 +65,9 @@ task = os.path.join(root, "kernels/softmax")
 gen = os.path.join(work, "generated")
 os.makedirs(gen)
 kernel = base.split("\nPYBIND11_MODULE")[0]
-threads = [32, 64, 96, 128, 192, 384, 512, 1024]
+# enough variants for about 22 cold builds in all, at least 3 of each kind
+per_kind = max(3, -(-(22 - len(entries)) // 3))
+threads = [32, 64, 96, 128, 192, 384, 512, 1024][:min(8, per_kind)]
 for n in threads:  # A: torch-ext .cu (torch's load(): one nvcc unit)
     f = os.path.join(gen, f"a_ext_threads{n}.cu")
     open(f, "w").write(base.replace("#define THREADS 256", f"#define THREADS {n}"))
@@ -80,7 +82,7 @@ for n in threads:  # B: load_inline, one extension name: same binding unit for a
     f = os.path.join(gen, f"b_inline_threads{n}.py")
     open(f, "w").write(py)
     entries.append({"file": f, "task": task, "origin": "variant B (load_inline, shared bindings)"})
-for n in threads[:4]:  # C: load_inline, a name of its own: bindings differ (PCH, no object hit)
+for n in threads[:min(4, per_kind)]:  # C: load_inline, a name of its own: bindings differ (PCH, no object hit)
     src = open(os.path.join(gen, f"b_inline_threads{n}.py")).read()
     f = os.path.join(gen, f"c_inline_named{n}.py")
     open(f, "w").write(src.replace("name='evk_softmax_rows'", f"name='softmax_rows_{n}'"))
@@ -96,8 +98,9 @@ for i in range(3):
 json.dump(nine, open(os.path.join(work, "off.json"), "w"))
 json.dump(entries, open(os.path.join(work, "origins.json"), "w"))
 print(f"# candidates: {len(full)} ({sum(e['origin'] == 'manifest' for e in entries)} from {manifest}, "
-      f"{sum(e['origin'] != 'manifest' for e in entries)} generated variants: A {len(threads)} torch-ext .cu with "
-      f"THREADS in {threads}, B {len(threads)} load_inline sharing bindings, C 4 load_inline with names of their own)")
+      f"{sum(e['origin'] != 'manifest' for e in entries)} generated variants of runner/corpus/softmax/00b_torch_ext_block_row.cu: "
+      f"A {len(threads)} torch-ext .cu with THREADS in {threads}, B {len(threads)} load_inline sharing bindings, "
+      f"C {min(4, per_kind)} load_inline with extension names of their own)")
 for s in skipped:
     print(f"# skipped: {s}")
 EOF
@@ -109,9 +112,10 @@ sampler() {  # $1: file; runs until killed
     sleep 0.5
   done > "$1"
 }
-run_phase() {  # name, cache, manifest(s)...: one verify command per manifest, all at once
-  local name=$1 cache=$2
-  shift 2
+run_phase() {  # name, limit s, cache, manifest(s)...: one verify command per manifest, all at once
+  local name=$1 phase_s=$2 cache=$3
+  shift 3
+  mkdir -p "$cache"
   sampler "$work/$name.samples" &
   local spid=$! t0 t1 pids=() i=0
   t0=$(date +%s.%N)
@@ -137,14 +141,14 @@ alone() {  # one .cu and one binding unit compiled alone, as torch wrote them in
   [ -n "$a" ] && [ -f "$a/build.ninja" ] || { echo "no torch-ext build to time"; return; }
   ccflags=$(sed -n 's/^cuda_cflags = //p' "$a/build.ninja")
   ccpost=$(sed -n 's/^cuda_post_cflags = //p' "$a/build.ninja")
-  ( cd "$work" && eval "/usr/bin/time -f 'nvcc .cu alone: %e s wall, %U s user' $(command -v nvcc) --time nvcc-phases.csv $ccflags -c $a/candidate.cu -o alone-cu.o $ccpost" ) 2>&1 &
+  ( cd "$work" && TIMEFORMAT='nvcc .cu alone: %R s wall, %U s user' && time eval "nvcc --time nvcc-phases.csv $ccflags -c $a/candidate.cu -o alone-cu.o $ccpost" ) 2>&1 &
   if [ -n "$c" ] && [ -f "$c/build.ninja" ]; then
     cflags=$(sed -n 's/^cflags = //p' "$c/build.ninja")
     post=$(sed -n 's/^post_cflags = //p' "$c/build.ninja")
     gch=$(ls "$work"/cache-cold/pch/*/evk_torch_extension.h.gch 2>/dev/null | head -1)
-    ( cd "$work" && eval "/usr/bin/time -f 'main.cpp alone, as torch wrote it: %e s wall, %U s user' c++ $cflags -c $c/main.cpp -o alone-plain.o $post" ) 2>&1 &
+    ( cd "$work" && TIMEFORMAT='main.cpp alone, as torch wrote it: %R s wall, %U s user' && time eval "c++ $cflags -c $c/main.cpp -o alone-plain.o $post" ) 2>&1 &
     if [ -n "$gch" ]; then
-      ( cd "$work" && eval "/usr/bin/time -f 'main.cpp alone, precompiled header: %e s wall, %U s user' c++ -Winvalid-pch -include ${gch%.gch} $cflags -c $c/main.cpp -o alone-pch.o $post" ) 2>&1 &
+      ( cd "$work" && TIMEFORMAT='main.cpp alone, precompiled header: %R s wall, %U s user' && time eval "c++ -Winvalid-pch -include ${gch%.gch} $cflags -c $c/main.cpp -o alone-pch.o $post" ) 2>&1 &
     fi
   fi
   wait
@@ -155,21 +159,21 @@ alone() {  # one .cu and one binding unit compiled alone, as torch wrote them in
   fi
   [ -f "$work/nvcc-phases.csv" ] && awk -F, 'NR > 1 { printf "  nvcc phase %-28s %8.0f ms\n", $2, $9 }' "$work/nvcc-phases.csv"
 }
-run_phase cold "$work/cache-cold" "$work/all.json"
+run_phase cold "$cold_s" "$work/cache-cold" "$work/all.json"
 alone > "$work/alone.txt" 2>&1 &
 alone_pid=$!
-run_phase warm "$work/cache-cold" "$work/warm.json"
+run_phase warm 120 "$work/cache-cold" "$work/warm.json"
 wait "$alone_pid"
-run_phase concurrent "$work/cache-concurrent" "$work/third0.json" "$work/third1.json" "$work/third2.json"
+run_phase concurrent 170 "$work/cache-concurrent" "$work/third0.json" "$work/third1.json" "$work/third2.json"
 if [ "${EVK_BENCH_OFF:-0}" = 1 ]; then
   export EVOKERNEL_FASTPATH=0
-  run_phase fastpath-off "$work/cache-off" "$work/off.json"
+  run_phase fastpath-off 170 "$work/cache-off" "$work/off.json"
   unset EVOKERNEL_FASTPATH
 fi
 
 # --- the figures ---------------------------------------------------------------------------
 python3 - "$work" "$(nproc)" <<'EOF' | tee "$out/summary.txt"
-import glob, json, os, statistics, sys
+import glob, json, os, re, statistics, sys
 work, cores = sys.argv[1], int(sys.argv[2])
 origins = {e["file"]: e["origin"] for e in json.load(open(os.path.join(work, "origins.json")))}
 phases = {}
@@ -199,6 +203,13 @@ for name in ("cold", "warm", "concurrent", "fastpath-off"):
             doc = json.load(open(f))
         except (OSError, ValueError):
             broken += 1
+            # cut short: the candidates that ended, from their progress lines
+            for line in open(f[:-5] + ".log", errors="replace"):
+                m = re.search(r"\] (\S+): (passed|\S+).*\(compile ([\d.]+) s(, cached)?, verify ([\d.]+) s", line)
+                if m:
+                    results.append({"candidate": m.group(1), "ok": m.group(2) == "passed", "status": m.group(2),
+                                    "reason": None, "message": "", "seconds": {"verify": float(m.group(5))},
+                                    "build": {"ok": True, "cached": bool(m.group(4)), "seconds": float(m.group(3)), "log": ""}})
             continue
         for t in doc.get("tasks", []):
             results += t["candidates"]
