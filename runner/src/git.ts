@@ -19,6 +19,8 @@ export type Git = {
   listFiles(commit: string): Promise<string[]>;
   /** A file's bytes at a commit, or null when the commit has no such file. */
   readFile(commit: string, path: string): Promise<Uint8Array | null>;
+  /** Several files of one commit through one git process; missing ones are left out. */
+  readFiles(commit: string, paths: readonly string[]): Promise<Map<string, Uint8Array>>;
   /** The `origin` remote's URL, or null. */
   originUrl(): Promise<string | null>;
 };
@@ -33,6 +35,15 @@ export async function openGit(cwd: string): Promise<Git> {
   }
   const root = top.stdout.trim();
   const git = (args: readonly string[]) => run(root, args);
+  async function readBlob(commit: string, path: string): Promise<Uint8Array | null> {
+    const result = await execa("git", ["cat-file", "blob", `${commit}:${path}`], {
+      cwd: root,
+      reject: false,
+      encoding: "buffer",
+      stdin: "ignore",
+    });
+    return result.exitCode === 0 ? result.stdout : null;
+  }
   return {
     root,
     async resolve(ref) {
@@ -58,14 +69,26 @@ export async function openGit(cwd: string): Promise<Git> {
     async listFiles(commit) {
       return splitZ(await check(git(["ls-tree", "-r", "-z", "--name-only", commit])));
     },
-    async readFile(commit, path) {
-      const result = await execa("git", ["cat-file", "blob", `${commit}:${path}`], {
+    readFile: readBlob,
+    async readFiles(commit, paths) {
+      if (paths.length === 0) return new Map();
+      // Paths with a newline cannot be asked for on --batch's line protocol: read them alone.
+      const plain = paths.filter((path) => !path.includes("\n"));
+      const result = await execa("git", ["cat-file", "--batch"], {
         cwd: root,
-        reject: false,
         encoding: "buffer",
-        stdin: "ignore",
+        input: plain.map((path) => `${commit}:${path}\n`).join(""),
+        reject: false,
       });
-      return result.exitCode === 0 ? result.stdout : null;
+      if (result.exitCode !== 0) {
+        throw new Error(`git cat-file --batch failed (exit ${result.exitCode ?? "?"})`);
+      }
+      const files = parseBatch(Buffer.from(result.stdout), plain);
+      for (const path of paths.filter((name) => name.includes("\n"))) {
+        const bytes = await readBlob(commit, path);
+        if (bytes !== null) files.set(path, bytes);
+      }
+      return files;
     },
     async originUrl() {
       const result = await git(["remote", "get-url", "origin"]);
@@ -95,6 +118,27 @@ async function check(pending: Promise<Run>): Promise<string> {
   const result = await pending;
   if (result.exitCode === 0) return result.stdout;
   throw new Error(`${result.command} failed (exit ${result.exitCode}): ${result.stderr.trim()}`);
+}
+
+/**
+ * `git cat-file --batch` output, one entry per path asked for, in order: a header line
+ * `<oid> <type> <size>` and that many bytes and a newline, or `<name> missing`.
+ */
+function parseBatch(output: Buffer, paths: readonly string[]): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
+  let offset = 0;
+  for (const path of paths) {
+    const end = output.indexOf(0x0a, offset);
+    if (end === -1) break;
+    const header = output.subarray(offset, end).toString("utf8");
+    offset = end + 1;
+    const match = /^[0-9a-f]+ (\w+) (\d+)$/.exec(header);
+    if (match === null) continue; // "<name> missing" (or ambiguous): no content follows
+    const size = Number(match[2]);
+    if (match[1] === "blob") files.set(path, output.subarray(offset, offset + size));
+    offset += size + 1;
+  }
+  return files;
 }
 
 function splitZ(text: string): string[] {

@@ -29,9 +29,8 @@ export async function writeTree(
     roots.some((root) => isUnder(file, root)),
   );
   await mkdir(dir, { recursive: true });
-  for (const file of files) {
-    const bytes = await git.readFile(commit, file);
-    if (bytes === null) continue;
+  const contents = await git.readFiles(commit, files);
+  for (const [file, bytes] of contents) {
     const target = join(dir, ...file.split("/"));
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, bytes);
