@@ -2,6 +2,10 @@
 # Torch-extension build throughput (issue 7), on the GPU machine (no Node.js there: the
 # bundle from `npm run bundle` and .device/node.xz travel with the run):
 #   bash scripts/bench-builds.sh [MANIFEST]     # default runner/corpus/correct/manifest.json
+# Its shared: tasks (KernelBench, robust-kbench) resolve under $EVOKERNEL_SHARED_DATA, by
+# default .device/data when present: on the development machine,
+#   mkdir -p .device/data && cp -r ../shared/data/kernelbench ../shared/data/robust-kbench .device/data/
+# and carry .device/data with the run; entries whose task is not there are skipped (said so).
 # Verifies the torch-extension and load_inline candidates of MANIFEST plus generated
 # variants of the corpus's torch-ext softmax (block sizes: distinct sources, distinct cold
 # builds; as many as make about 22 candidates, at least 9) through one `evokernel verify --manifest` command:
@@ -23,6 +27,10 @@ if ! command -v node >/dev/null; then
   xz -d -c .device/node.xz > /tmp/node && chmod +x /tmp/node && export PATH=/tmp:$PATH
 fi
 root=$(pwd)
+# shared: task paths of the manifest: the data carried along in .device/data, if it was
+if [ -z "${EVOKERNEL_SHARED_DATA:-}" ] && [ -d .device/data ]; then
+  export EVOKERNEL_SHARED_DATA=$root/.device/data
+fi
 work=$(mktemp -d /tmp/evk-bench-builds.XXXXXX)
 manifest=${1:-runner/corpus/correct/manifest.json}
 cold_s=${EVK_BENCH_COLD_S:-290}  # worst case 290 + 120 + 170 s: inside a 10-minute run
