@@ -21,7 +21,7 @@ def run_py(code, env=None, wait=True):
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if wait:
-        out, _ = proc.communicate(timeout=60)
+        out, _ = proc.communicate(timeout=900)
         return proc.returncode, out
     return proc
 
@@ -208,6 +208,99 @@ class FastPathTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertEqual(self.calls(), ["-v"])
 
+
+def _has_torch():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@unittest.skipUnless(_has_torch(), "needs torch")
+class ExtensionEnvTest(unittest.TestCase):
+    def setUp(self):
+        self.saved = dict(os.environ)
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.saved)
+
+    def test_a_build_gets_its_own_folder_and_the_wrappers_and_a_load_gets_them_back(self):
+        from evokernel_harness.candidates.build import apply_extension_env, extension_env
+
+        with tempfile.TemporaryDirectory() as cache:
+            out_dir = os.path.join(cache, "abc")
+            os.makedirs(out_dir)
+            os.environ.pop("EVOKERNEL_FASTPATH", None)
+            self.assertEqual(extension_env(out_dir, cache), "")
+            self.assertEqual(os.environ["TORCH_EXTENSIONS_DIR"], os.path.join(out_dir, "torch_extensions"))
+            cxx = os.environ["CXX"]
+            self.assertIn("c++", os.path.basename(cxx))  # torch checks the name
+            self.assertTrue(os.access(cxx, os.X_OK))
+            self.assertTrue(cxx.startswith(os.path.join(cache, "bin")))
+            with open(cxx) as f:
+                self.assertIn("ccwrap.py", f.read())
+            # a second build does not wrap the wrapper
+            other = os.path.join(cache, "def")
+            os.makedirs(other)
+            extension_env(other, cache)
+            self.assertEqual(os.environ["CXX"], cxx)
+            for name in ("CXX", "TORCH_EXTENSIONS_DIR", "EVOKERNEL_CCWRAP_CACHE"):
+                os.environ.pop(name)
+            apply_extension_env(os.path.join(out_dir, "candidate.py"))
+            self.assertEqual(os.environ["CXX"], cxx)
+            self.assertEqual(os.environ["TORCH_EXTENSIONS_DIR"], os.path.join(out_dir, "torch_extensions"))
+
+    def test_fastpath_none_sets_only_the_folder(self):
+        from evokernel_harness.candidates.build import extension_env
+
+        with tempfile.TemporaryDirectory() as cache:
+            out_dir = os.path.join(cache, "abc")
+            os.makedirs(out_dir)
+            os.environ["EVOKERNEL_FASTPATH"] = "none"
+            os.environ.pop("CXX", None)
+            self.assertIn("no compiler wrappers", extension_env(out_dir, cache))
+            self.assertNotIn("CXX", os.environ)
+            with open(os.path.join(out_dir, "extension-env.json")) as f:
+                self.assertEqual(list(json.load(f)), ["TORCH_EXTENSIONS_DIR"])
+
+
+@unittest.skipUnless(os.environ.get("EVOKERNEL_SLOW_TESTS") == "1" and _has_torch(),
+                     "compiles torch headers (minutes on two cores): EVOKERNEL_SLOW_TESTS=1")
+class RealInlineBuildTest(unittest.TestCase):
+    def test_two_candidates_with_the_same_bindings_compile_them_once(self):
+        body = ("from torch.utils.cpp_extension import load_inline\n"
+                "_ext = load_inline(name='evk_cpu_add', functions=['forward'],\n"
+                "                   cpp_sources='torch::Tensor forward(torch::Tensor x) { return x + 1; }')\n"
+                "def forward(x):\n    return _ext.forward(x)\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"EVOKERNEL_BUILD_SLOTS": os.path.join(tmp, "slots")}
+            records = []
+            for i in range(2):  # a process per build, as the CLI runs them
+                cand = os.path.join(tmp, f"cand{i}.py")
+                with open(cand, "w") as f:
+                    f.write(f"# candidate {i}\n" + body)
+                code, out = run_py(f"""
+                    import json
+                    from evokernel_harness.candidates.build import build
+                    print(json.dumps(build({cand!r}, {os.path.join(tmp, "cache")!r})))
+                """, env)
+                self.assertEqual(code, 0, out[-3000:])
+                records.append(json.loads(out.strip().splitlines()[-1]))
+            self.assertTrue(all(r["ok"] for r in records), records[0]["log"][-3000:])
+            self.assertIn("precompiled <torch/extension.h>", records[0]["log"])
+            self.assertIn("from the object cache", records[1]["log"])
+            # loaded again elsewhere (the verify child): up to date, nothing compiled
+            code, out = run_py(f"""
+                import time, torch
+                from evokernel_harness.candidates.build import apply_extension_env
+                from evokernel_harness.pyload import load_module
+                apply_extension_env({records[1]["artifact"]!r})
+                print(load_module({records[1]["artifact"]!r}, "again").forward(torch.zeros(2)).tolist())
+            """, env)
+            self.assertEqual(code, 0, out[-3000:])
+            self.assertIn("[1.0, 1.0]", out)
 
 if __name__ == "__main__":
     unittest.main()
