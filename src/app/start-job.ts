@@ -184,7 +184,10 @@ export function supersededOutput(newSha: string): { title: string; summary: stri
 
 async function timeOut(state: AppState, job: ActiveJob): Promise<void> {
   if (state.jobs.get(job.spec.id) !== job) return;
-  const minutes = Math.round(state.jobTimeoutMs / 60_000);
+  const limit =
+    state.jobTimeoutMs >= 60_000
+      ? `${Math.round(state.jobTimeoutMs / 60_000)} minutes`
+      : `${Math.round(state.jobTimeoutMs / 1000)} seconds`;
   try {
     const github = await state.githubFor(job.installationId, job.repo);
     for (const dispatcher of state.dispatchers)
@@ -193,7 +196,7 @@ async function timeOut(state: AppState, job: ActiveJob): Promise<void> {
       state,
       github,
       job,
-      `No result came back within ${minutes} minutes${job.runUrl ? ` from ${job.runUrl}` : ""}. Check that a GPU runner with the configured labels is online, then comment \`/bench\` to try again.`,
+      `No result came back within ${limit}${job.runUrl ? ` from ${job.runUrl}` : ""}. Check that a GPU runner with the configured labels is online, then comment \`/bench\` to try again.`,
     );
   } catch (error) {
     state.log.error({ err: error, job: job.spec.id }, "reporting a timed-out job failed");

@@ -3,11 +3,11 @@
 // job is bound to the PR's head SHA at the time of the command, which is also how a fork's
 // code gets approved to run: that commit only.
 import type { EvokernelConfig } from "../../shared/config.js";
-import type { JobKind, JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import { type Command, commandKey, HELP_TEXT, parseComment } from "../commands.js";
 import type { GitHub, Pull } from "../github.js";
-import { CHECK_NAME_PREFIX, newJobId, parseExternalId } from "../jobs.js";
+import { buildJobSpec } from "../job-spec.js";
+import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
 import { startJob } from "../start-job.js";
@@ -96,7 +96,21 @@ export async function handleIssueComment(
   await github.addReaction(event.comment.id, "rocket");
   await startJob(state, {
     github,
-    spec: commandSpec(github, config.config, pull, command, tasks, login),
+    spec: buildJobSpec({
+      kind:
+        command.name === "optimize" ? "optimize" : command.name === "verify" ? "verify" : "bench",
+      repo: github.repo,
+      pull,
+      config: config.config,
+      tasks,
+      requestedBy: login,
+      ...(command.name === "optimize" && command.budget !== undefined
+        ? { candidates: command.budget }
+        : {}),
+      ...(command.name === "optimize" && command.proposer !== undefined
+        ? { proposer: command.proposer }
+        : {}),
+    }),
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
@@ -117,42 +131,6 @@ async function tasksFor(
   if (plan.kind === "none") return undefined;
   // Empty: the runner reviews every task whose files changed (a shared file changed).
   return plan.kind === "tasks" ? plan.tasks : [];
-}
-
-function commandSpec(
-  github: GitHub,
-  config: EvokernelConfig,
-  pull: Pull,
-  command: Command,
-  tasks: readonly string[],
-  login: string,
-): JobSpec {
-  const kind: JobKind =
-    command.name === "optimize" ? "optimize" : command.name === "verify" ? "verify" : "bench";
-  const budget =
-    command.name === "optimize" && command.budget !== undefined
-      ? { ...config.budget, candidates: command.budget }
-      : { ...config.budget };
-  const proposer =
-    command.name === "optimize" && command.proposer !== undefined
-      ? command.proposer
-      : config.proposer;
-  return {
-    schema: 1,
-    id: newJobId(kind, pull.number, pull.headSha),
-    kind,
-    repo: { owner: github.repo.owner, name: github.repo.repo },
-    sha: pull.headSha,
-    ...(kind === "verify" ? {} : { baseSha: pull.baseSha }),
-    pr: pull.number,
-    tasks: [...tasks],
-    roots: [...config.tasks],
-    ...(config.paths === undefined ? {} : { paths: [...config.paths] }),
-    ...(kind === "optimize" ? { budget, proposer } : {}),
-    ...(config.model === undefined ? {} : { model: config.model }),
-    regressionThreshold: config.regressionThreshold,
-    requestedBy: login,
-  };
 }
 
 /** Every running job of the PR stops; its check run says who cancelled it. */

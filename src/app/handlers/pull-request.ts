@@ -2,11 +2,10 @@
 // changed files touch and start a review job on the head SHA; stay quiet when none changed.
 // Drafts wait until they are ready for review (GPU time is scarce; a command still runs on
 // a draft). A fork's code runs only on a maintainer's command: the check run says so.
-import type { EvokernelConfig } from "../../shared/config.js";
-import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
-import { CHECK_NAME_PREFIX, checkName, newJobId, parseExternalId } from "../jobs.js";
+import { buildJobSpec } from "../job-spec.js";
+import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob, supersedeJob, supersededOutput } from "../start-job.js";
@@ -57,39 +56,19 @@ export async function handlePullRequest(
   }
   await startJob(state, {
     github,
-    spec: reviewSpec(event, config.config, plan.kind === "tasks" ? plan.tasks : []),
+    spec: buildJobSpec({
+      kind: "review",
+      repo: github.repo,
+      pull: { number: pr.number, headSha: pr.head.sha, baseSha: pr.base.sha },
+      config: config.config,
+      tasks: plan.kind === "tasks" ? plan.tasks : [],
+      requestedBy: event.sender.login,
+    }),
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
     recheckHead: false,
   });
-}
-
-function reviewSpec(
-  event: PullRequestEvent,
-  config: EvokernelConfig,
-  tasks: readonly string[],
-): JobSpec {
-  const pr = event.pull_request;
-  const optimize = config.pullRequests === "optimize";
-  return {
-    schema: 1,
-    id: newJobId("review", pr.number, pr.head.sha),
-    kind: "review",
-    repo: { owner: event.repository.owner.login, name: event.repository.name },
-    sha: pr.head.sha,
-    baseSha: pr.base.sha,
-    pr: pr.number,
-    tasks: [...tasks],
-    roots: [...config.tasks],
-    ...(config.paths === undefined ? {} : { paths: [...config.paths] }),
-    ...(optimize
-      ? { optimize: true, budget: { ...config.budget }, proposer: config.proposer }
-      : {}),
-    ...(config.model === undefined ? {} : { model: config.model }),
-    regressionThreshold: config.regressionThreshold,
-    requestedBy: event.sender.login,
-  };
 }
 
 /** The jobs of the commit a push replaced: cancelled, their check runs neutral "superseded". */
