@@ -130,6 +130,39 @@ export interface GitHub {
   /** Moves a branch to `sha` only if that is a fast-forward; false when it is not. */
   fastForward(branch: string, sha: string): Promise<boolean>;
   createPull(head: string, base: string, title: string, body: string): Promise<string>;
+  /** The repository's default branch. */
+  defaultBranch(): Promise<string>;
+  /** `.github/evokernel.yml` from the default branch, outside a webhook (the nightly tick). */
+  readConfig(): Promise<unknown>;
+  /**
+   * Creates `refs/<ref>` at `sha` if no such ref exists: true for exactly one caller, false
+   * (GitHub's 422) for every other, which makes a ref a lock that needs no database.
+   */
+  claimRef(ref: string, sha: string): Promise<boolean>;
+  /** `path` in the commit `refs/<ref>` points at, or undefined when there is no such ref. */
+  readRefFile(ref: string, path: string): Promise<{ commit: string; text: string } | undefined>;
+  /** A commit holding only `path` (its parent the ref's last commit), and the ref moved to it. */
+  writeRefFile(
+    ref: string,
+    path: string,
+    text: string,
+    parent: string | undefined,
+    message: string,
+  ): Promise<string>;
+  /** Pull requests from `branch` of this repository, open and closed, newest first. */
+  listPullsByHead(branch: string): Promise<PullSummary[]>;
+  /** Opens a pull request; returns its number and address. */
+  openPull(head: string, base: string, title: string, body: string): Promise<PullSummary>;
+  updatePull(pr: number, title: string, body: string): Promise<void>;
+  /** Edits the open issue labelled `label` whose body holds `marker`, or opens one. */
+  upsertIssue(marker: string, label: string, title: string, body: string): Promise<number>;
+}
+
+export interface PullSummary {
+  readonly number: number;
+  readonly state: "open" | "closed";
+  readonly merged: boolean;
+  readonly url: string;
 }
 
 const pullSchema = z.object({
@@ -172,6 +205,22 @@ const commentSchema = z.object({
   body: z.string().optional(),
   user: z.object({ type: z.string() }).nullable(),
 });
+
+const pullSummarySchema = z.object({
+  number: z.number().int(),
+  state: z.enum(["open", "closed"]),
+  merged_at: z.string().nullable().optional(),
+  html_url: z.string(),
+});
+
+function toPullSummary(pull: z.infer<typeof pullSummarySchema>): PullSummary {
+  return {
+    number: pull.number,
+    state: pull.state,
+    merged: typeof pull.merged_at === "string",
+    url: pull.html_url,
+  };
+}
 
 /** The GitHub interface over an installation's Octokit. */
 export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
@@ -451,7 +500,165 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       );
       return z.object({ html_url: z.string() }).parse(data).html_url;
     },
+    async defaultBranch() {
+      const { data } = await call("read the repository", () => octokit.rest.repos.get(base));
+      return z.object({ default_branch: z.string() }).parse(data).default_branch;
+    },
+    async readConfig() {
+      // Probot's config plugin: the default branch, the org's .github repository, _extends.
+      const { config } = await call("read .github/evokernel.yml", () =>
+        octokit.config.get({ ...base, path: ".github/evokernel.yml" }),
+      );
+      // The plugin answers {} for a missing file; evokernel reads that as "not configured".
+      return Object.keys(config).length === 0 ? null : config;
+    },
+    async claimRef(ref, sha) {
+      try {
+        await octokit.rest.git.createRef({ ...base, ref: `refs/${ref}`, sha });
+        return true;
+      } catch (error) {
+        if (statusOf(error) === 422) return false;
+        throw new GitHubError(`GitHub: create refs/${ref} failed`, statusOf(error), {
+          cause: error,
+        });
+      }
+    },
+    async readRefFile(ref, path) {
+      let commit: string;
+      try {
+        const { data } = await octokit.rest.git.getRef({ ...base, ref });
+        commit = z.object({ object: z.object({ sha: z.string() }) }).parse(data).object.sha;
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw new GitHubError(`GitHub: read refs/${ref} failed`, statusOf(error), {
+          cause: error,
+        });
+      }
+      const { data } = await call(`read ${path} at refs/${ref}`, () =>
+        octokit.rest.repos.getContent({ ...base, path, ref: commit }),
+      );
+      const file = z.object({ content: z.string(), encoding: z.literal("base64") }).parse(data);
+      return { commit, text: Buffer.from(file.content, "base64").toString("utf8") };
+    },
+    async writeRefFile(ref, path, text, parent, message) {
+      const tree = await call("create a tree", () =>
+        octokit.rest.git.createTree({
+          ...base,
+          tree: [{ path, mode: "100644", type: "blob", content: text }],
+        }),
+      );
+      const commit = await call("create a commit", () =>
+        octokit.rest.git.createCommit({
+          ...base,
+          message,
+          tree: shaOf(tree.data),
+          parents: parent === undefined ? [] : [parent],
+        }),
+      );
+      const sha = shaOf(commit.data);
+      if (parent === undefined) {
+        await call(`create refs/${ref}`, () =>
+          octokit.rest.git.createRef({ ...base, ref: `refs/${ref}`, sha }),
+        );
+      } else {
+        // Not forced: another instance that wrote in between makes this fail, not vanish.
+        await call(`move refs/${ref}`, () =>
+          octokit.rest.git.updateRef({ ...base, ref, sha, force: false }),
+        );
+      }
+      return sha;
+    },
+    async listPullsByHead(branch) {
+      const { data } = await call(`list the PRs from ${branch}`, () =>
+        octokit.rest.pulls.list({
+          ...base,
+          head: `${owner}:${branch}`,
+          state: "all",
+          sort: "created",
+          direction: "desc",
+          per_page: 20,
+        }),
+      );
+      return z.array(pullSummarySchema).parse(data).map(toPullSummary);
+    },
+    async openPull(head, baseRef, title, body) {
+      const { data } = await call(`open a PR from ${head}`, () =>
+        octokit.rest.pulls.create({ ...base, head, base: baseRef, title, body }),
+      );
+      return toPullSummary(pullSummarySchema.parse(data));
+    },
+    async updatePull(pr, title, body) {
+      await call(`update PR #${pr}`, () =>
+        octokit.rest.pulls.update({ ...base, pull_number: pr, title, body }),
+      );
+    },
+    async upsertIssue(marker, label, title, body) {
+      const { data } = await call(`list the issues labelled ${label}`, () =>
+        octokit.rest.issues.listForRepo({ ...base, labels: label, state: "open", per_page: 100 }),
+      );
+      const ours = z
+        .array(z.object({ number: z.number().int(), body: z.string().nullable().optional() }))
+        .parse(data)
+        .find((issue) => issue.body?.includes(marker) === true);
+      if (ours) {
+        await call(`update issue #${ours.number}`, () =>
+          octokit.rest.issues.update({ ...base, issue_number: ours.number, title, body }),
+        );
+        return ours.number;
+      }
+      const created = await call("open an issue", () =>
+        octokit.rest.issues.create({ ...base, title, body, labels: [label] }),
+      );
+      return z.object({ number: z.number().int() }).parse(created.data).number;
+    },
   };
+}
+
+export interface InstalledRepo {
+  readonly installationId: number;
+  readonly repo: RepoRef;
+  readonly defaultBranch: string;
+}
+
+/**
+ * Every repository the App is installed on, through the App's own Octokit (`auth()` without
+ * an installation) and each installation's: what the nightly tick walks.
+ */
+export async function listInstalledRepos(
+  auth: (installationId?: number) => Promise<ProbotOctokit>,
+): Promise<InstalledRepo[]> {
+  const appOctokit = await auth();
+  const installations = z
+    .array(z.object({ id: z.number().int(), suspended_at: z.string().nullable().optional() }))
+    .parse(await appOctokit.paginate(appOctokit.rest.apps.listInstallations, { per_page: 100 }));
+  const repos: InstalledRepo[] = [];
+  for (const installation of installations) {
+    if (installation.suspended_at) continue;
+    const octokit = await auth(installation.id);
+    const listed = z
+      .array(
+        z.object({
+          name: z.string(),
+          owner: z.object({ login: z.string() }),
+          default_branch: z.string(),
+          archived: z.boolean().optional(),
+        }),
+      )
+      .parse(
+        await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, {
+          per_page: 100,
+        }),
+      );
+    for (const repo of listed) {
+      if (repo.archived === true) continue;
+      repos.push({
+        installationId: installation.id,
+        repo: { owner: repo.owner.login, repo: repo.name },
+        defaultBranch: repo.default_branch,
+      });
+    }
+  }
+  return repos;
 }
 
 function checkFields(update: CheckRunUpdate) {

@@ -9,7 +9,7 @@ import type { AppState } from "./app-state.js";
 import { createActionsDispatcher } from "./dispatch/actions.js";
 import { createLocalDispatcher } from "./dispatch/local.js";
 import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
-import { createGitHub } from "./github.js";
+import { createGitHub, listInstalledRepos } from "./github.js";
 import { handleCheckRun } from "./handlers/check-run.js";
 import { handleIssueComment, isCommandComment } from "./handlers/issue-comment.js";
 import {
@@ -23,6 +23,7 @@ import { handlePullRequest, PULL_REQUEST_ACTIONS } from "./handlers/pull-request
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
 import { createJobRegistry } from "./jobs.js";
 import { loadConfig } from "./load-config.js";
+import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
 import { failJob, reportResult } from "./report-job.js";
 import { createSeenSet } from "./seen.js";
@@ -70,6 +71,17 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       },
     };
     state = current;
+    if (settings.nightly) {
+      createNightlyScheduler({
+        listRepos: () => listInstalledRepos((id) => app.auth(id)),
+        githubFor: (id, repo) => current.githubFor(id, repo),
+        start: startNightThroughJobs(current),
+        now: () => new Date(),
+        graceMs: settings.nightly.graceMs,
+        first: (key) => current.seen.first(key),
+        onError,
+      }).start(settings.nightly.tickMs);
+    }
 
     async function finishLocal(spec: JobSpec, outcome: JobOutcome): Promise<void> {
       const job = current.jobs.get(spec.id);

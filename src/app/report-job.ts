@@ -8,6 +8,8 @@ import type { AppState } from "./app-state.js";
 import type { CheckAction, GitHub, ReviewComment } from "./github.js";
 import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
+import { reportNight } from "./nightly/report-night.js";
+import { isNightlyJob } from "./nightly/spec.js";
 
 /** The check run becomes a failure with `message`; the job is done. */
 export async function failJob(
@@ -68,6 +70,13 @@ export async function reportResult(
     },
     ...(actions.length === 0 ? {} : { actions }),
   });
+  // The nightly job reports like `/optimize`, then keeps its pull request (nightly/).
+  if (isNightlyJob(spec)) {
+    await reportNight(github, review, {
+      now: new Date(review.finishedAt),
+      ...(job.runUrl === undefined ? {} : { runUrl: job.runUrl }),
+    });
+  }
 }
 
 /**

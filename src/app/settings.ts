@@ -20,6 +20,11 @@ export interface AppSettings {
   };
   /** EVOKERNEL_DISPATCH=local: every repository's jobs run locally (a single GPU box). */
   readonly forceLocal: boolean;
+  /**
+   * The nightly tick (src/app/nightly/scheduler.ts): how often, and how late a missed
+   * window still runs. On unless EVOKERNEL_NIGHTLY=off; absent in tests, which tick by hand.
+   */
+  readonly nightly?: { tickMs: number; graceMs: number };
   /** A replacement for the actions backend (tests). */
   readonly actions?: Dispatcher;
 }
@@ -31,6 +36,14 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     concurrency: positive(env.EVOKERNEL_CONCURRENCY, 16),
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
+    ...(env.EVOKERNEL_NIGHTLY === "off"
+      ? {}
+      : {
+          nightly: {
+            tickMs: positive(env.EVOKERNEL_NIGHTLY_TICK_S, 60) * 1000,
+            graceMs: positive(env.EVOKERNEL_NIGHTLY_GRACE_H, 6) * 3_600_000,
+          },
+        }),
     ...(repoDir
       ? {
           local: {

@@ -88,6 +88,14 @@ export const configSchema = z
           .describe("task paths or globs, or all"),
         budget: budgetSchema.optional().describe("limits of each task's run"),
         proposer: z.enum(PROPOSERS).optional().describe("who proposes kernels at night"),
+        threshold: z
+          .number()
+          .min(0)
+          .default(3)
+          .describe(
+            "percent: an evolved kernel is proposed only when faster than the current one " +
+              "beyond the noise by at least this much (its speedup's lower bound)",
+          ),
       })
       .strict()
       .optional()
@@ -126,6 +134,7 @@ const HINTS: Record<string, string> = {
   "nightly.budget.minutes": "a number ≥ 0",
   "nightly.budget.usd": "a number ≥ 0",
   "nightly.proposer": "`auto`, `llm` or `tuner`",
+  "nightly.threshold": "a percentage ≥ 0, e.g. `threshold: 5`",
 };
 
 /**

@@ -1,0 +1,189 @@
+// After a nightly job's check run is reported (report-job.ts, the path `/optimize` takes
+// too): the one long-lived pull request from `evokernel/nightly`, created or updated in
+// place, the drift issue when there is nothing to propose, and the ledger written back.
+// Every write goes through the GitHub interface; what to write is decided in night.ts and
+// rendered in src/report/nightly.ts.
+import { parseConfig } from "../../shared/config.js";
+import {
+  type Night,
+  type Proposal,
+  parseLedger,
+  serializeLedger,
+  STATE_FILE,
+  STATE_REF,
+} from "../../shared/nightly.js";
+import type { ReviewResult } from "../../shared/review.js";
+import {
+  DRIFT_MARKER,
+  NIGHTLY_MARKER,
+  renderDriftIssue,
+  renderNightlyPull,
+} from "../../report/nightly.js";
+import type { GitHub, PullSummary } from "../github.js";
+import {
+  findDrift,
+  planBranch,
+  proposalsAfter,
+  runnerChanges,
+  runnerOf,
+  selectWins,
+  settlePull,
+  timingsOf,
+} from "./night.js";
+
+export const NIGHTLY_BRANCH = "evokernel/nightly";
+export const NIGHTLY_LABEL = "evokernel";
+export const PULL_TITLE = "evokernel: nightly kernel tuning";
+export const DRIFT_TITLE = "evokernel: kernel drift on the GPU runner";
+
+export interface NightReport {
+  readonly pull: Night["pull"];
+  readonly pr?: number;
+  readonly proposed: number;
+  readonly drifted: number;
+  readonly issue?: number;
+}
+
+export async function reportNight(
+  github: GitHub,
+  review: ReviewResult,
+  options: { now: Date; runUrl?: string },
+): Promise<NightReport> {
+  const at = options.now.toISOString();
+  const sha = review.job.sha;
+  const parsedConfig = parseConfig(await github.readConfig());
+  const config = parsedConfig.ok ? parsedConfig.config : undefined;
+  const threshold = config?.nightly?.threshold ?? 3;
+  const regression = config?.regressionThreshold ?? review.threshold;
+  const defaultBranch = await github.defaultBranch();
+
+  const stored = await github.readRefFile(STATE_REF, STATE_FILE);
+  const pulls = await github.listPullsByHead(NIGHTLY_BRANCH);
+  const open = pulls.find((pull) => pull.state === "open");
+  let ledger = settlePull(parseLedger(stored?.text).ledger, pulls[0]);
+
+  const wins = selectWins(review, ledger.rejected, threshold, at);
+  const runner = runnerOf(review);
+  const timings = timingsOf(review);
+  const drift = findDrift(ledger.timings, runner, timings, regression);
+  const changes = ledger.timings === null ? [] : runnerChanges(ledger.timings.runner, runner);
+
+  // The branch's head is read only when a new kernel may go on top of it.
+  const onBranch = new Set(ledger.proposals.map((proposal) => proposal.hash));
+  const canAppend =
+    open !== undefined &&
+    ledger.branch?.base === sha &&
+    wins.some((win) => !onBranch.has(win.hash));
+  const head = canAppend ? await github.branchHead(NIGHTLY_BRANCH) : undefined;
+  const plan = planBranch(ledger, wins, sha, head);
+  const proposals = proposalsAfter(ledger, plan);
+
+  if (plan.kind !== "keep") {
+    await github.commitFiles(
+      NIGHTLY_BRANCH,
+      plan.parent,
+      plan.proposals.map((proposal) => ({ path: proposal.path, content: proposal.source })),
+      commitMessage(plan.proposals, at),
+    );
+  }
+  const pullAction: Night["pull"] =
+    plan.kind === "keep"
+      ? open === undefined
+        ? "none"
+        : "unchanged"
+      : open === undefined
+        ? "opened"
+        : plan.kind === "append"
+          ? "updated"
+          : "rebuilt";
+  const night: Night = {
+    at,
+    sha,
+    runner,
+    proposed:
+      plan.kind === "keep" ? [] : plan.proposals.map((p) => ({ task: p.task, speedup: p.speedup })),
+    timed: timings.length,
+    drifted: new Set(drift.map((entry) => entry.task)).size,
+    pull: pullAction,
+  };
+  const nights = [...ledger.nights, night];
+  const body = (): string =>
+    renderNightlyPull({
+      defaultBranch,
+      base:
+        plan.kind === "append"
+          ? (ledger.branch?.base ?? sha)
+          : plan.kind === "rebuild"
+            ? sha
+            : (ledger.branch?.base ?? sha),
+      proposals,
+      nights,
+      drift,
+      runnerChanges: changes,
+      threshold,
+      rejected: ledger.rejected.length,
+      ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
+    });
+
+  let pr: PullSummary | undefined = open;
+  let issue: number | undefined;
+  if (plan.kind !== "keep") {
+    if (open) await github.updatePull(open.number, PULL_TITLE, body());
+    else pr = await github.openPull(NIGHTLY_BRANCH, defaultBranch, PULL_TITLE, body());
+  } else if (drift.length > 0 && open !== undefined && proposals.length > 0) {
+    // Nothing new to commit: the PR stays as it is, but its body says what drifted.
+    await github.updatePull(open.number, PULL_TITLE, body());
+  } else if (drift.length > 0) {
+    issue = await github.upsertIssue(
+      DRIFT_MARKER,
+      NIGHTLY_LABEL,
+      DRIFT_TITLE,
+      renderDriftIssue({
+        defaultBranch,
+        sha,
+        at,
+        drift,
+        runnerChanges: changes,
+        ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
+      }),
+    );
+  }
+
+  ledger = {
+    ...ledger,
+    nights,
+    branch:
+      plan.kind === "keep"
+        ? ledger.branch
+        : {
+            base: plan.kind === "append" ? (ledger.branch?.base ?? sha) : sha,
+            pr: pr?.number ?? null,
+          },
+    proposals,
+    timings: { at, runner, tasks: timings },
+  };
+  await github.writeRefFile(
+    STATE_REF,
+    STATE_FILE,
+    serializeLedger(ledger),
+    stored?.commit,
+    `evokernel nightly ${at}: ${pullAction}, ${night.proposed.length} proposed, ${night.drifted} drifted`,
+  );
+  return {
+    pull: pullAction,
+    ...(pr === undefined ? {} : { pr: pr.number }),
+    proposed: night.proposed.length,
+    drifted: night.drifted,
+    ...(issue === undefined ? {} : { issue }),
+  };
+}
+
+function commitMessage(proposals: readonly Proposal[], at: string): string {
+  const lines = proposals.map(
+    (proposal) =>
+      `- ${proposal.task}: ${proposal.speedup.toPrecision(3)}× (≥ ${proposal.lowerBound.toPrecision(3)}× beyond the noise)`,
+  );
+  return `evokernel: nightly tuning ${at.slice(0, 10)}\n\n${lines.join("\n")}`;
+}
+
+export { NIGHTLY_MARKER };

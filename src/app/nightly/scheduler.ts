@@ -1,0 +1,126 @@
+// The nightly clock, with no database: every app instance ticks (once a minute), computes
+// for each installed repository the latest due window of its `nightly.schedule` (cron, UTC)
+// within a grace period, and claims the window on GitHub itself by creating the ref
+// `refs/evokernel/nightly/<window>`. Creating a ref that exists fails (422), so exactly one
+// instance wins a window however many tick; an instance that was down when a window came
+// catches it up on its next tick if the grace period has not passed, and a window already
+// claimed before a restart is not run again. The winner starts the night's optimize job.
+import { parseConfig, type EvokernelConfig } from "../../shared/config.js";
+import type { AppState } from "../app-state.js";
+import type { GitHub, InstalledRepo } from "../github.js";
+import { startJob } from "../start-job.js";
+import { latestRun, parseCron } from "./cron.js";
+import { nightlySpec } from "./spec.js";
+
+/** How late a window may still run: a restart within this catches up, a longer outage skips. */
+export const DEFAULT_GRACE_MS = 6 * 3_600_000;
+
+export interface NightStart {
+  readonly github: GitHub;
+  readonly config: EvokernelConfig;
+  readonly installationId: number;
+  readonly defaultBranch: string;
+  readonly sha: string;
+  readonly window: Date;
+}
+
+export interface SchedulerDeps {
+  listRepos(): Promise<InstalledRepo[]>;
+  githubFor(installationId: number, repo: InstalledRepo["repo"]): Promise<GitHub>;
+  /** Starts the night's job; by default through startJob, as `/optimize` does. */
+  start(night: NightStart): Promise<void>;
+  now(): Date;
+  readonly graceMs: number;
+  /** What this instance has already tried (a window is tried once per instance). */
+  first(key: string): boolean;
+  onError(label: string, error: unknown): void;
+}
+
+/** The ref that claims a window: `evokernel/nightly/2026-11-23T03-00Z`. */
+export function windowRef(window: Date): string {
+  return `evokernel/nightly/${window.toISOString().slice(0, 16).replace(":", "-")}Z`;
+}
+
+export interface NightlyScheduler {
+  /** One pass over every repository; resolves to the windows this instance claimed. */
+  tick(): Promise<string[]>;
+  start(intervalMs: number): void;
+  stop(): void;
+}
+
+export function createNightlyScheduler(deps: SchedulerDeps): NightlyScheduler {
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+
+  async function tickRepo(entry: InstalledRepo): Promise<string | undefined> {
+    const github = await deps.githubFor(entry.installationId, entry.repo);
+    const parsed = parseConfig(await github.readConfig());
+    // An invalid config says so on its pull requests; the night just does not run.
+    if (!parsed.ok || parsed.config.nightly === undefined) return undefined;
+    const cron = parseCron(parsed.config.nightly.schedule);
+    if (!cron.ok) return undefined;
+    const window = latestRun(cron.cron, deps.now(), deps.graceMs);
+    if (window === undefined) return undefined;
+    const ref = windowRef(window);
+    if (!deps.first(`nightly:${entry.repo.owner}/${entry.repo.repo}:${ref}`)) return undefined;
+    const sha = await github.branchHead(entry.defaultBranch);
+    if (sha === undefined) return undefined;
+    if (!(await github.claimRef(ref, sha))) return undefined;
+    await deps.start({
+      github,
+      config: parsed.config,
+      installationId: entry.installationId,
+      defaultBranch: entry.defaultBranch,
+      sha,
+      window,
+    });
+    return `${entry.repo.owner}/${entry.repo.repo}@${ref}`;
+  }
+
+  async function tick(): Promise<string[]> {
+    const claimed: string[] = [];
+    for (const entry of await deps.listRepos()) {
+      try {
+        const won = await tickRepo(entry);
+        if (won !== undefined) claimed.push(won);
+      } catch (error) {
+        // One repository's failure (a 5xx, a revoked installation) must not stop the others.
+        deps.onError(`nightly tick of ${entry.repo.owner}/${entry.repo.repo}`, error);
+      }
+    }
+    return claimed;
+  }
+
+  return {
+    tick,
+    start(intervalMs) {
+      timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        tick()
+          .catch((error: unknown) => deps.onError("nightly tick", error))
+          .finally(() => {
+            running = false;
+          });
+      }, intervalMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+/** The night's job through the same startJob as `/optimize`: check run, dispatch, report. */
+export function startNightThroughJobs(state: AppState): SchedulerDeps["start"] {
+  return async (night) => {
+    await startJob(state, {
+      github: night.github,
+      spec: nightlySpec(night.github.repo, night.config, night.sha),
+      config: night.config,
+      installationId: night.installationId,
+      defaultBranch: night.defaultBranch,
+      recheckHead: false,
+    });
+  };
+}

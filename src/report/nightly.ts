@@ -1,0 +1,164 @@
+// The nightly tuning pull request's body and the drift issue's body: the speedup table of
+// the kernels on the branch, the drift watch, the history of earlier nights and the
+// commands the app understands. Pure; each stays under GitHub's 65,536-character limit by
+// showing fewer nights of history first.
+import type { Drift, Night, Proposal } from "../shared/nightly.js";
+import type { Spread } from "../shared/result.js";
+import { cell, code, formatMs, formatRatio, formatSpread } from "./format.js";
+
+export const NIGHTLY_MARKER = "<!-- evokernel:nightly -->";
+export const DRIFT_MARKER = "<!-- evokernel:drift -->";
+const BODY_LIMIT = 65_536;
+
+export interface NightlyView {
+  readonly defaultBranch: string;
+  /** The default branch's commit the branch is built on. */
+  readonly base: string;
+  readonly proposals: readonly Proposal[];
+  readonly nights: readonly Night[];
+  readonly drift: readonly Drift[];
+  /** "driver 580 → 590", when the runner changed since the last night. */
+  readonly runnerChanges: readonly string[];
+  /** Percent beyond the noise an evolved kernel must gain to be proposed. */
+  readonly threshold: number;
+  /** Kernels turned down earlier (a closed PR), not proposed again. */
+  readonly rejected: number;
+  readonly runUrl?: string;
+}
+
+export function renderNightlyPull(view: NightlyView): string {
+  for (const nights of [view.nights.length, 30, 10, 0]) {
+    const body = composePull(view, Math.min(nights, view.nights.length));
+    if (body.length <= BODY_LIMIT) return body;
+  }
+  return composePull(view, 0).slice(0, BODY_LIMIT);
+}
+
+function composePull(view: NightlyView, nights: number): string {
+  const count = view.proposals.length;
+  const parts = [
+    NIGHTLY_MARKER,
+    `evokernel's nightly tuning found ${count === 1 ? "a faster kernel" : `${count} faster kernels`} that still verif${count === 1 ? "ies" : "y"} on every shape, held-out ones included, on \`${view.defaultBranch}\` at ${view.base.slice(0, 7)}.`,
+    proposalTable(view.proposals),
+    `Only kernels faster than the current one beyond the measured noise and by at least ${view.threshold}% are proposed: the lower bound is the speedup the noise cannot explain away (base p20 over evolved p80).`,
+  ];
+  if (view.drift.length > 0) parts.push(driftSection(view.drift, view.runnerChanges));
+  parts.push(historySection(view.nights, nights), commandsSection(view.rejected));
+  if (view.runUrl !== undefined) parts.push(`<sub>[last night's run](${view.runUrl})</sub>`);
+  return `${parts.join("\n\n")}\n`;
+}
+
+function proposalTable(proposals: readonly Proposal[]): string {
+  const header =
+    "| task | kernel | before | after | speedup (lower bound) | vs eager | vs torch.compile | found |";
+  const rows = proposals.map(
+    (proposal) =>
+      `| ${code(cell(proposal.task))} | ${code(cell(proposal.path))} | ${formatMs(proposal.beforeMs)} | ${formatMs(proposal.afterMs)} | **${formatRatio(proposal.speedup)}** (≥ ${formatRatio(proposal.lowerBound)}) | ${ratioOrDash(proposal.eager)} | ${ratioOrDash(proposal.compile)} | ${proposal.night.slice(0, 10)} |`,
+  );
+  return [
+    header,
+    "|---|---|---:|---:|---:|---:|---:|---|",
+    ...rows,
+    "",
+    "Times are geometric means over the task's configurations (launch-bound ones left out).",
+  ].join("\n");
+}
+
+function driftSection(drift: readonly Drift[], changes: readonly string[]): string {
+  const why = changes.length === 0 ? "" : ` after the runner changed (${changes.join(", ")})`;
+  const rows = drift.map(
+    (entry) =>
+      `| ${code(cell(entry.task))} | ${cell(entry.config)} | ${formatSpread(entry.before.kernel)} | ${formatSpread(entry.now.kernel)} | ${formatSpread(entry.before.compile)} | ${formatSpread(entry.now.compile)} | ${describeDrift(entry)} |`,
+  );
+  return [
+    `### ⚠️ Drift watch: ${drift.length} configuration${drift.length === 1 ? "" : "s"} moved${why}`,
+    "",
+    "| task | configuration | kernel before | kernel now | torch.compile before | torch.compile now | what changed |",
+    "|---|---|---:|---:|---:|---:|---|",
+    ...rows,
+    "",
+    "Beyond the noise means the p20–p80 ranges do not overlap (and differ by more than the threshold). Re-tune with `/optimize` on a pull request, or let the next night try.",
+  ].join("\n");
+}
+
+function describeDrift(entry: Drift): string {
+  if (entry.kind === "kernel-slower") {
+    return `kernel ${formatRatio(entry.now.kernel.medianMs / entry.before.kernel.medianMs)} slower`;
+  }
+  const compile = entry.now.compile as Spread;
+  return `torch.compile now ${formatRatio(entry.now.kernel.medianMs / compile.medianMs)} faster than the kernel`;
+}
+
+function historySection(nights: readonly Night[], shown: number): string {
+  if (shown === 0) return "";
+  const rows = nights
+    .slice(-shown)
+    .reverse()
+    .map((night) => {
+      const proposed =
+        night.proposed.length === 0
+          ? "—"
+          : night.proposed
+              .map((entry) => `${code(cell(entry.task))} ${formatRatio(entry.speedup)}`)
+              .join(", ");
+      const runner = [night.runner.gpu, night.runner.driver, night.runner.torch]
+        .filter((part) => part !== null && part !== "")
+        .join(", ");
+      return `| ${night.at.slice(0, 16).replace("T", " ")} | ${night.sha.slice(0, 7)} | ${proposed} | ${night.drifted === 0 ? "—" : `${night.drifted} of ${night.timed} tasks`} | ${night.pull} | ${cell(runner)} |`;
+    });
+  const more = nights.length > shown ? `\n\n${nights.length - shown} earlier nights left out.` : "";
+  return [
+    "<details><summary>Earlier nights</summary>",
+    "",
+    "| night (UTC) | commit | proposed | drift | pull request | runner |",
+    "|---|---|---|---|---|---|",
+    ...rows,
+    `${more}`,
+    "</details>",
+  ].join("\n");
+}
+
+function commandsSection(rejected: number): string {
+  const lines = [
+    "**What you can do**",
+    "",
+    "- Merge this pull request to take the kernels; the next night starts from them.",
+    "- Close it without merging: these kernels are remembered and never proposed again.",
+    "- Comment `/bench` to time this branch again, `/optimize [task …]` to search further, `/help` for every command.",
+    "- The app rebuilds this branch on the default branch when that moves: commits pushed here by hand are replaced.",
+  ];
+  if (rejected > 0)
+    lines.push(
+      "",
+      `${rejected} kernel${rejected === 1 ? "" : "s"} turned down earlier ${rejected === 1 ? "is" : "are"} not proposed again.`,
+    );
+  return lines.join("\n");
+}
+
+export interface DriftIssueView {
+  readonly defaultBranch: string;
+  readonly sha: string;
+  readonly at: string;
+  readonly drift: readonly Drift[];
+  readonly runnerChanges: readonly string[];
+  readonly runUrl?: string;
+}
+
+/** The issue the app keeps updated when the runner changed a kernel's standing, and there is no PR. */
+export function renderDriftIssue(view: DriftIssueView): string {
+  const parts = [
+    DRIFT_MARKER,
+    `evokernel re-timed every configured kernel on \`${view.defaultBranch}\` at ${view.sha.slice(0, 7)} (${view.at.slice(0, 16).replace("T", " ")} UTC) and found a change beyond the noise, with no faster kernel to propose.`,
+    driftSection(view.drift, view.runnerChanges),
+  ];
+  if (view.runUrl !== undefined) parts.push(`<sub>[the night's run](${view.runUrl})</sub>`);
+  parts.push(
+    "<sub>evokernel updates this issue each night it sees drift; close it when you have dealt with it.</sub>",
+  );
+  const body = `${parts.join("\n\n")}\n`;
+  return body.length <= BODY_LIMIT ? body : body.slice(0, BODY_LIMIT);
+}
+
+function ratioOrDash(ratio: number | null): string {
+  return ratio === null ? "—" : formatRatio(ratio);
+}
