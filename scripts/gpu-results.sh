@@ -3,6 +3,8 @@
 # no Node.js) with .device/node.xz and dist/ carried along:
 #   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
 #   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
+#   bash scripts/gpu-results.sh correct    # the "correct but unusual" corpus: each must verify
+#        and be benchmarked (public task data from EVOKERNEL_SHARED_DATA, default .device/data)
 #   bash scripts/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
 #        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
 #        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
@@ -28,6 +30,13 @@ case "${1:-selftest}" in
     for t in kernels/*/; do
       evk verify "$t" --heldout 2>>"$out/verify.log" | tail -n +1
     done | tee "$out/verify.txt"
+    ;;
+  correct)
+    export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
+    evk selftest --manifest runner/corpus/correct/manifest.json --timeout "${EVK_TIMEOUT:-120}" --json \
+      2>"$out/correct.log" >"$out/correct.json"
+    echo "exit $?"
+    node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));for(const x of r.rows)console.log([x.met?"met ":"MISS",x.expect,x.got??x.status??"",x.file].join("  "));console.log(JSON.stringify(r.summary))' "$out/correct.json" | tee "$out/correct.txt"
     ;;
   bench)
     for t in kernels/*/; do

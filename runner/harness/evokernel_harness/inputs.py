@@ -6,7 +6,8 @@ import torch
 
 from .env import FLOAT_DTYPES
 
-INITS = ("normal", "uniform", "signed-mixed", "positive")
+INITS = ("normal", "uniform", "signed-mixed", "positive", "offset")
+OFFSET = 40.0  # offset inputs: N(0, 1) + 40, a common offset 40× the spread
 
 
 def on_device(device):
@@ -45,6 +46,8 @@ def make_tensor(shape, dtype, init, gen, device):
         t = torch.randn(tuple(shape), generator=gen, device=device, dtype=base).abs_().add_(0.1)
     elif init == "signed-mixed":
         t = signed_mixed_like(torch.empty(tuple(shape), device=device, dtype=base), gen)
+    elif init == "offset":
+        t = offset_like(torch.empty(tuple(shape), device=device, dtype=base), gen)
     else:
         raise ValueError(f"unknown init {init!r}; use one of {', '.join(INITS)} or {{'randint': [lo, hi]}}")
     return t.to(dtype)
@@ -55,3 +58,22 @@ def signed_mixed_like(t, gen):
     base = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
     scale = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32).mul_(4.0).sub_(2.0)
     return base.mul_(torch.pow(10.0, scale)).to(t.dtype if t.is_floating_point() else torch.float32)
+
+
+def offset_like(t, gen):
+    """Values around a common offset 40 times their spread, as activations with a DC offset
+    are: a one-pass variance E[x²] − E[x]² loses its digits to cancellation here, while a
+    two-pass or Welford one does not."""
+    base = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+    return base.add_(OFFSET).to(t.dtype if t.is_floating_point() else torch.float32)
+
+
+def perturbed_like(x, mode, gen):
+    """A float input redrawn for a verification trial's distribution, or x as it is."""
+    if not x.is_floating_point():
+        return x
+    if mode == "signed-mixed":
+        return signed_mixed_like(x, gen)
+    if mode == "offset":
+        return offset_like(x, gen)
+    return x

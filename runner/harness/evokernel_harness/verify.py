@@ -154,6 +154,23 @@ class Verifier:
             raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
         self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
 
+    def within_truth(self, outs, case, config, where):
+        """A float32 reference is itself off by rounding, and on long reductions over signed,
+        mixed-scale inputs by more than the tolerance: a kernel more accurate than the
+        reference must not be turned away for disagreeing with it. When the candidate is
+        within the same tolerance of the reference computed in float64, it passes, with a
+        warning that says so. Never more lenient than the truth."""
+        truth = reference_float64(self.task, case, self.reference)
+        if truth is None:
+            return False
+        ok = len(truth) == len(outs) and all(
+            compare(o, t, self.task.tolerance(dtype_name(o.dtype)))["ok"] for o, t in zip(outs, truth))
+        if ok:
+            self.warnings.append(
+                f"{config.name}, {where}: outside the tolerance of the float32 reference but within it of the reference "
+                "computed in float64: the reference's own rounding error is the larger one here")
+        return ok
+
     def output_sizes(self, config, case):
         if config.name not in self.sizes:
             self.sizes[config.name] = [r.numel() * r.element_size() for r in self.reference(case.clone())]
@@ -177,6 +194,9 @@ class Verifier:
         self.check_unchanged(case, cand_case)
         results = self.check_outputs(outs, refs, config, trial)
         failed = next((r for r in results if not r["ok"]), None)
+        del refs
+        if failed is not None and self.within_truth(outs, case, config, f"trial {trial}"):
+            failed = None
         if failed is None and trial == 0:
             self.repeat_checks(config, case, outs, seed)
         del outs
@@ -197,8 +217,11 @@ class Verifier:
         refill_case(self.task, config, cand_case, seed ^ 0xCAC4E, self.init_of(case))
         refs = self.reference(cand_case.clone())
         outs = self.candidate(cand_case)
-        for i, (o, r) in enumerate(zip(outs, refs)):
-            res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
+        results = [compare(o, r, self.task.tolerance(dtype_name(r.dtype))) for o, r in zip(outs, refs)]
+        del refs
+        if not all(r["ok"] for r in results) and self.within_truth(outs, cand_case, config, "the same-buffer refill"):
+            results = [{**r, "ok": True} for r in results]
+        for i, res in enumerate(results):
             if not res["ok"]:
                 res.update({"config": config.name, "trial": 0, "output": f"output {i} (new values in the same buffers)"})
                 raise Reject("result-caching", "after new values were written into the same input buffers the output was stale: results cached by pointer or by value", res)
@@ -221,12 +244,19 @@ class Verifier:
         if quick:  # the cascade's cheap gate: the smallest visible configuration only
             configs = [min(self.task.visible_configs(), key=config_size)]
         self.check_task(configs[0])
-        has_float = any(a.is_floating_point() for _, a in self.task.make_case(configs[0], 1, self.device).tensors())
+        probe = [a for _, a in self.task.make_case(configs[0], 1, self.device).tensors() if a.is_floating_point()]
+        has_float = bool(probe)
+        # a common offset 40× the spread exposes a one-pass variance; in bf16/fp16 inputs it
+        # would only quantise them, so float32 tasks alone get the trial
+        all_fp32 = has_float and all(a.dtype == torch.float32 for a in probe)
+        del probe
         first_fail, passed_configs, by_config = None, [], {}
         for config in configs:
             inits = [None] * self.trials
             if has_float and config.init != "signed-mixed":
                 inits.append("signed-mixed")
+            if all_fp32 and config.init != "offset":
+                inits.append("offset")
             entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
                      "trials": 0, "maxAbs": 0.0, "normRel": 0.0, "reason": None}
             for trial, init in enumerate(inits):
@@ -274,10 +304,10 @@ class Verifier:
             if passed_configs:
                 return "shape-specific"
             return "unwritten-output" if self.cand.format == "evk" or failed["got"] is None else "nan-output"
-        only_signed_mixed = (init == "signed-mixed" and trial > 0) or (config.init == "signed-mixed" and any(
+        only_other_inputs = (init in ("signed-mixed", "offset") and trial > 0) or (config.init == "signed-mixed" and any(
             c.dims == config.dims and by_config.get(c.name, {}).get("ok") for c in self.task.configs if c is not config
         ))
-        if only_signed_mixed:  # every declared-init trial of the same shape passed
+        if only_other_inputs:  # every declared-init trial of the same shape passed
             if failed["normRel"] is not None and failed["normRel"] < ACCURACY_LOSS_NORM:
                 return "accuracy-loss"  # close, but not within tolerance: numerics, not dropped work
             return "distribution-specific"
@@ -295,14 +325,14 @@ class Verifier:
 
     def explain(self, reason, f, config, init, passed):
         if reason == "accuracy-loss":
-            return self.explain_accuracy(f, config)
-        where = f"configuration {config.name}, trial {f['trial']}{' (signed, mixed-scale inputs)' if init == 'signed-mixed' else ''}, {f['output']}"
+            return self.explain_accuracy(f, config, init)
+        where = f"configuration {config.name}, trial {f['trial']}{INPUTS.get(init, '')}, {f['output']}"
         worst = f"worst element {f['index']}: got {f['got']}, expected {f['expected']}; max abs error {f['maxAbs']}, relative norm error {f['normRel']}"
         lead = {
             "output-memory-reuse": "right only when run just after the reference freed its output: it reads memory it never wrote (hack 1)",
             "unwritten-output": f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with survived) (hacks 1, 13)",
             "nan-output": f"{f['nonFinite']} output elements are NaN/Inf where the reference is finite",
-            "distribution-specific": "right on the declared inputs, wrong on signed, mixed-scale ones: it drops work that matters for other inputs (hack 9)",
+            "distribution-specific": f"right on the declared inputs, wrong on {KINDS.get(init, 'other')} ones: it drops work that matters for other inputs (hack 9)",
             "shape-specific": f"right on {', '.join(passed)} but wrong on {config.name}{' (' + str(f['nonFinite']) + ' elements never written)' if f['nonFinite'] else ''}: it only works for the shapes it was shown (hack 10)",
             "race": "wrong, and two runs on identical inputs give different outputs: a race (missing barrier, blocks depending on each other) (hack 15)",
             "reduced-precision": "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)",
@@ -311,11 +341,13 @@ class Verifier:
         return f"{lead}. {where}; {worst}"
 
 
-    def explain_accuracy(self, f, config):
+    def explain_accuracy(self, f, config, init):
         tol = self.task.tolerance(f.get("dtype") or "float32")
+        inputs = {
+            "offset": "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)",
+        }.get(init, "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)")
         return (
-            "wrong: loses accuracy on signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes "
-            f"over four decades) on configuration {config.name}, {f['output']}: relative norm error {_num(f['normRel'])} "
+            f"wrong: loses accuracy on {inputs} on configuration {config.name}, {f['output']}: relative norm error {_num(f['normRel'])} "
             f"against the tolerance {_num(tol['norm'])}, max abs error {_num(f['maxAbs'])} (worst element {f['index']}: "
             f"got {f['got']}, expected {f['expected']}); on the declared inputs it is within tolerance. "
             "Typical causes: a one-pass variance E[x²] − E[x]², sums accumulated in lower precision or in one long "
@@ -323,6 +355,28 @@ class Verifier:
         )
 
 
+def reference_float64(task, case, run_reference):
+    """The reference's outputs on the case's inputs and parameters in float64, or None where
+    the task is not float32 or its reference cannot run in float64 (or runs out of memory)."""
+    tensors = [t for _, t in case.tensors() if t.is_floating_point()]
+    if not tensors or any(t.dtype != torch.float32 for t in tensors):
+        return None
+    wide = case.clone()
+    try:
+        wide.args = [a.double() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a for a in wide.args]
+        if wide.module is not None:
+            wide.module = wide.module.double()
+        return run_reference(wide)
+    except Exception:  # noqa: BLE001 — no float64 reference: the float32 verdict stands
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return None
+    finally:
+        del wide
+
+
+INPUTS = {"signed-mixed": " (signed, mixed-scale inputs)", "offset": " (inputs with a common offset, N(0, 1) + 40)"}
+KINDS = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
 ACCURACY_LOSS_NORM = 1e-2  # a dropped op is off by the size of the values; lost digits are not
 
 

@@ -64,14 +64,15 @@ class CorpusManifestTest(unittest.TestCase):
         self.assertIsInstance(self.entries, list)
         for e in self.entries:
             with self.subTest(entry=e.get("file")):
-                self.assertEqual(set(e), KEYS)
+                self.assertEqual(set(e) - {"launchBound"}, KEYS)  # launchBound: optional, class 14
                 self.assertIn(e["format"], ("evk", "torch-ext", "py"))
                 self.assertIn(e["expect"], ("pass", "reject"))
                 self.assertIn(e["check"], ("verify", "bench"))
                 self.assertTrue(e["hack"] is None or (isinstance(e["hack"], int) and 1 <= e["hack"] <= 16))
                 if e["expect"] == "pass":
                     self.assertEqual(e["reasons"], [])
-                    self.assertIsNone(e["hack"])
+                    # a correct kernel, or class 14: timed and marked launch-bound, never rejected
+                    self.assertTrue(e["hack"] is None or e.get("launchBound") is True, e)
                 else:
                     self.assertTrue(e["reasons"], "a rejected candidate must list the reasons that count")
                     self.assertIsNotNone(e["hack"])
@@ -135,7 +136,9 @@ class CorpusManifestTest(unittest.TestCase):
             with open(path) as f:
                 head = f.read(1500)
             with self.subTest(file=e["file"]):
-                if e["expect"] == "pass":
+                if e["expect"] == "pass" and e["hack"] in TASK_LEVEL:
+                    self.assertRegex(head, rf"hack class {e['hack']}\b")  # timed and marked, not rejected
+                elif e["expect"] == "pass":
                     self.assertRegex(head, r"Correct \(expect pass\)")
                 elif e["hack"] in TASK_LEVEL:
                     self.assertRegex(head, rf"hack class {e['hack']}\b")
@@ -150,8 +153,8 @@ class CorpusManifestTest(unittest.TestCase):
         for root, _, files in os.walk(CORPUS):
             rel_root = os.path.relpath(root, REPO)
             top = os.path.relpath(root, CORPUS).split(os.sep)[0]
-            if top in ("tasks", "isolation", "."):
-                continue  # task folders are listed by their baseline; isolation is the lead's
+            if top in ("tasks", "isolation", "correct", "."):
+                continue  # task folders are listed by their baseline; isolation and the correct corpus have their own manifests
             for name in files:
                 if name.endswith((".cu", ".py")):
                     rel = os.path.join(rel_root, name)

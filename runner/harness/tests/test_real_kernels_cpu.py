@@ -281,3 +281,57 @@ def _importable(name):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ChunkedCompareTest(unittest.TestCase):
+    def test_chunks_give_the_one_pass_result(self):
+        from evokernel_harness.compare import compare
+
+        gen = torch.Generator().manual_seed(4)
+        expected = torch.randn(37, 53, generator=gen) * torch.logspace(-2, 2, 53)
+        got = expected + 1e-6 * torch.randn(37, 53, generator=gen)
+        got[5, 7] = float("nan")
+        got[20, 3] += 0.5
+        tol = {"atol": 1e-5, "rtol": 1e-5, "norm": 1e-5}
+        whole = compare(got, expected, tol, chunk=1 << 30)
+        for chunk in (1, 7, 100, 1961):
+            with self.subTest(chunk=chunk):
+                part = compare(got, expected, tol, chunk=chunk)
+                self.assertAlmostEqual(part.pop("normRel"), whole["normRel"], delta=1e-12)  # summation order
+                self.assertEqual(part, {k: v for k, v in whole.items() if k != "normRel"})
+        self.assertEqual(whole["nonFinite"], 1)
+        self.assertEqual(whole["index"], [5, 7])
+
+
+class Float64TruthTest(unittest.TestCase):
+    def test_a_kernel_closer_to_the_truth_than_the_reference_passes(self):
+        """A sum over many float32 values: the float32 reference rounds, a float64 accumulator
+        does not; the candidate is outside the tolerance of the reference but within it of the
+        truth, and passes with a warning that says so."""
+        rec = harness("verify", "--device", "cpu", "--seed", "9", "--task", os.path.join(HERE, "tasks", "long_sum"),
+                      "--candidate", os.path.join(HERE, "tasks", "long_sum", "candidate_float64_accumulator.py"))
+        self.assertTrue(rec["ok"], rec["message"])
+        self.assertTrue(any("computed in float64" in w for w in rec["warnings"]), rec["warnings"])
+
+    def test_a_kernel_off_from_both_is_still_rejected(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "9", "--task", os.path.join(HERE, "tasks", "long_sum"),
+                      "--candidate", os.path.join(HERE, "tasks", "long_sum", "candidate_half_accumulator.py"))
+        self.assertFalse(rec["ok"])
+
+
+class OffsetInputsTest(unittest.TestCase):
+    TASK = os.path.join(HERE, "tasks", "small_layernorm")
+
+    def test_one_pass_variance_is_an_accuracy_loss_on_offset_inputs(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "11", "--task", self.TASK,
+                      "--candidate", os.path.join(HERE, "candidates", "ok_layernorm_one_pass_variance.py"))
+        self.assertFalse(rec["ok"])
+        self.assertEqual(rec["reason"], "accuracy-loss", rec["message"])
+        self.assertIn("common offset", rec["message"])
+        self.assertIn("one-pass variance", rec["message"])
+
+    def test_two_pass_variance_passes(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "11", "--task", self.TASK,
+                      "--candidate", os.path.join(HERE, "candidates", "ok_layernorm_two_pass.py"))
+        self.assertTrue(rec["ok"], rec["message"])
+        self.assertEqual(max(c["trials"] for c in rec["configs"]), 4)  # 2 declared, signed-mixed, offset

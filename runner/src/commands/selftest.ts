@@ -5,7 +5,12 @@ import { UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
 import { createBuildPool } from "../build/pool.js";
 import { createGpuQueue } from "../gpu/queue.js";
-import { meetsExpectation, readManifest, type CorpusEntry } from "../corpus/manifest.js";
+import {
+  meetsExpectation,
+  readManifest,
+  resolveCorpusPath,
+  type CorpusEntry,
+} from "../corpus/manifest.js";
 import { repoRoot } from "../paths.js";
 import { renderSelftest, type SelftestRow } from "../report/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
@@ -63,8 +68,8 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
           const first = group[0];
           if (first === undefined) return;
           const evaluated = await evaluateCandidates(
-            join(root, first.task),
-            group.map((entry) => join(root, entry.file)),
+            resolveCorpusPath(first.task, root),
+            group.map((entry) => resolveCorpusPath(entry.file, root)),
             {
               server: session.server,
               pool,
@@ -95,6 +100,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
           met: result !== undefined && meetsExpectation(entry, result),
           seconds: result?.seconds ?? { compile: 0, verify: 0, time: 0, total: 0 },
           message: result?.message ?? "not evaluated",
+          ...(result === undefined ? {} : { detail: detailOf(result) }),
         };
       });
       const summary = {
@@ -109,3 +115,20 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     });
   },
 };
+
+/** What a reader of --json needs to see that a kernel passed for the right reasons. */
+function detailOf(result: CandidateResult): NonNullable<SelftestRow["detail"]> {
+  const own = result.verify?.checks.find((check) => check.name === "own-kernel-ran");
+  return {
+    ownKernel: own?.detail ?? null,
+    kernelShares: result.verify?.kernelShares ?? null,
+    bench: (result.bench?.configs ?? []).map((config) => ({
+      name: config.name,
+      launchBound: config.launchBound,
+      candidateMs: config.candidate?.medianMs ?? null,
+      eagerMs: config.eager.medianMs,
+      floorMs: config.floorMs,
+    })),
+    notes: result.bench?.notes ?? [],
+  };
+}

@@ -11,6 +11,19 @@ export type SelftestRow = {
   met: boolean;
   seconds: { compile: number; verify: number; time: number; total: number };
   message: string;
+  /** --json only: the own-kernel verdict, GPU-time shares and the timed configurations. */
+  detail?: {
+    ownKernel: string | null;
+    kernelShares: { own: number; library: number; torch: number; harmless: number } | null;
+    bench: {
+      name: string;
+      launchBound: boolean;
+      candidateMs: number | null;
+      eagerMs: number;
+      floorMs: number;
+    }[];
+    notes: string[];
+  };
 };
 
 export type SelftestSummary = {

@@ -15,7 +15,7 @@ export const DTYPES = [
   "bool",
 ] as const;
 export const FLOAT_DTYPES = ["float32", "float16", "bfloat16", "float64"] as const;
-export const INITS = ["normal", "uniform", "signed-mixed", "positive"] as const;
+export const INITS = ["normal", "uniform", "signed-mixed", "positive", "offset"] as const;
 
 function strict<T extends z.ZodRawShape>(what: string, shape: T) {
   const allowed = Object.keys(shape);

@@ -11,7 +11,7 @@ import types
 
 import torch
 
-from ..inputs import generator, on_device, signed_mixed_like
+from ..inputs import generator, on_device, perturbed_like
 from ..pyload import load_module
 from .base import Case, Config, Task, TaskError, as_tuple
 from .native import called_names
@@ -105,8 +105,7 @@ class KernelBenchTask(Task):
         for x in inputs:
             if isinstance(x, torch.Tensor):
                 x = x.to(device)
-                if mode == "signed-mixed" and x.is_floating_point():
-                    x = signed_mixed_like(x, gen)
+                x = perturbed_like(x, mode, gen)
             args.append(x)
         model = model.to(device).eval()
         return Case(args=args, module=model, meta={"init_inputs": init_inputs, "seed": seed})

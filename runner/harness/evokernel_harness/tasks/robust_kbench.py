@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from ..inputs import generator, on_device, signed_mixed_like
+from ..inputs import generator, on_device, perturbed_like
 from ..pyload import load_module
 from .base import Case, Config, Task, TaskError, as_tuple
 from .native import called_names
@@ -91,8 +91,7 @@ class RobustKBenchTask(Task):
             if isinstance(x, torch.Tensor):
                 wants.append(bool(x.requires_grad))
                 x = x.detach().to(device)
-                if (init or config.init) == "signed-mixed" and x.is_floating_point():
-                    x = signed_mixed_like(x, gen)
+                x = perturbed_like(x, init or config.init, gen)
             else:
                 wants.append(False)
             args.append(x)
