@@ -4,6 +4,7 @@
 // branch, so a pull request cannot change what runs on it; `evokernel review` reads it from
 // the base it compares against.
 import { z } from "zod";
+import { parseCron } from "./cron.js";
 
 const PROPOSERS = ["auto", "llm", "tuner"] as const;
 
@@ -80,6 +81,13 @@ export const configSchema = z
         schedule: z
           .string()
           .regex(CRON, { message: "a cron line of five fields" })
+          // The same parser the scheduler runs: a line it cannot read fails here, on the PR.
+          .refine((line) => parseCron(line).ok, {
+            error: (issue) => {
+              const parsed = parseCron(String(issue.input));
+              return parsed.ok ? "invalid" : `not a cron line (${parsed.error})`;
+            },
+          })
           .default("0 3 * * *")
           .describe("cron, UTC"),
         tasks: z

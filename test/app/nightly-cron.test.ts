@@ -1,8 +1,9 @@
 // The nightly schedule's rules, pure: the cron matcher (UTC), the latest due window within
 // the grace period (what a restarted instance catches up), and the ref that claims it.
 import { describe, expect, it } from "vitest";
-import { cronMatches, latestRun, parseCron, type Cron } from "../../src/app/nightly/cron.js";
+import { cronMatches, latestRun, parseCron, type Cron } from "../../src/shared/cron.js";
 import { windowRef } from "../../src/app/nightly/scheduler.js";
+import { parseConfig } from "../../src/shared/config.js";
 
 function cron(line: string): Cron {
   const parsed = parseCron(line);
@@ -69,5 +70,22 @@ describe("the due window", () => {
 
   it("is claimed by a ref named for its minute", () => {
     expect(windowRef(at("2026-11-23T03:00:00Z"))).toBe("evokernel/nightly/2026-11-23T03-00Z");
+  });
+});
+
+describe("the config's schedule", () => {
+  it("is read by the scheduler's own parser, so a bad line fails on the PR, not at night", () => {
+    expect(parseConfig({ nightly: { schedule: "0 25 * * *" } })).toEqual({
+      ok: false,
+      errors: [
+        '`nightly.schedule`: not a cron line (hour: `25` is outside 0-23); write five cron fields in UTC, e.g. `schedule: "0 3 * * *"`',
+      ],
+    });
+    const ok = parseConfig({ nightly: {} });
+    expect(ok.ok && ok.config.nightly).toEqual({
+      schedule: "0 3 * * *",
+      tasks: "all",
+      threshold: 3,
+    });
   });
 });

@@ -9,7 +9,7 @@ import { parseConfig, type EvokernelConfig } from "../../shared/config.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub, InstalledRepo } from "../github.js";
 import { startJob } from "../start-job.js";
-import { latestRun, parseCron } from "./cron.js";
+import { latestRun, parseCron } from "../../shared/cron.js";
 import { nightlySpec } from "./spec.js";
 
 /** How late a window may still run: a restart within this catches up, a longer outage skips. */
