@@ -225,7 +225,7 @@ def cmd_verify(args):
     if rec["ok"] and backend == "cuda" and fmt != "evk":  # evk code cannot reach torch at all
         from .own_kernel import check_own_kernel
 
-        cases = [(c.name, task.make_case(c, seed, "cuda")) for c in task.visible_configs()]
+        cases = ((c.name, task.make_case(c, seed, "cuda")) for c in task.visible_configs())
         own = check_own_kernel(cand, task, cases, libraries=task.libraries)
         rec["checks"].append({"name": "own-kernel-ran", "ok": own["ok"], "detail": own["detail"]})
         rec["kernelShares"] = own["shares"]

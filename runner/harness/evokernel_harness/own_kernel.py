@@ -151,21 +151,30 @@ def _fail(detail, totals, library_names):
 
 def check_own_kernel(candidate, task, cases, libraries="allow"):
     """The judge's verdict on the candidate's and the reference's traces, one per case.
-    A backward task's forward pass runs before the profiler starts (task.staged)."""
+    `cases` yields (configuration name, case) one at a time, so a problem's gigabytes of
+    inputs are alive for one configuration at a time. A backward task's forward pass runs
+    before the profiler starts (task.staged)."""
     if not candidate.kernels:
         return {"ok": False, "detail": "the candidate defines no GPU kernel of its own (__global__ or @triton.jit)",
                 "shares": None, "libraryKernels": []}
     grad = torch.enable_grad if task.backward else torch.no_grad
-    traces = []
     try:
-        for name, case in cases:
-            with grad():
-                cand = _kernel_times_us(task.staged_candidate(candidate, case.clone()))
-                ref = _kernel_times_us(task.staged(task.reference_entry(), case.clone()))
-            traces.append((name, cand, ref))
-    except Exception as err:  # noqa: BLE001 — the profiler may be unavailable: say so, don't fail
+        _kernel_stats(lambda: torch.ones(1, device="cuda").add_(1))
+    except Exception as err:  # noqa: BLE001 — no profiler on this machine: say so, don't fail
         return {"ok": True, "detail": f"profiler unavailable ({type(err).__name__}: {err}); own-kernel check skipped",
                 "shares": None, "libraryKernels": []}
+    traces = []
+    for name, case in cases:
+        with grad():
+            try:
+                cand = _kernel_times_us(task.staged_candidate(candidate, case.clone()))
+            except Exception as err:  # noqa: BLE001 — it passed unprofiled: failing profiled is a tell
+                return {"ok": False, "detail": f"it raised under the profiler on configuration {name} "
+                        f"({type(err).__name__}: {str(err)[:200]}), after passing without it",
+                        "shares": None, "libraryKernels": []}
+            ref = _kernel_times_us(task.staged(task.reference_entry(), case.clone()))
+        traces.append((name, cand, ref))
+        del case
     if not any(cand for _, cand, _ in traces):
         return {"ok": True, "detail": "the profiler saw no kernels at all; own-kernel check inconclusive",
                 "shares": None, "libraryKernels": []}
