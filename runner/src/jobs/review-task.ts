@@ -230,8 +230,6 @@ async function toleranceOf(taskPath: string): Promise<Tolerance> {
 function timingOf(config: BenchConfig, withBase: boolean, threshold: number): TimingConfig {
   const base = withBase ? spreadOf(config.baseline) : null;
   const head = spreadOf(config.candidate);
-  // The lead's harness adds launchBound per configuration; older records lack it.
-  const launchBound = (config as Record<string, unknown>)["launchBound"] === true;
   return {
     name: config.name,
     floorMs: config.floorMs,
@@ -244,7 +242,7 @@ function timingOf(config: BenchConfig, withBase: boolean, threshold: number): Ti
       base: percentOfFloor(config.floorMs, base),
       head: percentOfFloor(config.floorMs, head),
     },
-    launchBound,
+    launchBound: config.launchBound,
     speedup:
       base !== null && head !== null && head.medianMs > 0 ? base.medianMs / head.medianMs : null,
     change: base !== null && head !== null ? compareSpreads(base, head, threshold) : null,
