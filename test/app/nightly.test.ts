@@ -13,7 +13,16 @@ import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
 import { parseConfig } from "../../src/shared/config.js";
 import { EMPTY_LEDGER, type Ledger, parseLedger } from "../../src/shared/nightly.js";
 import type { ReviewResult, TaskReview } from "../../src/shared/review.js";
-import { API, CONFIG_PATH, OWNER, REPO, strictNock } from "../helpers/app-harness.js";
+import {
+  API,
+  CONFIG_PATH,
+  OWNER,
+  REPO,
+  startHarness,
+  strictNock,
+  workflowRunPayload,
+} from "../helpers/app-harness.js";
+import { writeZip } from "../helpers/zip-writer.js";
 import { optimizeResult, passedTask, timing } from "../review/fixtures.js";
 
 const R = `/repos/${OWNER}/${REPO}`;
@@ -577,5 +586,63 @@ describe("the nightly scheduler", () => {
     expect(await scheduler("2026-11-23T03:00:00Z", started).tick()).toEqual([]);
     expect(await scheduler("2026-11-23T10:00:00Z", started).tick()).toEqual([]);
     expect(started).toEqual([]);
+  });
+});
+
+describe("a night's result, through the app", () => {
+  it("is reported on its check run by the path /optimize takes, then the PR is opened", async () => {
+    const harness = await startHarness();
+    const review = nightReview([won("softmax", SOFTMAX, 1.25, 1.2), timed("layernorm", 0.8)]);
+    const jobId = review.job.id;
+    nock(API)
+      .get(CONFIG_PATH)
+      .reply(200, CONFIG, { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/actions/runs/4343/artifacts`)
+      .query({ name: "evokernel-result", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        artifacts: [{ id: 78, name: "evokernel-result", expired: false }],
+      })
+      .get(`${R}/actions/artifacts/78/zip`)
+      .reply(302, "", { location: "https://blob.example.test/night.zip" })
+      // After a restart: the job is found from its check run's external_id.
+      .get(`${R}/commits/${SHA}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 950,
+            name: "evokernel optimize",
+            head_sha: SHA,
+            status: "in_progress",
+            external_id: `${jobId}@4343`,
+            details_url: "https://github.com/octo/kernels/actions/runs/4343",
+          },
+        ],
+      })
+      .patch(`${R}/check-runs/950`, record("check"))
+      .reply(200, { id: 950 });
+    nock("https://blob.example.test")
+      .get("/night.zip")
+      .reply(200, writeZip({ "evokernel-result.json": JSON.stringify(review) }), {
+        "content-type": "application/zip",
+      });
+    const scope = mockReads();
+    mockCommit(scope, SHA, 1, false);
+    scope.post(`${R}/pulls`, record("pull")).reply(201, {
+      number: 40,
+      state: "open",
+      html_url: "https://github.com/octo/kernels/pull/40",
+    });
+    mockLedgerWrite(scope, false);
+    await harness.receive("workflow_run", workflowRunPayload(4343, "success"));
+    const check = bodies.check?.[0] as { conclusion: string; output: { title: string } };
+    expect(check.conclusion).toBe("success");
+    expect(check.output.title).toMatchSnapshot("night check run title");
+    const pull = bodies.pull?.[0] as { body: string };
+    expect(pull.body).toContain(
+      "[last night's run](https://github.com/octo/kernels/actions/runs/4343)",
+    );
   });
 });
