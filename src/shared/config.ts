@@ -80,7 +80,7 @@ export const configSchema = z
       .object({
         schedule: z
           .string()
-          .regex(CRON, { message: "a cron line of five fields" })
+          .regex(CRON, { message: "a cron line of five fields", abort: true })
           // The same parser the scheduler runs: a line it cannot read fails here, on the PR.
           .refine((line) => parseCron(line).ok, {
             error: (issue) => {
