@@ -520,15 +520,25 @@ describe("the nightly scheduler", () => {
     { installationId: 1, repo: { owner: OWNER, repo: REPO }, defaultBranch: "main" },
   ];
 
-  function scheduler(now: string, started: NightStart[], seen = new Set<string>()) {
+  /** An instance of the app; `clock.now` moves its time, `listed` counts repository listings. */
+  function scheduler(
+    now: string | { now: string },
+    started: NightStart[],
+    seen = new Set<string>(),
+    listed = { count: 0 },
+  ) {
+    const clock = typeof now === "string" ? { now } : now;
     return createNightlyScheduler({
-      listRepos: () => Promise.resolve(REPOS),
+      listRepos: () => {
+        listed.count++;
+        return Promise.resolve(REPOS);
+      },
       githubFor: () => Promise.resolve(gitHub()),
       start: (night) => {
         started.push(night);
         return Promise.resolve();
       },
-      now: () => new Date(now),
+      now: () => new Date(clock.now),
       graceMs: 6 * 3_600_000,
       first: (key) => !seen.has(key) && Boolean(seen.add(key)),
       onError: (label, error) => {
@@ -568,12 +578,26 @@ describe("the nightly scheduler", () => {
   it("catches up a window missed while the app was down, once per instance", async () => {
     mockTick(201);
     const started: NightStart[] = [];
-    const seen = new Set<string>();
-    expect(await scheduler("2026-11-23T05:17:00Z", started, seen).tick()).toHaveLength(1);
-    // The next minute's tick reads the config but leaves the claimed window alone.
+    const clock = { now: "2026-11-23T05:17:00Z" };
+    const listed = { count: 0 };
+    const instance = scheduler(clock, started, new Set(), listed);
+    expect(await instance.tick()).toEqual(["octo/kernels@evokernel/nightly/2026-11-23T03-00Z"]);
+    // The next minute: repositories and config from memory, the claimed window left alone.
+    clock.now = "2026-11-23T05:18:00Z";
+    expect(await instance.tick()).toEqual([]);
+    // Ten minutes on, both are read again; the window is still this instance's done one.
+    clock.now = "2026-11-23T05:28:00Z";
     nock(API).get(CONFIG_PATH).reply(200, CONFIG, { "content-type": "text/plain; charset=utf-8" });
-    expect(await scheduler("2026-11-23T05:18:00Z", started, seen).tick()).toEqual([]);
+    expect(await instance.tick()).toEqual([]);
+    expect(listed.count).toBe(2);
     expect(started).toHaveLength(1);
+  });
+
+  it("does not run a window twice across a restart: the ref claimed before answers 422", async () => {
+    mockTick(422);
+    const started: NightStart[] = [];
+    expect(await scheduler("2026-11-23T05:30:00Z", started).tick()).toEqual([]);
+    expect(started).toEqual([]);
   });
 
   it("runs nothing where nightly is not configured, or outside the grace period", async () => {

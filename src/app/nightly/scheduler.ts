@@ -15,6 +15,13 @@ import { nightlySpec } from "./spec.js";
 /** How late a window may still run: a restart within this catches up, a longer outage skips. */
 export const DEFAULT_GRACE_MS = 6 * 3_600_000;
 
+/**
+ * How long the installed repositories and each one's nightly config are reused between
+ * ticks: reading them every minute would cost an organisation with hundreds of
+ * repositories more than its 5,000 requests an hour; an edited schedule counts within this.
+ */
+export const DEFAULT_CACHE_MS = 10 * 60_000;
+
 export interface NightStart {
   readonly github: GitHub;
   readonly config: EvokernelConfig;
@@ -34,6 +41,8 @@ export interface SchedulerDeps {
   /** What this instance has already tried (a window is tried once per instance). */
   first(key: string): boolean;
   onError(label: string, error: unknown): void;
+  /** Default DEFAULT_CACHE_MS; 0 reads everything afresh each tick. */
+  readonly cacheMs?: number;
 }
 
 /** The ref that claims a window: `evokernel/nightly/2026-11-23T03-00Z`. */
@@ -51,13 +60,39 @@ export interface NightlyScheduler {
 export function createNightlyScheduler(deps: SchedulerDeps): NightlyScheduler {
   let timer: NodeJS.Timeout | undefined;
   let running = false;
+  const cacheMs = deps.cacheMs ?? DEFAULT_CACHE_MS;
+  let repos: { until: number; list: InstalledRepo[] } | undefined;
+  const configs = new Map<string, { until: number; config: EvokernelConfig | undefined }>();
+
+  async function installed(): Promise<InstalledRepo[]> {
+    const now = deps.now().getTime();
+    if (repos === undefined || repos.until <= now) {
+      repos = { until: now + cacheMs, list: await deps.listRepos() };
+    }
+    return repos.list;
+  }
+
+  /** The repository's config when it opts in to nightly runs, else undefined. */
+  async function nightlyConfig(
+    entry: InstalledRepo,
+    github: GitHub,
+  ): Promise<EvokernelConfig | undefined> {
+    const key = `${entry.repo.owner}/${entry.repo.repo}`;
+    const now = deps.now().getTime();
+    const cached = configs.get(key);
+    if (cached !== undefined && cached.until > now) return cached.config;
+    const parsed = parseConfig(await github.readConfig());
+    // An invalid config says so on its pull requests; the night just does not run.
+    const config = parsed.ok && parsed.config.nightly !== undefined ? parsed.config : undefined;
+    configs.set(key, { until: now + cacheMs, config });
+    return config;
+  }
 
   async function tickRepo(entry: InstalledRepo): Promise<string | undefined> {
     const github = await deps.githubFor(entry.installationId, entry.repo);
-    const parsed = parseConfig(await github.readConfig());
-    // An invalid config says so on its pull requests; the night just does not run.
-    if (!parsed.ok || parsed.config.nightly === undefined) return undefined;
-    const cron = parseCron(parsed.config.nightly.schedule);
+    const config = await nightlyConfig(entry, github);
+    if (config?.nightly === undefined) return undefined;
+    const cron = parseCron(config.nightly.schedule);
     if (!cron.ok) return undefined;
     const window = latestRun(cron.cron, deps.now(), deps.graceMs);
     if (window === undefined) return undefined;
@@ -68,7 +103,7 @@ export function createNightlyScheduler(deps: SchedulerDeps): NightlyScheduler {
     if (!(await github.claimRef(ref, sha))) return undefined;
     await deps.start({
       github,
-      config: parsed.config,
+      config,
       installationId: entry.installationId,
       defaultBranch: entry.defaultBranch,
       sha,
@@ -79,7 +114,7 @@ export function createNightlyScheduler(deps: SchedulerDeps): NightlyScheduler {
 
   async function tick(): Promise<string[]> {
     const claimed: string[] = [];
-    for (const entry of await deps.listRepos()) {
+    for (const entry of await installed()) {
       try {
         const won = await tickRepo(entry);
         if (won !== undefined) claimed.push(won);
