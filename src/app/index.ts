@@ -10,6 +10,7 @@ import { createActionsDispatcher } from "./dispatch/actions.js";
 import { createLocalDispatcher } from "./dispatch/local.js";
 import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
 import { createGitHub, listInstalledRepos } from "./github.js";
+import { handleRerun } from "./handlers/check-run-rerun.js";
 import { handleCheckRun } from "./handlers/check-run.js";
 import { handleIssueComment, isCommandComment } from "./handlers/issue-comment.js";
 import {
@@ -21,7 +22,7 @@ import {
 } from "./handlers/payloads.js";
 import { handlePullRequest, PULL_REQUEST_ACTIONS } from "./handlers/pull-request.js";
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
-import { createJobRegistry } from "./jobs.js";
+import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs.js";
 import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
@@ -116,8 +117,15 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         return;
       }
       if (!accept(parsed.data)) return;
-      if (!current.seen.first(`delivery:${context.id}`)) return;
-      current.queue.push(`${context.name} ${context.id}`, () => work(parsed.data, context));
+      const key = `delivery:${context.id}`;
+      if (!current.seen.first(key)) return;
+      // Work that failed (GitHub down, say) may be redelivered by hand: forget it was seen.
+      current.queue.push(`${context.name} ${context.id}`, () =>
+        work(parsed.data, context).catch((error: unknown) => {
+          current.seen.forget(key);
+          throw error;
+        }),
+      );
     }
 
     app.on(
@@ -152,6 +160,18 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
             createGitHub(context.octokit, repoOf(event)),
             event,
             () => loadConfig(context),
+          );
+        },
+      );
+    });
+    app.on("check_run.rerequested", (context) => {
+      enqueue(
+        context,
+        checkRunEventSchema,
+        (event) => event.check_run.name.startsWith(CHECK_NAME_PREFIX),
+        async (event) => {
+          await handleRerun(current, createGitHub(context.octokit, repoOf(event)), event, () =>
+            loadConfig(context),
           );
         },
       );

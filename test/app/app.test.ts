@@ -573,3 +573,52 @@ describe("the Apply button", () => {
     expect([bodies.pull, bodies.comment]).toMatchSnapshot();
   });
 });
+
+describe("Re-run on a check run", () => {
+  function rerunPayload(externalId: string) {
+    const payload = requestedActionPayload(externalId) as Record<string, unknown>;
+    delete payload.requested_action;
+    return { ...payload, action: "rerequested" };
+  }
+
+  it("starts the same kind of job again on the PR's head", async () => {
+    github()
+      .get(`${R}/collaborators/maintainer/permission`)
+      .reply(200, { permission: "write" })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(200, {
+        workflow_run_id: 4444,
+        html_url: "https://github.com/octo/kernels/actions/runs/4444",
+      })
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 910 });
+    mockConfig(github());
+    await harness.receive("check_run", rerunPayload("bench-7-aaaaaaa-123456@4242"));
+    const spec = JSON.parse(
+      (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec,
+    ) as Record<string, unknown>;
+    expect(spec).toMatchObject({ kind: "bench", sha: HEAD, pr: 7, requestedBy: "maintainer" });
+  });
+
+  it("does nothing for a commit that is no longer the head", async () => {
+    github()
+      .get(`${R}/collaborators/maintainer/permission`)
+      .reply(200, { permission: "admin" })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ head: NEW_HEAD }));
+    await harness.receive("check_run", rerunPayload("review-7-aaaaaaa-123456@4242"));
+  });
+
+  it("ignores other apps' check runs", async () => {
+    const payload = rerunPayload("whatever") as unknown as { check_run: { name: string } };
+    payload.check_run.name = "build";
+    await harness.receive("check_run", payload);
+  });
+});
