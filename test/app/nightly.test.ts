@@ -10,6 +10,7 @@ import { sourceHash } from "../../src/app/nightly/night.js";
 import { reportNight } from "../../src/app/nightly/report-night.js";
 import { createNightlyScheduler, type NightStart } from "../../src/app/nightly/scheduler.js";
 import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
+import { renderNightlyPull } from "../../src/report/nightly.js";
 import { parseConfig } from "../../src/shared/config.js";
 import { EMPTY_LEDGER, type Ledger, parseLedger } from "../../src/shared/nightly.js";
 import type { ReviewResult, TaskReview } from "../../src/shared/review.js";
@@ -668,5 +669,34 @@ describe("a night's result, through the app", () => {
     expect(pull.body).toContain(
       "[last night's run](https://github.com/octo/kernels/actions/runs/4343)",
     );
+  });
+});
+
+describe("the PR body", () => {
+  it("fits GitHub's 65,536 characters by showing fewer nights, newest first", () => {
+    const tasks = Array.from({ length: 40 }, (_, i) => `kernels/a-rather-long-task-name-${i}`);
+    const nights = Array.from({ length: 90 }, (_, i) => ({
+      at: new Date(Date.UTC(2026, 7, 1 + i, 3, 40)).toISOString(),
+      sha: SHA,
+      runner: H100,
+      proposed: tasks.map((task) => ({ task, speedup: 1.1 })),
+      timed: 40,
+      drifted: 0,
+      pull: "updated" as const,
+    }));
+    const body = renderNightlyPull({
+      defaultBranch: "main",
+      base: SHA,
+      proposals: [proposal("softmax", SOFTMAX)],
+      nights,
+      drift: [],
+      runnerChanges: [],
+      threshold: 3,
+      rejected: 2,
+    });
+    expect(body.length).toBeLessThanOrEqual(65_536);
+    expect(body).toContain("| 2026-10-29 03:40 |");
+    expect(body).toMatch(/\d+ earlier nights left out/);
+    expect(body).toContain("2 kernels turned down earlier are not proposed again.");
   });
 });
