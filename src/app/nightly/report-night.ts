@@ -13,14 +13,10 @@ import {
   STATE_REF,
 } from "../../shared/nightly.js";
 import type { ReviewResult } from "../../shared/review.js";
-import {
-  DRIFT_MARKER,
-  NIGHTLY_MARKER,
-  renderDriftIssue,
-  renderNightlyPull,
-} from "../../report/nightly.js";
+import { DRIFT_MARKER, renderDriftIssue, renderNightlyPull } from "../../report/nightly.js";
 import type { GitHub, PullSummary } from "../github.js";
 import {
+  type BranchPlan,
   findDrift,
   planBranch,
   proposalsAfter,
@@ -86,16 +82,9 @@ export async function reportNight(
       commitMessage(plan.proposals, at),
     );
   }
-  const pullAction: Night["pull"] =
-    plan.kind === "keep"
-      ? open === undefined
-        ? "none"
-        : "unchanged"
-      : open === undefined
-        ? "opened"
-        : plan.kind === "append"
-          ? "updated"
-          : "rebuilt";
+  const pullAction = pullActionOf(plan, open);
+  // A rebuild moves the branch onto the night's commit; otherwise it stays where it was built.
+  const base = plan.kind === "rebuild" ? sha : (ledger.branch?.base ?? sha);
   const night: Night = {
     at,
     sha,
@@ -110,12 +99,7 @@ export async function reportNight(
   const body = (): string =>
     renderNightlyPull({
       defaultBranch,
-      base:
-        plan.kind === "append"
-          ? (ledger.branch?.base ?? sha)
-          : plan.kind === "rebuild"
-            ? sha
-            : (ledger.branch?.base ?? sha),
+      base,
       proposals,
       nights,
       drift,
@@ -152,13 +136,7 @@ export async function reportNight(
   ledger = {
     ...ledger,
     nights,
-    branch:
-      plan.kind === "keep"
-        ? ledger.branch
-        : {
-            base: plan.kind === "append" ? (ledger.branch?.base ?? sha) : sha,
-            pr: pr?.number ?? null,
-          },
+    branch: plan.kind === "keep" ? ledger.branch : { base, pr: pr?.number ?? null },
     proposals,
     timings: { at, runner, tasks: timings },
   };
@@ -186,4 +164,9 @@ function commitMessage(proposals: readonly Proposal[], at: string): string {
   return `evokernel: nightly tuning ${at.slice(0, 10)}\n\n${lines.join("\n")}`;
 }
 
-export { NIGHTLY_MARKER };
+/** What the night did to the pull request, for the history. */
+function pullActionOf(plan: BranchPlan, open: PullSummary | undefined): Night["pull"] {
+  if (plan.kind === "keep") return open === undefined ? "none" : "unchanged";
+  if (open === undefined) return "opened";
+  return plan.kind === "append" ? "updated" : "rebuilt";
+}
