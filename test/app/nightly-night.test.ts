@@ -2,6 +2,9 @@
 // the branch gets a commit on top, a rebuild, or nothing.
 import { describe, expect, it } from "vitest";
 import { planBranch, proposalsAfter, settlePull, sourceHash } from "../../src/app/nightly/night.js";
+import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
+import { parseExternalId } from "../../src/app/jobs.js";
+import { parseConfig } from "../../src/shared/config.js";
 import { EMPTY_LEDGER, type Ledger, type Proposal } from "../../src/shared/nightly.js";
 
 const A = "a".repeat(40);
@@ -87,5 +90,33 @@ describe("planning the branch", () => {
     const newer = proposal("kernels/softmax", "s2");
     const plan = planBranch(onBranch, [newer], A, "head");
     expect(proposalsAfter(onBranch, plan)).toEqual([newer]);
+  });
+});
+
+describe("the night's job", () => {
+  const specOf = (tasks: unknown) => {
+    const parsed = parseConfig({ tasks: ["kernels", "ops/*"], nightly: { tasks } });
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const spec = nightlySpec({ owner: "o", repo: "r" }, parsed.config, A);
+    return { tasks: spec.tasks, roots: spec.roots, id: spec.id, nightly: isNightlyJob(spec) };
+  };
+
+  it("names tasks by path, looks under globs, and takes every task for `all`", () => {
+    expect(specOf(["softmax", "ops/gemm"])).toMatchObject({
+      tasks: ["kernels/softmax", "ops/gemm"],
+      roots: ["kernels", "ops/*"],
+    });
+    expect(specOf(["kernels/soft*", "ops/gemm"])).toMatchObject({
+      tasks: [],
+      roots: ["kernels/soft*", "ops/gemm"],
+    });
+    expect(specOf("all")).toMatchObject({ tasks: [], roots: ["kernels", "ops/*"] });
+  });
+
+  it("has an id the app recognises after a restart", () => {
+    const { id, nightly } = specOf("all");
+    expect(id).toMatch(/^optimize-nightly-aaaaaaa-[0-9a-f]{6}$/);
+    expect(parseExternalId(`${id}@12`)).toEqual({ jobId: id, runId: 12 });
+    expect(nightly).toBe(true);
   });
 });

@@ -21,10 +21,14 @@ export function isNightlyJob(spec: JobSpec): boolean {
 
 export function nightlySpec(repo: RepoRef, config: EvokernelConfig, sha: string): JobSpec {
   const nightly = config.nightly;
-  const tasks =
+  const names =
     nightly === undefined || nightly.tasks === "all"
       ? []
       : resolveTaskNames(config.tasks, nightly.tasks);
+  // The runner selects named tasks by path; a glob it reads only as a root to look under.
+  const globbed = names.some((name) => /[*?[]/.test(name));
+  const tasks = globbed ? [] : names;
+  const roots = globbed ? names.map((name) => name.replace(/#[^/]*$/, "")) : [...config.tasks];
   return {
     schema: 1,
     id: nightlyJobId(sha),
@@ -33,7 +37,7 @@ export function nightlySpec(repo: RepoRef, config: EvokernelConfig, sha: string)
     sha,
     // Empty: every task under the roots (a job without a base reviews them all).
     tasks,
-    roots: [...config.tasks],
+    roots,
     budget: { ...(nightly?.budget ?? config.budget) },
     proposer: nightly?.proposer ?? config.proposer,
     ...(config.model === undefined ? {} : { model: config.model }),
