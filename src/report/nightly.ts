@@ -106,7 +106,10 @@ function historySection(nights: readonly Night[], shown: number): string {
         .join(", ");
       return `| ${night.at.slice(0, 16).replace("T", " ")} | ${night.sha.slice(0, 7)} | ${proposed} | ${night.drifted === 0 ? "—" : `${night.drifted} of ${night.timed} tasks`} | ${night.pull} | ${cell(runner)} |`;
     });
-  const more = nights.length > shown ? `\n\n${nights.length - shown} earlier nights left out (kept in the ledger).` : "";
+  const more =
+    nights.length > shown
+      ? `\n\n${nights.length - shown} earlier nights left out (kept in the ledger).`
+      : "";
   return [
     "<details><summary>Nights so far</summary>",
     "",
