@@ -408,6 +408,9 @@ export async function startApp({
       PORT: String(port),
       LOG_LEVEL: "warn",
       LOG_FORMAT: "json",
+      // the stand-in serves one repository's PR routes, not the nightly tick's installation
+      // listing; a test of the nightly run turns it back on through `env`
+      EVOKERNEL_NIGHTLY: "off",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
