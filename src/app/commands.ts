@@ -3,15 +3,21 @@
 
 export type Proposer = "llm" | "tuner";
 
+/**
+ * `sha`: the commit the command names (`@1a2b3c4`), the one its author reviewed. A fork's PR
+ * runs only a named commit, and only while it is still the head: a push in the moment
+ * between a maintainer's comment and its handling cannot slip unreviewed code onto a GPU.
+ */
 export type Command =
   | {
       readonly name: "optimize";
       readonly tasks: readonly string[];
       readonly budget?: number;
       readonly proposer?: Proposer;
+      readonly sha?: string;
     }
-  | { readonly name: "verify"; readonly tasks: readonly string[] }
-  | { readonly name: "bench"; readonly tasks: readonly string[] }
+  | { readonly name: "verify"; readonly tasks: readonly string[]; readonly sha?: string }
+  | { readonly name: "bench"; readonly tasks: readonly string[]; readonly sha?: string }
   | { readonly name: "cancel" }
   | { readonly name: "help" };
 
@@ -23,6 +29,8 @@ export type ParsedComment =
 
 // `/word` at the start of a line, then a space or the end: "/path/to/file" is prose, not a command.
 const COMMAND_LINE = /^\/([a-z][a-z-]*)(?:\s+(.*))?$/i;
+// `@` and 7 to 40 hex digits: the commit a command is for.
+const SHA_ARG = /^@([0-9a-f]{7,40})$/i;
 // Task names reach a job spec and a shell-free argv on the runner; keep them to path characters.
 const TASK_NAME = /^(?!.*\.\.)[\w][\w./-]{0,199}$/;
 
@@ -38,7 +46,9 @@ export const HELP_TEXT = [
   "| `/help` | this list |",
   "",
   "Without task names a command covers the tasks whose files this PR changes. A job runs on the",
-  "PR's head commit at the time of the command; after a new push, comment again.",
+  "PR's head commit at the time of the command; after a new push, comment again. `@SHA` after a",
+  "command (e.g. `/bench @1a2b3c4`) runs it only if that commit is still the head; a pull request",
+  "from a fork needs it: name the commit you reviewed.",
 ].join("\n");
 
 /** Reads the first command line of a comment (lines in quotes and code blocks are skipped). */
@@ -76,14 +86,35 @@ function parseCommand(name: string, args: readonly string[]): Command | string {
       return args.length === 0 ? { name: "cancel" } : "`/cancel` takes no arguments.";
     case "verify":
     case "bench": {
-      const tasks = parseTasks(args);
-      return typeof tasks === "string" ? tasks : { name, tasks };
+      const named = takeSha(args);
+      if (typeof named === "string") return named;
+      const tasks = parseTasks(named.rest);
+      if (typeof tasks === "string") return tasks;
+      return { name, tasks, ...(named.sha === undefined ? {} : { sha: named.sha }) };
     }
-    case "optimize":
-      return parseOptimize(args);
+    case "optimize": {
+      const named = takeSha(args);
+      if (typeof named === "string") return named;
+      const parsed = parseOptimize(named.rest);
+      if (typeof parsed === "string" || named.sha === undefined) return parsed;
+      return { ...parsed, sha: named.sha } as Command;
+    }
     default:
       return `\`/${name}\` is not a command I know.`;
   }
+}
+
+/** The `@SHA` argument, if any, and the other arguments. */
+function takeSha(
+  args: readonly string[],
+): { sha: string | undefined; rest: readonly string[] } | string {
+  const named = args.filter((arg) => arg.startsWith("@"));
+  if (named.length === 0) return { sha: undefined, rest: args };
+  if (named.length > 1) return "name one commit (`@SHA`), not several.";
+  const match = SHA_ARG.exec(named[0] ?? "");
+  if (!match)
+    return `\`${named[0] ?? ""}\` is not a commit: write @ and 7 to 40 hex digits, e.g. \`@1a2b3c4\`.`;
+  return { sha: (match[1] ?? "").toLowerCase(), rest: args.filter((arg) => !arg.startsWith("@")) };
 }
 
 function parseTasks(args: readonly string[]): readonly string[] | string {

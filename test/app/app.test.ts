@@ -466,7 +466,7 @@ describe("commands", () => {
     mockConfig(github());
     await harness.receive(
       "issue_comment",
-      commentPayload("/optimize softmax --budget 12 --proposer tuner"),
+      commentPayload(`/optimize softmax --budget 12 --proposer tuner @${HEAD.slice(0, 7)}`),
     );
     const spec = JSON.parse(
       (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec,
@@ -477,7 +477,7 @@ describe("commands", () => {
     // The same comment redelivered under a new delivery id: nothing.
     await harness.receive(
       "issue_comment",
-      commentPayload("/optimize softmax --budget 12 --proposer tuner"),
+      commentPayload(`/optimize softmax --budget 12 --proposer tuner @${HEAD.slice(0, 7)}`),
     );
     // The same command on the same commit from another comment: acknowledged, not re-run.
     mockWriter()
@@ -488,8 +488,28 @@ describe("commands", () => {
       .reply(201, {});
     await harness.receive(
       "issue_comment",
-      commentPayload("/optimize --proposer tuner softmax --budget 12", { id: 503 }),
+      commentPayload(`/optimize @${HEAD} --proposer tuner softmax --budget 12`, { id: 503 }),
     );
+  });
+
+  it("runs a fork's code only for the commit the command names, while it is the head", async () => {
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }))
+      .post(`${R}/issues/7/comments`, record("unnamed"))
+      .reply(201, { id: 4 });
+    await harness.receive("issue_comment", commentPayload("/bench softmax"));
+    expect(bodies.unnamed).toMatchSnapshot("a fork's command without a commit");
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true, head: NEW_HEAD }))
+      .post(`${R}/issues/7/comments`, record("moved"))
+      .reply(201, { id: 5 });
+    await harness.receive(
+      "issue_comment",
+      commentPayload(`/bench softmax @${HEAD.slice(0, 7)}`, { id: 504 }),
+    );
+    expect(bodies.moved).toMatchSnapshot("the named commit is no longer the head");
   });
 
   it("runs nothing when a fork's head moved between the command and the dispatch", async () => {
@@ -503,7 +523,7 @@ describe("commands", () => {
       .post(`${R}/check-runs`, record("check"))
       .reply(201, { id: 903 });
     mockConfig(github());
-    await harness.receive("issue_comment", commentPayload("/bench softmax"));
+    await harness.receive("issue_comment", commentPayload(`/bench softmax @${HEAD.slice(0, 7)}`));
     expect(stable(bodies.check)).toMatchSnapshot();
   });
 

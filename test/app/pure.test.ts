@@ -24,6 +24,11 @@ describe("parseComment", () => {
     ["/cancel", { name: "cancel" }],
     ["/help", { name: "help" }],
     ["Looks good.\n\n  /bench softmax  \nthanks", { name: "bench", tasks: ["softmax"] }],
+    ["/bench @1A2B3C4 softmax", { name: "bench", tasks: ["softmax"], sha: "1a2b3c4" }],
+    [
+      "/optimize softmax @0123456789abcdef --budget 3",
+      { name: "optimize", tasks: ["softmax"], budget: 3, sha: "0123456789abcdef" },
+    ],
   ])("reads %j", (body, command) => {
     expect(parseComment(body)).toMatchObject({ kind: "command", command });
   });
@@ -47,6 +52,8 @@ describe("parseComment", () => {
     ["/bench ../../etc", "not a task name"],
     ["/bench --quick", "not an option"],
     ["/cancel everything", "takes no arguments"],
+    ["/bench @main", "is not a commit"],
+    ["/verify @1a2b3c4 @5d6e7f8", "name one commit"],
   ])("explains %j", (body, error) => {
     const parsed = parseComment(body);
     expect(parsed.kind).toBe("invalid");

@@ -48,8 +48,8 @@ export async function handlePullRequest(
         title: "Waiting for a maintainer",
         summary:
           "This pull request comes from a fork, and evokernel runs no fork's code on its own. " +
-          "A maintainer who has read the change can comment `/bench` (or `/verify`, `/optimize`) to run it on this commit; " +
-          "each later push needs a new command.",
+          `A maintainer who has read the change can comment \`/bench @${pr.head.sha.slice(0, 7)}\` (or \`/verify\`, \`/optimize\` with the same \`@\` commit) ` +
+          "to run it on this commit; each later push needs a new command naming its commit.",
       },
     });
     return;
