@@ -73,7 +73,25 @@ const stat = (ms) => ({
 });
 
 const COMMANDS = {
-  device: () => ({ schema: 1, kind: "device", cuda: true, device }),
+  // EVOKERNEL_FAKE_NO_GPU=1: a machine with torch but no CUDA GPU (commands that need one stop)
+  device: () =>
+    process.env.EVOKERNEL_FAKE_NO_GPU === "1"
+      ? {
+          schema: 1,
+          kind: "device",
+          cuda: false,
+          device: {
+            ...device,
+            name: "cpu",
+            backend: "cpu",
+            driver: null,
+            cuda: null,
+            sms: null,
+            l2Bytes: null,
+            smClockMHz: null,
+          },
+        }
+      : { schema: 1, kind: "device", cuda: true, device },
   inspect: (argv) => ({
     schema: 1,
     kind: "task",

@@ -14,7 +14,6 @@ import { runCli } from "../helpers/cli.js";
 
 const fixture = fileURLToPath(new URL("../fixtures/tasks/small_softmax", import.meta.url));
 const fakeGpu = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
-const noGpu = fileURLToPath(new URL("../helpers/fake-no-gpu-harness.mjs", import.meta.url));
 
 let dir: string;
 let repo: string;
@@ -149,7 +148,7 @@ describe("evokernel review", () => {
   it("says nothing changed when no task did, and needs no GPU for it", async () => {
     await writeFile(join(repo, "README.md"), "kernels, faster\n");
     await commit("docs");
-    const run = await review([], { ...env, EVOKERNEL_PYTHON: noGpu });
+    const run = await review([], { ...env, EVOKERNEL_FAKE_NO_GPU: "1" });
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stderr).toContain("review: no kernel task changed");
     expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
@@ -160,7 +159,7 @@ describe("evokernel review", () => {
   it("without a GPU lists the changed tasks, then exits 3", async () => {
     await setKernel("speed=0.5");
     await commit("a faster kernel");
-    const run = await review([], { ...env, EVOKERNEL_PYTHON: noGpu });
+    const run = await review([], { ...env, EVOKERNEL_FAKE_NO_GPU: "1" });
     expect(run.exitCode, run.stderr).toBe(3);
     expect(run.stderr).toContain("review: kernels/small_softmax (native) changed");
     expect(run.stderr).toContain(

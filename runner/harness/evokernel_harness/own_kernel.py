@@ -59,10 +59,6 @@ def top_kernels(fn, limit=5):
     return [{"name": name[:200], "us": round(float(us), 2), "calls": int(calls)} for name, (us, calls) in ranked]
 
 
-def launched_kernels(fn):
-    return set(_kernel_times_us(fn))
-
-
 def launched_kernel_time_ms(fn):
     """GPU time of the kernels one call launches, without host gaps; None if unknown."""
     try:
