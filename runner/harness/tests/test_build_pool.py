@@ -233,6 +233,7 @@ class ExtensionEnvTest(unittest.TestCase):
             out_dir = os.path.join(cache, "abc")
             os.makedirs(out_dir)
             os.environ.pop("EVOKERNEL_FASTPATH", None)
+            os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"  # as the build sets it
             self.assertEqual(extension_env(out_dir, cache), "")
             self.assertEqual(os.environ["TORCH_EXTENSIONS_DIR"], os.path.join(out_dir, "torch_extensions"))
             cxx = os.environ["CXX"]
@@ -246,10 +247,12 @@ class ExtensionEnvTest(unittest.TestCase):
             os.makedirs(other)
             extension_env(other, cache)
             self.assertEqual(os.environ["CXX"], cxx)
-            for name in ("CXX", "TORCH_EXTENSIONS_DIR", "EVOKERNEL_CCWRAP_CACHE"):
-                os.environ.pop(name)
+            for name in ("CXX", "TORCH_EXTENSIONS_DIR", "EVOKERNEL_CCWRAP_CACHE", "TORCH_CUDA_ARCH_LIST"):
+                os.environ.pop(name, None)
             apply_extension_env(os.path.join(out_dir, "candidate.py"))
             self.assertEqual(os.environ["CXX"], cxx)
+            # the load writes the same -gencode flags into build.ninja: no rebuild
+            self.assertEqual(os.environ["TORCH_CUDA_ARCH_LIST"], "9.0")
             self.assertEqual(os.environ["TORCH_EXTENSIONS_DIR"], os.path.join(out_dir, "torch_extensions"))
 
     def test_fastpath_none_sets_only_the_folder(self):
@@ -260,6 +263,7 @@ class ExtensionEnvTest(unittest.TestCase):
             os.makedirs(out_dir)
             os.environ["EVOKERNEL_FASTPATH"] = "none"
             os.environ.pop("CXX", None)
+            os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
             self.assertIn("no compiler wrappers", extension_env(out_dir, cache))
             self.assertNotIn("CXX", os.environ)
             with open(os.path.join(out_dir, "extension-env.json")) as f:

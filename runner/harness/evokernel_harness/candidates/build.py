@@ -192,6 +192,11 @@ def extension_env(out_dir, cache):
     from torch.utils import cpp_extension
 
     env = {"TORCH_EXTENSIONS_DIR": os.path.join(out_dir, "torch_extensions")}
+    # torch turns the arch list into -gencode flags in build.ninja: a load without it (it
+    # would take the device's, "+PTX") writes a different build.ninja, and ninja rebuilds
+    # the whole extension inside verification (seen on the H100: 77 s verifies)
+    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        env["TORCH_CUDA_ARCH_LIST"] = os.environ["TORCH_CUDA_ARCH_LIST"]
     notes = []
     if os.environ.get("EVOKERNEL_FASTPATH", "1") == "none":
         notes.append("no compiler wrappers (EVOKERNEL_FASTPATH=none): torch's own build, outside the slots")
