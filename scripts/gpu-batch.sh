@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Several GPU runs in one lease, kept busy across calls of the device tool (each call has a
+# 10-minute limit; the runs take longer together). The first call starts the runs in a
+# process session of their own, from a copy of the checkout (a later call re-sends the tree,
+# which must not change files under a running command); every call then waits and returns
+# what has finished so far:
+#   bash scripts/gpu-batch.sh start STEP...   # then waits like `wait`
+#   bash scripts/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
+# Steps (run one after another, in the order given):
+#   selftest  adversarial corpus (scripts/gpu-results.sh selftest --quick)
+#   correct   the "correct but unusual" corpus (scripts/gpu-results.sh correct)
+#   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
+#   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
+#   builds    torch-extension build throughput (scripts/bench-builds.sh)
+#   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
+#   shape-tuner:T1,T2…  the same with the shape-keyed tuner
+# Each step's files go to $OUT/<step>.tgz when it ends (a step cut short: what it wrote so
+# far), the steps' console output to $OUT/batch.log. Needs dist/ and .device/ carried along.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+batch=/tmp/evk-batch
+out=${OUT:-/tmp/evk-batch-out}
+mkdir -p "$out"
+
+run_steps() {
+  local step name arg
+  for step in "$@"; do
+    name=${step%%:*}
+    arg=${step#*:}
+    [ "$arg" = "$step" ] && arg=
+    local dir=$batch/steps/${step//[:,]/_}
+    mkdir -p "$dir"
+    echo "== $step start $(date -u +%H:%M:%S)"
+    (
+      cd "$batch/repo" || exit 1
+      export OUT=$dir
+      case $name in
+        selftest) bash scripts/gpu-results.sh selftest --quick ;;
+        correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash scripts/gpu-results.sh correct ;;
+        e2e)
+          bash test/fixtures/e2e-pr/make.sh /tmp/e2e-kernels &&
+            node scripts/e2e-local.mjs --out "$dir/e2e" --timeout-min "${EVK_E2E_MIN:-9}" \
+              --change kernels/cross_entropy/kernel.cu=/tmp/e2e-kernels/cross_entropy_faster.cu \
+              --change kernels/softmax/kernel.cu=/tmp/e2e-kernels/softmax_slower.cu \
+              --change kernels/row_sum/kernel.cu=/tmp/e2e-kernels/row_sum_wrong.cu
+          ;;
+        llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
+        builds) bash scripts/bench-builds.sh ;;
+        tuner | shape-tuner)
+          EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
+          ;;
+        *) echo "unknown step $step" ;;
+      esac
+      echo "exit $?"
+    ) >"$dir/console.txt" 2>&1
+    echo "== $step end $(date -u +%H:%M:%S): $(tail -1 "$dir/console.txt")"
+    touch "$dir.done"
+  done
+  touch "$batch/all.done"
+}
+
+collect() {
+  local dir step
+  cp "$batch/log" "$out/batch.log" 2>/dev/null
+  for dir in "$batch"/steps/*/; do
+    [ -d "$dir" ] || continue
+    step=$(basename "$dir")
+    tar -czf "$out/$step.tgz" -C "$batch/steps" "$step" 2>/dev/null
+  done
+}
+
+case ${1:-wait} in
+  start)
+    shift
+    [ $# -gt 0 ] || { echo "name the steps: selftest correct e2e llm builds tuner:T,… shape-tuner:T,…" >&2; exit 2; }
+    [ -f "$root/dist/evokernel.mjs" ] && [ -f "$root/.device/node.xz" ] ||
+      { echo "carry dist and .device (npm run bundle; ../shared/tools/pack-node-for-device.sh)" >&2; exit 3; }
+    rm -rf "$batch" && mkdir -p "$batch/steps"
+    cp -a "$root" "$batch/repo"
+    xz -d -c "$root/.device/node.xz" >/tmp/node && chmod +x /tmp/node
+    export PATH=/tmp:$PATH PYTHONUNBUFFERED=1
+    {
+      echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+      echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null), steps: $*"
+    } >"$batch/log"
+    setsid bash "$0" _run "$@" >>"$batch/log" 2>&1 </dev/null &
+    shift $#
+    set -- wait
+    ;&
+  wait)
+    limit=${2:-560}
+    t0=$(date +%s)
+    while [ ! -f "$batch/all.done" ] && [ $(($(date +%s) - t0)) -lt "$limit" ]; do sleep 5; done
+    collect
+    cat "$out/batch.log" 2>/dev/null
+    [ -f "$batch/all.done" ] && echo "ALL DONE" || echo "still running after ${limit} s"
+    ;;
+  _run)
+    shift
+    export PATH=/tmp:$PATH PYTHONUNBUFFERED=1
+    run_steps "$@"
+    ;;
+  *) echo "usage: gpu-batch.sh start STEP... | wait [SECONDS]" >&2; exit 2 ;;
+esac
