@@ -93,7 +93,9 @@ function verificationLine(task: TaskReview): string {
   const reason = verification.reason ?? verification.status;
   if (failed === null) return `**Verification:** ${reason} — ${oneLine(verification.message)}`;
   const where =
-    failed.output === null ? failed.config : `${failed.config}, output ${failed.output}`;
+    failed.output === null
+      ? failed.config
+      : `${failed.config}, ${/^output\b/.test(failed.output) ? failed.output : `output ${failed.output}`}`;
   const element =
     failed.index.length === 0
       ? ""

@@ -93,6 +93,16 @@ describe("renderComment", () => {
     );
   });
 
+  it("names a failed output once, whether the harness calls it by name or 'output N'", () => {
+    const named = renderComment(CASES.wrong);
+    expect(named).toContain("on odd-4097x5003, output out at [");
+    const task = wrongTask("layernorm");
+    task.verification!.failed!.output = "output 0";
+    const numbered = renderComment(review([task]));
+    expect(numbered).toContain("on odd-4097x5003, output 0 at [");
+    expect(numbered).not.toContain("output output");
+  });
+
   it("charts the evolution from the run's history", () => {
     const comment = renderComment(CASES["optimized, with a suggestion"]);
     expect(comment).toContain("xychart-beta");

@@ -313,9 +313,34 @@ class Verifier:
             return "distribution-specific"
         if passed_configs:
             return "shape-specific"
-        if self.task_is_fp32() and failed["normRel"] is not None and failed["normRel"] < 3e-2:
+        if (self.task_is_fp32() and failed["normRel"] is not None and failed["normRel"] < 3e-2
+                and failed["normRel"] <= LOW_PRECISION_FACTOR * self.bfloat16_error(case, failed)):
             return "reduced-precision"
         return "mismatch"
+
+    def bfloat16_error(self, case, failed):
+        """The relative norm error the reference itself has when its float32 inputs, parameters
+        and outputs are rounded to bfloat16: the size of error lower precision gives on this
+        case. Work that is dropped (a column never summed) is off by more than that and is
+        called a mismatch, not reduced precision (seen on the H100: a row sum missing its last
+        column, relative norm error 1.1e-2 against 2.3e-3 for bfloat16)."""
+        try:
+            index = int(str(failed.get("output", "output 0")).split()[-1])
+            low = case.clone()
+            low.args = [a.to(torch.bfloat16).float() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+                        for a in low.args]
+            if low.module is not None:
+                with torch.no_grad():
+                    for p in low.module.parameters():
+                        if p.dtype == torch.float32:
+                            p.copy_(p.to(torch.bfloat16).float())
+            ref = self.reference(case.clone())[index]
+            rounded = self.reference(low)[index]
+            if rounded.dtype == torch.float32:
+                rounded = rounded.to(torch.bfloat16).float()
+            return compare(rounded, ref, self.task.tolerance(dtype_name(ref.dtype)))["normRel"] or 0.0
+        except Exception:  # noqa: BLE001 — no scale: the failure stays a mismatch
+            return 0.0
 
     def task_is_fp32(self):
         smallest = min(self.task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
@@ -377,6 +402,7 @@ def reference_float64(task, case, run_reference):
 
 INPUTS = {"signed-mixed": " (signed, mixed-scale inputs)", "offset": " (inputs with a common offset, N(0, 1) + 40)"}
 KINDS = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
+LOW_PRECISION_FACTOR = 3.0  # reduced precision: within 3× the error bfloat16 rounding gives
 ACCURACY_LOSS_NORM = 1e-2  # a dropped op is off by the size of the values; lost digits are not
 
 

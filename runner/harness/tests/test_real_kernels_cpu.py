@@ -263,6 +263,20 @@ class ReasonTextTest(unittest.TestCase):
         self.assertEqual(rec["reason"], "distribution-specific", rec["message"])
 
 
+    def test_a_dropped_column_is_a_mismatch_not_reduced_precision(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "5",
+                      "--task", os.path.join(REPO, "kernels", "row_sum"),
+                      "--candidate", os.path.join(HERE, "candidates", "wrong_row_sum_last_column.py"))
+        self.assertFalse(rec["ok"])
+        self.assertEqual(rec["reason"], "mismatch", rec["message"])
+
+    def test_bfloat16_arithmetic_stays_reduced_precision(self):
+        rec = harness("verify", "--device", "cpu", "--seed", "5",
+                      "--task", os.path.join(REPO, "kernels", "softmax"),
+                      "--candidate", os.path.join(HERE, "candidates", "h07_bfloat16.py"))
+        self.assertEqual(rec["reason"], "reduced-precision", rec["message"])
+
+
 class FlopCountTest(unittest.TestCase):
     def test_counted_or_zero(self):
         a, b = torch.randn(8, 16), torch.randn(16, 4)
@@ -335,3 +349,33 @@ class OffsetInputsTest(unittest.TestCase):
                       "--candidate", os.path.join(HERE, "candidates", "ok_layernorm_two_pass.py"))
         self.assertTrue(rec["ok"], rec["message"])
         self.assertEqual(max(c["trials"] for c in rec["configs"]), 4)  # 2 declared, signed-mixed, offset
+
+
+class BenchMemoryTest(unittest.TestCase):
+    """KernelBench problems with inputs of several GiB: the timing rotates fewer input sets
+    instead of running out of GPU memory (seen on the H100: 6-7 GiB inputs, 4 sets + 2 sources)."""
+
+    def test_rotation_fits_half_of_the_free_memory(self):
+        from unittest import mock
+
+        from evokernel_harness import bench
+        from evokernel_harness.tasks.base import Case
+
+        case = Case(args=[torch.empty(1024, dtype=torch.float32)])  # 4 KiB
+        cuda = torch.device("cuda")
+        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(1 << 40, 1 << 40)):
+            self.assertEqual(bench.rotation(case, cuda), bench.ROTATE)
+        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(5 * 4096 * 2, 1 << 40)):
+            self.assertEqual(bench.rotation(case, cuda), 3)  # 3 sets + 2 sources in half of it
+        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)):
+            self.assertEqual(bench.rotation(case, cuda), 1)  # never fewer than one
+        self.assertEqual(bench.rotation(case, torch.device("cpu")), bench.ROTATE)
+
+    def test_signed_mixed_inputs_keep_their_distribution(self):
+        from evokernel_harness.inputs import generator, signed_mixed_like
+
+        x = signed_mixed_like(torch.empty(200_000), generator(3, "cpu"))
+        mags = x.abs().log10()
+        self.assertTrue(bool((x < 0).any()) and bool((x > 0).any()))
+        self.assertGreater(float(mags.quantile(0.9) - mags.quantile(0.1)), 3.0)  # four decades of scale
+        self.assertEqual(x.dtype, torch.float32)
