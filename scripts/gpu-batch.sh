@@ -12,6 +12,9 @@
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
 #   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
 #   builds    torch-extension build throughput (scripts/bench-builds.sh)
+#   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
+#   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
+#   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
 #   shape-tuner:T1,T2…  the same with the shape-keyed tuner
 # Each step's files go to $OUT/<step>.tgz when it ends (a step cut short: what it wrote so
@@ -22,9 +25,18 @@ batch=/tmp/evk-batch
 out=${OUT:-/tmp/evk-batch-out}
 mkdir -p "$out"
 
-run_steps() {
-  local step name arg
-  for step in "$@"; do
+run_steps() {  # STEP or STEP+STEP (those at once: the GPU lock keeps their GPU work apart)
+  local group step
+  for group in "$@"; do
+    for step in ${group//+/ }; do run_step "$step" & done
+    wait
+  done
+  touch "$batch/all.done"
+}
+
+run_step() {
+  local step=$1 name arg
+  {
     name=${step%%:*}
     arg=${step#*:}
     [ "$arg" = "$step" ] && arg=
@@ -37,6 +49,16 @@ run_steps() {
       case $name in
         selftest) bash scripts/gpu-results.sh selftest --quick ;;
         correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash scripts/gpu-results.sh correct ;;
+        correct-only)  # correct-only:NAME,NAME…: the correct corpus's entries whose file names contain one of them
+          python3 -c 'import json, sys; names = sys.argv[1].split(","); json.dump([e for e in json.load(open("runner/corpus/correct/manifest.json")) if any(n in e["file"] for n in names)], open("/tmp/correct-subset.json", "w"))' "$arg" &&
+            EVK_MANIFEST=/tmp/correct-subset.json EVK_TIMEOUT=${EVK_TIMEOUT:-150} nice -n 10 bash scripts/gpu-results.sh correct
+          ;;
+        e2e-optimize)  # the slower softmax PR with pullRequests: optimize (the tuner): a review with a suggestion
+          bash test/fixtures/e2e-pr/make.sh /tmp/e2e-kernels &&
+            node scripts/e2e-local.mjs --out "$dir/e2e" --timeout-min "${EVK_E2E_MIN:-6}" \
+              --config "$(printf 'pullRequests: optimize\ndispatch: local\nproposer: tuner\nbudget: { candidates: %s, minutes: %s }\n' "${EVK_E2E_CANDIDATES:-6}" "${EVK_E2E_MINUTES:-1}")" \
+              --change kernels/softmax/kernel.cu=/tmp/e2e-kernels/softmax_slower.cu
+          ;;
         e2e)
           bash test/fixtures/e2e-pr/make.sh /tmp/e2e-kernels &&
             node scripts/e2e-local.mjs --out "$dir/e2e" --timeout-min "${EVK_E2E_MIN:-9}" \
@@ -55,8 +77,7 @@ run_steps() {
     ) >"$dir/console.txt" 2>&1
     echo "== $step end $(date -u +%H:%M:%S): $(tail -1 "$dir/console.txt")"
     touch "$dir.done"
-  done
-  touch "$batch/all.done"
+  }
 }
 
 collect() {

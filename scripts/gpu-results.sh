@@ -33,7 +33,7 @@ case "${1:-selftest}" in
     ;;
   correct)
     export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
-    evk selftest --manifest runner/corpus/correct/manifest.json --timeout "${EVK_TIMEOUT:-120}" --json \
+    evk selftest --manifest "${EVK_MANIFEST:-runner/corpus/correct/manifest.json}" --timeout "${EVK_TIMEOUT:-120}" --json \
       2>"$out/correct.log" >"$out/correct.json"
     echo "exit $?"
     node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));for(const x of r.rows)console.log([x.met?"met ":"MISS",x.expect,x.got?.reason??x.got?.status??"",x.file].join("  "));console.log(JSON.stringify(r.summary))' "$out/correct.json" | tee "$out/correct.txt"

@@ -63,6 +63,15 @@ describe("ForkServer", () => {
     expect(starts).toBe(2);
   });
 
+  it("starts a request's deadline when the server says it started, not while it waits for the GPU", async () => {
+    server = fakeServer({ graceMs: 100 });
+    // 400 ms in the queue for the machine-wide GPU lock, with a 100 ms deadline and 100 ms grace
+    const answer = await server.run(["queued", "400"], 100);
+    expect(answer).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(answer.log).toContain("ran queued 400");
+    expect(starts).toBe(1);
+  });
+
   it("stops restarting a server that keeps dying", async () => {
     server = fakeServer({ maxDeaths: 2 });
     await server.run(["die"], 1_000);

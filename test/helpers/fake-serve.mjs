@@ -1,7 +1,9 @@
 // A stand-in for `python -m evokernel_harness serve`, speaking the same line protocol. What
 // it does with a request depends on argv[0]: "ok" answers, "die" exits without answering,
-// "hang" never answers, "noise" prints a non-protocol line first.
+// "hang" never answers, "noise" prints a non-protocol line first, "queued MS" waits MS
+// for the GPU lock (as when another process holds it) before it starts.
 import { createInterface } from "node:readline";
+import { setTimeout } from "node:timers";
 
 console.log(JSON.stringify({ ready: true, pid: process.pid }));
 createInterface({ input: process.stdin }).on("line", (line) => {
@@ -9,7 +11,20 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   const what = request.argv[0];
   if (what === "die") process.exit(7);
   if (what === "hang") return;
+  if (what === "queued") {
+    // another process holds the GPU for argv[1] ms: "waiting", then "started", then the answer
+    console.log(JSON.stringify({ id: request.id, waiting: true }));
+    setTimeout(() => {
+      console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0.4 }));
+      answer(request);
+    }, Number(request.argv[1]));
+    return;
+  }
   if (what === "noise") console.log("warming up the GPU…");
+  answer(request);
+});
+
+function answer(request) {
   console.log(
     JSON.stringify({
       id: request.id,
@@ -21,4 +36,4 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       log: `ran ${request.argv.join(" ")} in ${process.pid} with timeout ${request.timeoutS}`,
     }),
   );
-});
+}

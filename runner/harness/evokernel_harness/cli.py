@@ -8,6 +8,8 @@ import sys
 import time
 import traceback
 
+from . import gpulock
+
 SCHEMA = 1
 
 
@@ -355,7 +357,8 @@ def main(argv):
 
         return serve()
     try:
-        record = COMMANDS[args.command](args)
+        with gpulock.held(argv if isinstance(argv, list) else list(argv)):  # machine-wide: one GPU job at a time
+            record = COMMANDS[args.command](args)
     except SystemExit:
         raise
     except Exception:  # noqa: BLE001 — the harness itself failed: say so on stderr, exit non-zero

@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 
+from . import gpulock
+
 MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
 
 
@@ -56,7 +58,23 @@ def _child(argv, log_path):
         os._exit(code)
 
 
-def _run(req):
+def _run(req, out):
+    """One request; the GPU's machine-wide lock is taken before the child starts, so waiting
+    for another process's GPU work never counts against the request's deadline. A line
+    {"id", "started"} tells the client when the deadline starts."""
+    argv = req["argv"]
+    with gpulock.held(argv, on_wait=lambda: print(json.dumps({"id": req.get("id"), "waiting": True}), file=out, flush=True)) as waited:
+        print(json.dumps({"id": req.get("id"), "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
+        os.environ[gpulock.HELD] = "1"
+        try:
+            answer = _run_child(req)
+        finally:
+            os.environ.pop(gpulock.HELD, None)
+    answer["waitedS"] = round(waited, 3)
+    return answer
+
+
+def _run_child(req):
     argv, timeout = req["argv"], float(req.get("timeoutS", 300))
     fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
     os.close(fd)
@@ -121,5 +139,5 @@ def serve():
         except (ValueError, AttributeError) as err:
             print(json.dumps({"id": None, "error": f"bad request: {err}"}), file=out, flush=True)
             continue
-        print(json.dumps(_run(req)), file=out, flush=True)
+        print(json.dumps(_run(req, out)), file=out, flush=True)
     return 0

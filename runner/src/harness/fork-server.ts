@@ -17,6 +17,12 @@ const responseSchema = z.object({
 });
 type Response = z.infer<typeof responseSchema>;
 
+// Sent before the answer: the server waits for the GPU's machine-wide lock (another process's
+// GPU work) before it starts the child, and says when the request's deadline starts.
+// While it waits, no deadline runs (a dead server is still seen by its exit).
+const startedSchema = z.object({ id: z.string(), started: z.literal(true) });
+const waitingSchema = z.object({ id: z.string(), waiting: z.literal(true) });
+
 export type StartServer = (onLine: (line: string) => void) => Promise<LineProcess>;
 
 export type ForkServerOptions = {
@@ -28,7 +34,15 @@ export type ForkServerOptions = {
   maxDeaths?: number;
 };
 
-type Pending = { id: string; server: LineProcess; resolve: (outcome: HarnessOutcome) => void };
+type Pending = {
+  id: string;
+  server: LineProcess;
+  resolve: (outcome: HarnessOutcome) => void;
+  /** The server waits for the GPU's lock: no deadline until it starts. */
+  waiting: () => void;
+  /** The request's deadline starts now (the server holds the GPU and forked the child). */
+  started: () => void;
+};
 
 export class ForkServer {
   private process: LineProcess | null = null;
@@ -74,18 +88,25 @@ export class ForkServer {
     const server = this.process ?? (await this.launch());
     const id = `r${this.nextId++}`;
     return new Promise<HarnessOutcome>((resolve) => {
-      const hung = setTimeout(() => {
-        // The server itself stopped answering: drop it (the next request starts a new one).
-        if (this.process === server) this.process = null;
-        this.settle(id, { ...crashed(`the fork server did not answer in time`), timedOut: true });
-        server.kill();
-      }, timeoutMs + this.graceMs);
+      const arm = () =>
+        setTimeout(() => {
+          // The server itself stopped answering: drop it (the next request starts a new one).
+          if (this.process === server) this.process = null;
+          this.settle(id, { ...crashed(`the fork server did not answer in time`), timedOut: true });
+          server.kill();
+        }, timeoutMs + this.graceMs);
+      let hung = arm();
       this.pending = {
         id,
         server,
         resolve: (outcome) => {
           clearTimeout(hung);
           resolve(outcome);
+        },
+        waiting: () => clearTimeout(hung),
+        started: () => {
+          clearTimeout(hung);
+          hung = arm();
         },
       };
       server.write(JSON.stringify({ id, argv, timeoutS: timeoutMs / 1000 }));
@@ -111,7 +132,18 @@ export class ForkServer {
   private receive(line: string): void {
     let response: Response;
     try {
-      response = responseSchema.parse(JSON.parse(line));
+      const message: unknown = JSON.parse(line);
+      const started = startedSchema.safeParse(message);
+      if (started.success) {
+        if (this.pending?.id === started.data.id) this.pending.started();
+        return;
+      }
+      const waiting = waitingSchema.safeParse(message);
+      if (waiting.success) {
+        if (this.pending?.id === waiting.data.id) this.pending.waiting();
+        return;
+      }
+      response = responseSchema.parse(message);
     } catch {
       // Not a protocol line (the server's own chatter); the protocol says it should not happen.
       return;

@@ -1,0 +1,61 @@
+"""One GPU, one piece of GPU work at a time, across every evokernel process on the machine.
+
+Two processes that verify or time on one GPU at once disturb each other's timings and memory
+(the app's local backend, a CLI run beside it, several `verify` commands). Inside a process
+the GPU queue serialises; across processes, every harness command that uses the GPU holds an
+exclusive `fcntl.flock` on `gpu-<index>.lock` for as long as it runs. The kernel drops the lock
+when its holder dies, so a killed child never leaves the GPU locked.
+
+The folder is EVOKERNEL_GPU_LOCKS, else `<tmp>/evokernel-gpu-locks-<uid>`; EVOKERNEL_GPU_LOCKS=off
+turns the lock off. The index is the first entry of CUDA_VISIBLE_DEVICES (0 when unset).
+Imports nothing outside the standard library.
+"""
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+
+GPU_COMMANDS = ("verify", "bench", "ceilings")
+HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server) holds the lock
+
+
+def uses_gpu(argv):
+    if not argv or argv[0] not in GPU_COMMANDS:
+        return False
+    return not any(a == "cpu" and i > 0 and argv[i - 1] == "--device" for i, a in enumerate(argv))
+
+
+def lock_path():
+    folder = os.environ.get("EVOKERNEL_GPU_LOCKS", "")
+    if folder == "off":
+        return None
+    folder = folder or os.path.join(tempfile.gettempdir(), f"evokernel-gpu-locks-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in visible)
+    return os.path.join(folder, f"gpu-{name}.lock")
+
+
+@contextlib.contextmanager
+def held(argv, on_wait=None):
+    """Hold the GPU's lock while the body runs, when argv is a GPU command (and no parent
+    holds it for us); yields the seconds spent waiting. on_wait() is called once when
+    another process holds the lock."""
+    path = None if os.environ.get(HELD) == "1" or not uses_gpu(argv) else lock_path()
+    if path is None:
+        yield 0.0
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    start = time.perf_counter()
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield time.perf_counter() - start
+    finally:
+        os.close(fd)  # closing the descriptor drops the lock

@@ -1,0 +1,70 @@
+"""The machine-wide GPU lock (evokernel_harness/gpulock.py): GPU commands of two processes
+never overlap; CPU commands and children of a server that holds the lock do not take it."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARNESS = os.path.normpath(os.path.join(HERE, ".."))
+
+HOLD = """
+import sys, time
+from evokernel_harness import gpulock
+with gpulock.held(["verify", "--task", "t"], on_wait=lambda: print("waited", flush=True)):
+    print("in", time.time(), flush=True)
+    time.sleep(float(sys.argv[1]))
+    print("out", time.time(), flush=True)
+"""
+
+
+class GpuLockTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.env = dict(os.environ, EVOKERNEL_GPU_LOCKS=self.dir.name, PYTHONPATH=HARNESS)
+        self.env.pop("EVOKERNEL_GPU_LOCK_HELD", None)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_two_processes_take_turns(self):
+        first = subprocess.Popen([sys.executable, "-c", HOLD, "0.8"], env=self.env, stdout=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        second = subprocess.Popen([sys.executable, "-c", HOLD, "0.1"], env=self.env, stdout=subprocess.PIPE, text=True)
+        a, b = first.communicate(timeout=30)[0].split("\n"), second.communicate(timeout=30)[0].split("\n")
+        a_out = float(next(line for line in a if line.startswith("out")).split()[1])
+        b_in = float(next(line for line in b if line.startswith("in")).split()[1])
+        self.assertIn("waited", b)
+        self.assertGreaterEqual(b_in, a_out)
+
+    def test_cpu_commands_and_held_children_take_no_lock(self):
+        from evokernel_harness import gpulock
+
+        self.assertFalse(gpulock.uses_gpu(["verify", "--device", "cpu", "--task", "t"]))
+        self.assertFalse(gpulock.uses_gpu(["static", "--candidate", "c"]))
+        self.assertTrue(gpulock.uses_gpu(["bench", "--task", "t"]))
+        self.assertTrue(gpulock.uses_gpu(["verify", "--device", "cuda"]))
+
+    def test_the_server_says_when_a_request_starts(self):
+        server = subprocess.Popen([sys.executable, "-m", "evokernel_harness", "serve"], env=self.env, cwd=HARNESS,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(json.loads(server.stdout.readline())["ready"])
+            server.stdin.write(json.dumps({"id": "r1", "argv": ["verify", "--device", "cpu", "--help"], "timeoutS": 60}) + "\n")
+            server.stdin.flush()
+            started = json.loads(server.stdout.readline())
+            self.assertEqual(started, {"id": "r1", "started": True, "waitedS": 0.0})
+            answer = json.loads(server.stdout.readline())
+            self.assertEqual(answer["id"], "r1")
+            self.assertEqual(answer["exit"], 0)
+        finally:
+            server.stdin.close()
+            server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    unittest.main()
