@@ -63,6 +63,8 @@ def rotation(case, device):
     if device.type != "cuda":
         return ROTATE
     free, _ = torch.cuda.mem_get_info(device)
+    # what PyTorch's allocator keeps cached from earlier configurations is free for these too
+    free += max(0, torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
     size = max(1, case_bytes(case))
     return max(1, min(ROTATE, int(0.5 * free // size) - 2))
 
