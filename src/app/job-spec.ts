@@ -46,6 +46,7 @@ export function buildJobSpec(input: SpecInput): JobSpec {
       : {}),
     ...(config.model === undefined ? {} : { model: config.model }),
     regressionThreshold: config.regressionThreshold,
+    runner: [...config.runner],
     requestedBy: input.requestedBy,
   };
 }

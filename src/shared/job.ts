@@ -67,6 +67,11 @@ export const jobSpecSchema = z
     seed: z.number().int().min(0).optional(),
     /** Percent beyond the noise that counts as a regression (default 3). */
     regressionThreshold: z.number().min(0).optional(),
+    /**
+     * The config's `runner`: the labels of the self-hosted GPU runners the job runs on (the
+     * workflow's `runs-on: ${{ fromJSON(inputs.spec).runner }}`).
+     */
+    runner: z.array(z.string().min(1).max(100)).min(1).max(20).optional(),
     /** The GitHub login whose comment or push asked for the job. */
     requestedBy: z.string().min(1).optional(),
   })

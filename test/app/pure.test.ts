@@ -3,12 +3,15 @@
 import { describe, expect, it } from "vitest";
 import { commandKey, parseComment } from "../../src/app/commands.js";
 import { globMatcher } from "../../src/app/glob.js";
+import { buildJobSpec } from "../../src/app/job-spec.js";
 import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs.js";
 import { trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
 import { readZip, ZipError } from "../../src/app/zip.js";
+import { parseConfig } from "../../src/shared/config.js";
+import { jobSpecSchema } from "../../src/shared/job.js";
 import { writeZip } from "../helpers/zip-writer.js";
 
 describe("parseComment", () => {
@@ -203,5 +206,23 @@ describe("queue and seen set", () => {
       seen.first("c"),
       seen.first("a"),
     ]).toEqual([true, false, true, true, true]);
+  });
+});
+
+describe("buildJobSpec", () => {
+  it("carries the config's runner labels, which the workflow's runs-on reads", () => {
+    const parsed = parseConfig({ runner: "gpu-h100", pullRequests: "bench" });
+    if (!parsed.ok) throw new Error(parsed.errors.join("; "));
+    const spec = buildJobSpec({
+      kind: "review",
+      repo: { owner: "octo", repo: "kernels" },
+      pull: { number: 7, headSha: "a".repeat(40), baseSha: "b".repeat(40) },
+      config: parsed.config,
+      tasks: ["kernels/softmax"],
+      requestedBy: "octocat",
+    });
+    expect(spec.runner).toEqual(["gpu-h100"]);
+    expect(jobSpecSchema.parse(spec).runner).toEqual(["gpu-h100"]);
+    expect(() => jobSpecSchema.parse({ ...spec, runner: [] })).toThrow();
   });
 });
