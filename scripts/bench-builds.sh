@@ -165,7 +165,7 @@ alone() {  # one .cu and one binding unit compiled alone, as torch wrote them in
       && echo "main.cpp object code with and without the precompiled header: identical" \
       || echo "main.cpp object code with and without the precompiled header: DIFFERENT"
   fi
-  [ -f "$work/nvcc-phases.csv" ] && awk -F, 'NR > 1 { printf "  nvcc phase %-28s %8.0f ms\n", $2, $9 }' "$work/nvcc-phases.csv"
+  [ -f "$work/nvcc-phases.csv" ] && awk -F, 'NR > 1 { printf "  nvcc phase %-28s %8.0f ms\n", $2, $7 }' "$work/nvcc-phases.csv"
 }
 run_phase cold "$cold_s" "$work/cache-cold" "$work/all.json"
 alone > "$work/alone.txt" 2>&1 &
