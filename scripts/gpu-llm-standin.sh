@@ -4,7 +4,7 @@
 # scripts/check-llm-run.mjs on what each run wrote. Needs dist/evokernel.mjs (npm run
 # bundle, carried along), a bare node (/tmp/node, or .device/node.xz), nvcc and python3 with
 # torch. No API key: the key below is a dummy the stand-in never checks.
-#   bash scripts/gpu-llm-standin.sh [TASK...]    # default: softmax rmsnorm row_sum
+#   bash scripts/gpu-llm-standin.sh [TASK...]    # default: softmax rmsnorm row_sum layernorm
 # Output under $OUT (default /tmp/evokernel-llm-standin): llm-standin.txt (each task's
 # summary and checks) and llm-standin.tgz (per task: requests.jsonl, archive.jsonl,
 # out/result.json, out/best.cu, optimize.log, check.txt; the candidates' sources left out).
@@ -23,7 +23,7 @@ if [ ! -f dist/evokernel.mjs ]; then
 fi
 export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-/tmp/evokernel-cache}
 tasks=("$@")
-[ ${#tasks[@]} -eq 0 ] && tasks=(softmax rmsnorm row_sum)
+[ ${#tasks[@]} -eq 0 ] && tasks=(softmax rmsnorm row_sum layernorm)
 work=$(mktemp -d)
 failed=0
 

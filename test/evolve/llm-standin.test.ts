@@ -109,7 +109,7 @@ async function runTask(
 }
 
 describe("optimize --proposer llm against the scripted Messages API", () => {
-  it.each(["softmax", "rmsnorm", "row_sum"])(
+  it.each(["softmax", "rmsnorm", "row_sum", "layernorm"])(
     "%s: every reply ends as its record, prompts and money as documented, the best wins",
     async (name) => {
       const { checks, stderr, exit } = await runTask(name);
