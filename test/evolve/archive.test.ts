@@ -58,6 +58,20 @@ describe("archive", () => {
     expect(await readArchive(file)).toEqual([entry(0), entry(1)]);
   });
 
+  it("keeps where the seconds of verification and timing went", async () => {
+    const file = join(dir, "archive.jsonl");
+    const timed = entry(0);
+    const individual = timed.individual;
+    if (individual === null) throw new Error("entry(0) has a candidate");
+    individual.evaluation = {
+      ...individual.evaluation,
+      timePhases: { load: 0.15, probe: 0.01, inputs: 0.3, timing: 1.25 },
+      verifyPhases: { quick: { start: 0.2, candidate: 0.1 }, full: { reference: 0.4 } },
+    };
+    await fileArchive(file).append(timed);
+    expect(await readArchive(file)).toEqual([timed]);
+  });
+
   it("drops a last line cut short by a crash", async () => {
     const file = join(dir, "archive.jsonl");
     const whole = `${JSON.stringify(entry(0))}\n`;

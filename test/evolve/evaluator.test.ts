@@ -122,6 +122,9 @@ describe("the harness evaluator", () => {
     expect(evaluation.fitness).toBeCloseTo(geomean, 10);
     expect(evaluation.timings).toHaveLength(configs.length);
     expect(evaluation.timePhases).toMatchObject({ load: 0.8, timing: 1.6, profiler: 0.9 });
+    // and the verification children's, the quick one and the full one
+    expect(evaluation.verifyPhases?.quick).toMatchObject({ load: 0.8, candidate: 0.9 });
+    expect(evaluation.verifyPhases?.full).toMatchObject({ reference: 0.4, profiler: 0.2 });
     // the harness's profile, as the next proposal reads it
     expect(evaluation.profile?.split("\n")).toEqual([
       "GPU kernels of one call on 4096x8192, longest first:",
@@ -160,6 +163,10 @@ describe("the harness evaluator", () => {
       });
       expect(evaluation).toMatchObject({ ok: false, stage, fitness: null });
       expect(calls.log).toEqual(log);
+      // the phases of the children that ran, and only theirs
+      const ran: readonly string[] = log;
+      expect(evaluation.verifyPhases?.quick !== undefined).toBe(ran.includes("quick"));
+      expect(evaluation.verifyPhases?.full !== undefined).toBe(ran.includes("verify"));
     },
   );
 

@@ -122,6 +122,15 @@ export function verifyRecord(overrides: Partial<VerifyRecord> = {}): VerifyRecor
     ],
     warnings: [],
     seconds: { load: 0.8, verify: 2.4 },
+    phases: {
+      start: 0.2,
+      load: 0.8,
+      inputs: 0.3,
+      reference: 0.4,
+      candidate: 0.9,
+      checks: 0.6,
+      profiler: 0.2,
+    },
     device: h100,
     seed: 1234,
     kernelShares: null,
@@ -235,6 +244,7 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
       profiler: 0.9,
       checks: 0.2,
     },
+    probeCache: null,
     seconds: 41.7,
     ...overrides,
   };

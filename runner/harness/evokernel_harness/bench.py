@@ -8,6 +8,7 @@ import torch
 from .compare import compare
 from .env import dtype_name
 from .own_kernel import launched_kernel_time_ms, top_kernels
+from .phases import Phases as _Phases
 from .roofline import floor_ms
 from .timing import Timer, stats, sync_overhead_ms
 from .verify import reference_float64, refill_case
@@ -39,19 +40,6 @@ def _compiled(task, log):
         return None
 
 
-class _Phases:
-    """Seconds spent in each part of a bench, summed over configurations: where time goes."""
-
-    def __init__(self):
-        self.seconds = {}
-        self._mark = time.perf_counter()
-
-    def lap(self, name):
-        now = time.perf_counter()
-        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._mark, 4)
-        self._mark = now
-
-
 def case_bytes(case):
     return sum(t.numel() * t.element_size() for _, t in case.tensors())
 
@@ -69,7 +57,10 @@ def rotation(case, device):
     return max(1, min(ROTATE, int(0.5 * free // size) - 2))
 
 
-def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True):
+def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True,
+          probe_cache=None):
+    """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
+    time per configuration across processes; None profiles the reference every time."""
     start = time.perf_counter()
     phases = _Phases()
     device = torch.device("cuda")
@@ -81,18 +72,31 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     phases.lap("start")
     configs_out, reasons, notes = [], [], []
     profile = None
+    task_hash = None
     for ci, config in enumerate(task.visible_configs()):
-        probe = task.make_case(config, seed + 31 * ci, device)
-        with grad_ctx():
-            device_ms = launched_kernel_time_ms(lambda: task.invoke(ref, probe.clone()))
+        def measure(ci=ci, config=config):
+            probe = task.make_case(config, seed + 31 * ci, device)
+            with grad_ctx():
+                return launched_kernel_time_ms(lambda: task.invoke(ref, probe.clone()))
+
+        if probe_cache is None:
+            device_ms = measure()
+        else:
+            from .probe_cache import probe_key, task_digest
+
+            task_hash = task_hash or task_digest(task)
+            device_ms, hit = probe_cache.probe(probe_key(task_hash, task, config, device_info), measure,
+                                               {"task": task.name, "config": config.name, "gpu": device_info.get("name")})
+            if hit:
+                log(f"bench {config.name}: reference probe from the cache ({device_ms * 1e3:.1f} µs a call)")
         launch_bound = device_ms is not None and device_ms < TINY_MS
-        del probe
+        phases.lap("probe")
         if launch_bound and config.derived:
             # derived configurations are for verification; a tiny one would time launches
             notes.append(f"{config.name}: not timed: a derived configuration whose reference runs "
                          f"{device_ms * 1e3:.1f} µs a call (launch-bound)")
             log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
-            phases.lap("profiler")
+            phases.lap("probe")
             continue
         cases = [task.make_case(config, seed + 31 * ci, device)]
         rotate = rotation(cases[0], device)
@@ -112,10 +116,11 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
 
         with grad_ctx():
             ref_out = task.invoke(ref, cases[0].clone())
+        phases.lap("inputs")
         nbytes, flops = task.cost(config, cases[0], ref_out)
         floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), ceilings)
         impls = {"eager": lambda case: task.invoke(ref, case)}
-        phases.lap("inputs")
+        phases.lap("cost")
         if compiled is not None:
             try:  # compiles for this configuration's shapes, outside the timing
                 with grad_ctx():
@@ -207,5 +212,6 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
         message = (f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
                    "no headline speedup; add a larger configuration to measure the kernel")
+    cache = None if probe_cache is None else {"hits": probe_cache.hits, "misses": probe_cache.misses}
     return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out, "notes": notes,
-            "profile": profile, "phases": phases.seconds, "seconds": time.perf_counter() - start}
+            "profile": profile, "phases": phases.seconds, "probeCache": cache, "seconds": time.perf_counter() - start}

@@ -176,6 +176,7 @@ def _load_for_run(args, backend):
 
 
 def cmd_verify(args):
+    started = time.perf_counter()
     from .candidates import CandidateError
     from .env import device_info
     from .tasks import TaskError
@@ -185,13 +186,16 @@ def cmd_verify(args):
     rec = {"schema": SCHEMA, "kind": "verify", "task": args.task, "candidate": args.candidate or "", "format": "",
            "ok": False, "status": "error", "reason": None, "hack": None, "message": "", "mismatch": None,
            "configs": [], "checks": [], "warnings": [], "seed": seed, "kernelShares": None, "libraryKernels": [],
-           "seconds": {"load": 0.0, "verify": 0.0}, "device": None}
+           "seconds": {"load": 0.0, "verify": 0.0}, "phases": {}, "device": None}
     if backend is None:
         return {**rec, "reason": "no-gpu", "device": device_info("cpu"),
                 "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}
     _precise_math()
     rec["device"] = device_info(backend)
     t0 = time.perf_counter()
+    # where the seconds go (as bench's phases): start, load, then the verifier's own, then
+    # the own-kernel profile
+    rec["phases"]["start"] = round(t0 - started, 4)
     try:
         task, path, fmt, static, cand = _load_for_run(args, backend)
     except TaskError as err:
@@ -214,13 +218,15 @@ def cmd_verify(args):
 
         torch.cuda.set_per_process_memory_fraction(float(os.environ.get("EVOKERNEL_GPU_MEM_FRACTION", "0.9")))
     rec["seconds"]["load"] = time.perf_counter() - t0
+    rec["phases"]["load"] = round(rec["seconds"]["load"], 4)
     from .verify import verify
 
     result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout and not args.quick,
                               trials=args.trials, log=_log, quick=args.quick)
     static_check = rec["checks"][0]
     static_warnings = rec["warnings"]
-    rec.update({k: v for k, v in result.items() if k != "seconds"})
+    rec.update({k: v for k, v in result.items() if k not in ("seconds", "phases")})
+    rec["phases"].update(result["phases"])
     rec["checks"] = [static_check] + result["checks"]
     rec["warnings"] = static_warnings + result["warnings"]
     rec["seconds"]["verify"] = result["seconds"]
@@ -228,7 +234,9 @@ def cmd_verify(args):
         from .own_kernel import check_own_kernel
 
         cases = ((c.name, task.make_case(c, seed, "cuda")) for c in task.visible_configs())
+        profiled = time.perf_counter()
         own = check_own_kernel(cand, task, cases, libraries=task.libraries)
+        rec["phases"]["profiler"] = round(time.perf_counter() - profiled, 4)
         rec["checks"].append({"name": "own-kernel-ran", "ok": own["ok"], "detail": own["detail"]})
         rec["kernelShares"] = own["shares"]
         rec["libraryKernels"] = own["libraryKernels"]
@@ -282,7 +290,13 @@ def cmd_bench(args):
     baseline = load(baseline_path, args.baseline_artifact)
     candidate = load(args.candidate, args.artifact)
     loaded = round(time.perf_counter() - started, 4)
-    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget, compile_baseline=not args.no_compile)
+    probes = None
+    if not args.no_probe_cache:
+        from .probe_cache import ProbeCache
+
+        probes = ProbeCache(os.path.join(args.cache or _default_cache(), "probe"))
+    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget,
+                   compile_baseline=not args.no_compile, probe_cache=probes)
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
@@ -341,6 +355,8 @@ def build_parser():
             sp.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
             sp.add_argument("--ceilings", help="JSON file caching this GPU's measured ceilings")
             sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
+            sp.add_argument("--no-probe-cache", action="store_true",
+                            help="profile the reference on every configuration, never reading the probe cache")
     common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
     sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
     return p

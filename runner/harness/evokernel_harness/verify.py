@@ -17,6 +17,7 @@ from . import guards
 from .candidates.load import LaunchError
 from .compare import bitwise_equal, compare
 from .env import FLOAT_DTYPES, dtype_name
+from .phases import Phases
 
 HACKS = {
     "output-memory-reuse": 1, "unwritten-output": 1, "input-mutation": 2, "side-stream": 3,
@@ -69,15 +70,27 @@ class Verifier:
         self.ref_entry = task.reference_entry()
         self.sizes = {}
         self.log = log
+        # where the seconds go: making inputs, the reference's calls, the candidate's calls,
+        # and the rest ("checks": comparisons, clones, classification), laid down by verify()
+        self.phases = Phases()
+
+    def make_case(self, config, seed, init=None):
+        with self.phases.part("inputs"):
+            return self.task.make_case(config, seed, self.device, init=init)
 
     # --- one call of each side ----------------------------------------------------
     def reference(self, case):
-        with torch.no_grad() if not self.task.backward else torch.enable_grad():
-            out = self.task.invoke(self.ref_entry, case)
-        _sync(self.device)
+        with self.phases.part("reference"):
+            with torch.no_grad() if not self.task.backward else torch.enable_grad():
+                out = self.task.invoke(self.ref_entry, case)
+            _sync(self.device)
         return out
 
     def candidate(self, case, out_sizes=()):
+        with self.phases.part("candidate"):
+            return self._candidate(case, out_sizes)
+
+    def _candidate(self, case, out_sizes=()):
         poison_allocator(out_sizes, self.device)
         threads = guards.thread_count()
         try:
@@ -134,7 +147,7 @@ class Verifier:
     # --- the protocol -------------------------------------------------------------
     def check_task(self, config):
         """Refuse a degenerate task: an output that zeros or a constant would match."""
-        case = self.task.make_case(config, self.seed ^ 0x5EED, self.device)
+        case = self.make_case(config, self.seed ^ 0x5EED)
         refs = self.reference(case.clone())
         for i, r in enumerate(refs):
             if not r.is_floating_point():
@@ -149,7 +162,7 @@ class Verifier:
                 if compare(fake, r, tol)["ok"]:
                     raise Reject("degenerate-task", f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
                                  "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)")
-        other = self.reference(self.task.make_case(config, self.seed ^ 0xD1FF, self.device))
+        other = self.reference(self.make_case(config, self.seed ^ 0xD1FF))
         if all(bitwise_equal(a, b) for a, b in zip(refs, other)):
             raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
         self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
@@ -181,7 +194,7 @@ class Verifier:
 
     def run_trial(self, config, trial, init):
         seed = (self.seed * 1000003 + trial * 7919 + sum(map(ord, config.name)) * 31) & 0x7FFFFFFF
-        case = self.task.make_case(config, seed, self.device, init=init)
+        case = self.make_case(config, seed, init=init)
         case.meta["init"] = init
         cand_case = case.clone()
         ref_first = trial % 2 == 1
@@ -214,7 +227,8 @@ class Verifier:
         # same buffers, new values: a result cached by pointer (or by a stale copy) shows here
         cand_case = case.clone()
         self.candidate(cand_case)
-        refill_case(self.task, config, cand_case, seed ^ 0xCAC4E, self.init_of(case))
+        with self.phases.part("inputs"):
+            refill_case(self.task, config, cand_case, seed ^ 0xCAC4E, self.init_of(case))
         refs = self.reference(cand_case.clone())
         outs = self.candidate(cand_case)
         results = [compare(o, r, self.task.tolerance(dtype_name(r.dtype))) for o, r in zip(outs, refs)]
@@ -244,7 +258,7 @@ class Verifier:
         if quick:  # the cascade's cheap gate: the smallest visible configuration only
             configs = [min(self.task.visible_configs(), key=config_size)]
         self.check_task(configs[0])
-        probe = [a for _, a in self.task.make_case(configs[0], 1, self.device).tensors() if a.is_floating_point()]
+        probe = [a for _, a in self.make_case(configs[0], 1).tensors() if a.is_floating_point()]
         has_float = bool(probe)
         # a common offset 40× the spread exposes a one-pass variance; in bf16/fp16 inputs it
         # would only quantise them, so float32 tasks alone get the trial
@@ -344,7 +358,7 @@ class Verifier:
 
     def task_is_fp32(self):
         smallest = min(self.task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
-        case = self.task.make_case(smallest, 1, self.device)
+        case = self.make_case(smallest, 1)
         floats = [t for _, t in case.tensors() if t.dtype in FLOAT_DTYPES]
         return bool(floats) and all(t.dtype == torch.float32 for t in floats)
 
@@ -437,5 +451,7 @@ def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, 
         out.update(reason=r.reason, hack=HACKS.get(r.reason), message=r.message, mismatch=r.mismatch)
     except Crash as c:
         out.update(status="crash", reason="crash", message=str(c))
-    out.update(configs=v.configs, checks=v.checks, warnings=v.warnings, seconds=time.perf_counter() - start)
+    v.phases.lap("checks")
+    out.update(configs=v.configs, checks=v.checks, warnings=v.warnings, phases=v.phases.seconds,
+               seconds=time.perf_counter() - start)
     return out, v

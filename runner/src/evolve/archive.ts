@@ -32,6 +32,12 @@ export const evaluationSchema = z.object({
     time: z.number().nonnegative(),
   }),
   timePhases: z.record(z.string(), z.number().nonnegative()).optional(),
+  verifyPhases: z
+    .object({
+      quick: z.record(z.string(), z.number().nonnegative()).optional(),
+      full: z.record(z.string(), z.number().nonnegative()).optional(),
+    })
+    .optional(),
 }) satisfies z.ZodType<Evaluation>;
 
 export const individualSchema = z.object({

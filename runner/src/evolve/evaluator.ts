@@ -143,7 +143,10 @@ export function toEvaluation(result: CandidateResult): Evaluation {
   const stage = stageOf(result);
   const message = tail(result.message);
   const phases = result.bench?.phases ?? {};
-  const timePhases = Object.keys(phases).length > 0 ? { timePhases: phases } : {};
+  const timePhases = {
+    ...(Object.keys(phases).length > 0 ? { timePhases: phases } : {}),
+    ...verifyPhasesOf(result),
+  };
   if (!result.ok) {
     return {
       ok: false,
@@ -194,6 +197,17 @@ export function toEvaluation(result: CandidateResult): Evaluation {
     seconds,
     ...timePhases,
   };
+}
+
+/** The verification children's phases, quick and full, where their records have them. */
+function verifyPhasesOf(result: CandidateResult): Pick<Evaluation, "verifyPhases"> {
+  const quick = result.quick?.phases ?? {};
+  const full = result.verify?.phases ?? {};
+  const verifyPhases = {
+    ...(Object.keys(quick).length > 0 ? { quick } : {}),
+    ...(Object.keys(full).length > 0 ? { full } : {}),
+  };
+  return Object.keys(verifyPhases).length > 0 ? { verifyPhases } : {};
 }
 
 /** The profile as a proposal reads it: each kernel's share of one call's GPU time. */

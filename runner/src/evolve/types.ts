@@ -35,6 +35,14 @@ export type Evaluation = {
   seconds: { compile: number; verify: number; time: number };
   /** Where the timing step's seconds went, as the harness measured them (absent: not timed). */
   timePhases?: Record<string, number> | undefined;
+  /**
+   * Where the verification steps' seconds went: the quick check on the smallest configuration
+   * and the full one, each a harness child of its own (absent: not verified, or a harness
+   * that does not say).
+   */
+  verifyPhases?:
+    | { quick?: Record<string, number> | undefined; full?: Record<string, number> | undefined }
+    | undefined;
 };
 
 /** A kernel in the population: source, where it came from, and how it did. */

@@ -91,6 +91,7 @@ export function failedVerify(
     checks: [],
     warnings: [],
     seconds: { load: 0, verify: 0 },
+    phases: {},
     device: where.device ?? UNKNOWN_DEVICE,
     seed: where.seed ?? null,
     kernelShares: null,
@@ -115,6 +116,7 @@ export function failedBench(
     notes: [],
     profile: null,
     phases: {},
+    probeCache: null,
     seconds: 0,
   };
 }

@@ -148,6 +148,11 @@ export const verifyRecordSchema = z
     checks: z.array(z.object({ name: z.string(), ok: z.boolean(), detail: z.string() })),
     warnings: z.array(z.string()),
     seconds: z.object({ load: z.number(), verify: z.number() }),
+    /**
+     * Seconds in each part of the run (start, load, inputs, reference, candidate, checks,
+     * profiler: the own-kernel check); empty in records of runs that never got that far.
+     */
+    phases: z.record(z.string(), z.number().nonnegative()).default({}),
     device: deviceSchema,
     /** Reproduces the inputs; null only in a record made here for a run that never reported. */
     seed: z.number().int().nullable(),
@@ -233,8 +238,16 @@ export const benchRecordSchema = z.object({
   notes: z.array(z.string()).default([]),
   /** Where the candidate spends its GPU time (one call, first configuration); null: no profiler. */
   profile: profileSchema.nullable().default(null),
-  /** Seconds in each part of the bench (load, start, inputs, compile, timing, profiler, checks). */
+  /**
+   * Seconds in each part of the bench (load, start, probe: the reference's launched-kernel
+   * profile, inputs, cost: the roofline's bytes and flops, compile, timing, checks, profiler).
+   */
   phases: z.record(z.string(), z.number().nonnegative()).default({}),
+  /** The reference probes read from the harness's cache (hits) and measured (misses); null: no cache. */
+  probeCache: z
+    .object({ hits: z.number().int().nonnegative(), misses: z.number().int().nonnegative() })
+    .nullable()
+    .default(null),
   seconds: z.number().nonnegative(),
 });
 export type BenchRecord = z.infer<typeof benchRecordSchema>;
