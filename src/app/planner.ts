@@ -1,7 +1,7 @@
 // The pure planner: a pull request's changed files and the repository's config in, the
 // tasks to review out. No I/O; the handlers fetch, this decides.
 import type { EvokernelConfig } from "../shared/config.js";
-import { globMatcher } from "./glob.js";
+import { globMatcher, isGlob } from "../shared/glob.js";
 
 export interface ChangedFile {
   readonly filename: string;
@@ -49,7 +49,7 @@ export function taskOf(roots: readonly string[], path: string): string | undefin
   const segments = path.split("/");
   for (const root of roots) {
     const clean = root.replace(/^\.?\/+/, "").replace(/\/+$/, "");
-    if (/[*?]/.test(clean)) {
+    if (isGlob(clean)) {
       const match = globMatcher(clean);
       for (let depth = 1; depth <= segments.length; depth++) {
         const prefix = segments.slice(0, depth).join("/");
@@ -67,7 +67,7 @@ export function taskOf(roots: readonly string[], path: string): string | undefin
 
 /** Task names a command gives (`softmax`, `kernels/softmax`) as task paths under the roots. */
 export function resolveTaskNames(roots: readonly string[], names: readonly string[]): string[] {
-  const folderRoot = roots.find((root) => !/[*?]/.test(root));
+  const folderRoot = roots.find((root) => !isGlob(root));
   return names.map((name) => {
     if (name.includes("/") || folderRoot === undefined) return name;
     return `${folderRoot.replace(/\/+$/, "")}/${name}`;

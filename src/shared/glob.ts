@@ -1,6 +1,8 @@
 // Glob patterns of `.github/evokernel.yml` (`tasks`, `paths`), matched against paths
 // relative to the repository root with forward slashes. The subset every user writes:
-// `**` (any folders), `*` and `?` (within one name), `{a,b}` (either).
+// `**` (any folders), `*` and `?` (within one name), `{a,b}` (either); a pattern without
+// any of them names a file or a folder, and matches everything beneath it. The one dialect
+// of the app's planner and of the runner (`evokernel review`, jobs).
 const SPECIAL = /[*?{]/;
 
 export function isGlob(pattern: string): boolean {
@@ -32,9 +34,22 @@ export function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
-/** Whether `path` matches the pattern. */
+/** Whether `path` matches the pattern (a pattern without wildcards: the path or beneath it). */
 export function matchesGlob(path: string, pattern: string): boolean {
-  return globToRegExp(pattern).test(trimSlashes(path));
+  return globMatcher(pattern)(path);
+}
+
+/** `matchesGlob` for one pattern, compiled once. */
+export function globMatcher(pattern: string): (path: string) => boolean {
+  const clean = trimSlashes(pattern);
+  if (!isGlob(clean)) {
+    return (path) => {
+      const file = trimSlashes(path);
+      return file === clean || file.startsWith(`${clean}/`);
+    };
+  }
+  const regex = globToRegExp(clean);
+  return (path) => regex.test(trimSlashes(path));
 }
 
 /** Whether `path` is the folder or file a pattern names, or lies under one it matches. */

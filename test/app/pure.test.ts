@@ -2,7 +2,6 @@
 // trimming to GitHub's limits, the queue and the memory of handled keys.
 import { describe, expect, it } from "vitest";
 import { commandKey, parseComment } from "../../src/app/commands.js";
-import { globMatcher } from "../../src/app/glob.js";
 import { buildJobSpec } from "../../src/app/job-spec.js";
 import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs.js";
 import { trimTo } from "../../src/app/limits.js";
@@ -11,6 +10,8 @@ import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
 import { readZip, ZipError } from "../../src/app/zip.js";
 import { parseConfig } from "../../src/shared/config.js";
+import { selectChangedTasks } from "../../src/shared/changed-tasks.js";
+import { globMatcher } from "../../src/shared/glob.js";
 import { jobSpecSchema } from "../../src/shared/job.js";
 import { writeZip } from "../helpers/zip-writer.js";
 
@@ -88,8 +89,30 @@ describe("globMatcher", () => {
     ["kernels/?.py", "kernels/a.py", true],
     ["kernels/?.py", "kernels/ab.py", false],
     ["a.b", "axb", false],
+    ["include/{a,b}.h", "include/b.h", true],
+    ["include/{a,b}.h", "include/c.h", false],
+    ["./csrc/", "csrc/x.cuh", true],
   ])("%s against %s is %s", (pattern, path, expected) => {
     expect(globMatcher(pattern)(path)).toBe(expected);
+  });
+
+  it("is one dialect: the app's planner and the runner's task selection agree", () => {
+    const config = { tasks: ["kernels"], paths: ["kernels/**/*.cu", "include/{common,math}.cuh"] };
+    const changed = ["include/math.cuh", "README.md"];
+    expect(
+      planTasks(
+        config,
+        changed.map((filename) => ({ filename })),
+      ),
+    ).toEqual({ kind: "all" });
+    const tasks = [{ path: "kernels/softmax" }, { path: "kernels/rmsnorm" }];
+    const touched = selectChangedTasks({
+      changed,
+      baseTasks: tasks,
+      headTasks: tasks,
+      paths: config.paths,
+    });
+    expect(touched.map((task) => task.path)).toEqual(["kernels/rmsnorm", "kernels/softmax"]);
   });
 });
 
