@@ -1,7 +1,8 @@
 // The CLI as a user meets it: the bundled command spawned with execa. Nothing here needs
 // Python: help, exit codes for usage errors, and `tasks` (schema checks only).
 import { describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { join } from "node:path";
+import { repo, runCli } from "./helpers/cli.js";
 
 describe("help and version", () => {
   it("--help lists the commands and exits 0", async () => {
@@ -64,6 +65,18 @@ describe("usage errors exit 2 and say what to do", () => {
     const run = await runCli(["verify", "softmax", "--candidate", "nope.cu"]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/candidate .*nope\.cu does not exist/);
+  });
+
+  it("selftest: a manifest that does not exist is a usage error; a path is read from where you are", async () => {
+    const missing = await runCli(["selftest", "--manifest", "no/such/manifest.json"]);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain("no/such/manifest.json");
+    const outside = await runCli(["selftest", "--manifest", "manifest.json"], {
+      cwd: join(repo, "runner", "corpus", "correct"),
+    });
+    // the manifest was found and read: what stops it now is the lack of a GPU (exit 3)
+    expect(outside.stderr).not.toContain("ENOENT");
+    expect(outside.exitCode).toBe(3);
   });
 
   it("a bad --device", async () => {

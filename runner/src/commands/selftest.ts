@@ -1,6 +1,6 @@
 // evokernel selftest: run the adversarial corpus on this GPU and check every verdict. It
 // proves the verifier on a new runner, and measures how many candidates a minute it takes.
-import { join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
 import { createBuildPool } from "../build/pool.js";
@@ -47,8 +47,15 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     if (!(timeoutS > 0))
       throw new UsageError(`--timeout is a number of seconds, not ${timeoutText}`);
     const entries: CorpusEntry[] = [];
-    for (const path of manifests.length ? manifests : DEFAULT_MANIFESTS) {
-      entries.push(...(await readManifest(join(root, path))));
+    // yours from where you are; the built-in ones from the repository
+    const paths = manifests.length
+      ? manifests.map((path) => resolve(io.cwd, path))
+      : DEFAULT_MANIFESTS.map((path) => join(root, path));
+    for (const path of paths) {
+      const read = await readManifest(path).catch((error: unknown) => {
+        throw new UsageError(error instanceof Error ? error.message : String(error));
+      });
+      entries.push(...read);
     }
     return withSession(async function selftestWithServer(session) {
       requireGpu(session);
