@@ -2,20 +2,24 @@
 // HarnessError (task and machine calls); no outcome reads as a pass unless the record says so.
 import { describe, expect, it } from "vitest";
 import { HarnessError } from "../runner/src/errors.js";
+import { writeFileSync } from "node:fs";
 import {
   bench,
   build,
   device,
+  evaluate,
   inspectTask,
   staticCheck,
   verify,
 } from "../runner/src/harness/client.js";
+import type { HarnessOutcome, HarnessRunner } from "../runner/src/harness/outcome.js";
 import { fakeRunner } from "./helpers/fake-runner.js";
 import {
   benchRecord,
   buildRecord,
   deviceRecord,
   h100,
+  rejectedVerifyRecord,
   staticRecord,
   taskInfo,
   verifyRecord,
@@ -135,6 +139,131 @@ describe("static, build, bench", () => {
     const record = await bench("/t/softmax", { runner: broken.runner });
     expect(record).toMatchObject({ ok: false, reason: "crash", ceilings: null });
   });
+});
+
+describe("evaluate (quick, verify and bench in one child)", () => {
+  const ended: HarnessOutcome = {
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    memKilled: false,
+    seconds: 1,
+    log: "",
+  };
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 30));
+
+  /** A child that writes the given records, in order, a pause apart, then ends as told. */
+  function child(texts: Partial<Record<"quick" | "verify" | "bench", string>>, end = ended) {
+    const calls: { argv: string[]; timeoutMs: number }[] = [];
+    const runner: HarnessRunner = async (argv, timeoutMs) => {
+      calls.push({ argv: [...argv], timeoutMs });
+      for (const stage of ["quick", "verify", "bench"] as const) {
+        const text = texts[stage];
+        if (text === undefined) break;
+        writeFileSync(argv[argv.indexOf(`--${stage}-out`) + 1] ?? "", text);
+        await pause();
+      }
+      return end;
+    };
+    return { runner, calls };
+  }
+  const passed = JSON.stringify(verifyRecord());
+
+  it("passes verify's and bench's options, gives the sum of their limits, reports each record as it comes", async () => {
+    const { runner, calls } = child({
+      quick: passed,
+      verify: passed,
+      bench: JSON.stringify(benchRecord()),
+    });
+    const seen: string[] = [];
+    const records = await evaluate("/t/softmax", "/c/k.cu", {
+      runner,
+      artifact: "/a/k.so",
+      device: "cpu",
+      seed: 7,
+      baseline: "/t/softmax/kernel.cu",
+      baselineArtifact: "/a/b.so",
+      compile: false,
+      budgetS: 0.5,
+      verifyTimeoutMs: 3_000,
+      benchTimeoutMs: 5_000,
+      pollMs: 5,
+      onRecord: (stage, record) => seen.push(`${stage} ${record.kind} ${calls.length}`),
+    });
+    expect(records.quick?.ok).toBe(true);
+    expect(records.verify?.ok).toBe(true);
+    expect(records.bench?.ok).toBe(true);
+    expect(seen).toEqual(["quick verify 1", "verify verify 1", "bench bench 1"]);
+    const argv = calls[0]?.argv.join(" ") ?? "";
+    expect(argv).toMatch(
+      /^evaluate --task \/t\/softmax --candidate \/c\/k.cu --artifact \/a\/k.so /,
+    );
+    expect(argv).toContain(
+      "--device cpu --seed 7 --baseline /t/softmax/kernel.cu --baseline-artifact /a/b.so --no-compile --budget 0.5 --ceilings ",
+    );
+    expect(argv).toMatch(
+      /--quick-out \S+quick.json --verify-out \S+verify.json --bench-out \S+bench.json$/,
+    );
+    expect(calls[0]?.timeoutMs).toBe(8_000);
+  });
+
+  it("stops at a record that is not ok, whatever else is there", async () => {
+    const { runner } = child({
+      quick: JSON.stringify(rejectedVerifyRecord()),
+      verify: passed,
+    });
+    const records = await evaluate("/t/softmax", "/c/k.cu", { runner, pollMs: 5 });
+    expect(records.quick).toMatchObject({ ok: false, reason: "distribution-specific" });
+    expect(records.verify).toBeNull();
+    expect(records.bench).toBeNull();
+  });
+
+  it.each([
+    ["a timeout in quick", {}, { timedOut: true }, "quick", "timeout"],
+    [
+      "a crash in verify",
+      { quick: passed },
+      { exitCode: null, signal: "SIGSEGV" },
+      "verify",
+      "crash",
+    ],
+    [
+      "a harness failure in bench",
+      { quick: passed, verify: passed },
+      { exitCode: 4 },
+      "bench",
+      "error",
+    ],
+    [
+      "a verify record that does not parse",
+      { quick: passed, verify: '{"ok": tru' },
+      {},
+      "verify",
+      "error",
+    ],
+    ["an exit with a record missing", { quick: passed }, {}, "verify", "error"],
+  ] as const)(
+    "turns %s into a failed record for that stage, null after it",
+    async (_name, texts, end, stage, status) => {
+      const { runner } = child(texts, { ...ended, log: "the log", ...end });
+      const records = await evaluate("/t/softmax", "/c/k.cu", {
+        runner,
+        pollMs: 5,
+        knownDevice: h100,
+        verifyTimeoutMs: 1_000,
+      });
+      const stages = ["quick", "verify", "bench"] as const;
+      const at = stages.indexOf(stage);
+      for (const before of stages.slice(0, at)) expect(records[before]?.ok).toBe(true);
+      const failed = records[stage];
+      expect(failed?.ok).toBe(false);
+      expect(failed?.kind === "bench" ? failed.reason : failed?.status).toBe(status);
+      expect(failed?.device).toEqual(h100);
+      if (status !== "error" || stage === "bench") expect(failed?.message).toContain("the log");
+      for (const after of stages.slice(at + 1)) expect(records[after]).toBeNull();
+      if (status === "timeout") expect(failed?.message).toContain("timed out after 601 s");
+    },
+  );
 });
 
 describe("task and machine calls", () => {

@@ -1,13 +1,18 @@
 // The cascade with stand-in harness calls: which steps run for which outcome, builds
 // overlapping GPU work, verification one at a time, and the verdict each path gives.
+import { writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { createBuildPool } from "../runner/src/build/pool.js";
 import {
   evaluateCandidates,
+  type CandidateResult,
   type EvaluationEvent,
   type HarnessCalls,
 } from "../runner/src/evaluate.js";
+import { evaluate as evaluateInOneChild } from "../runner/src/harness/client.js";
+import type { HarnessRunner } from "../runner/src/harness/outcome.js";
 import type { BuildRecord } from "../runner/src/harness/records.js";
+import { evaluateFrom } from "./helpers/evaluate-standin.js";
 import {
   benchRecord,
   buildRecord,
@@ -40,8 +45,10 @@ function harness(overrides: Partial<HarnessCalls> = {}) {
       await tick();
       return benchRecord();
     },
+    evaluate: async () => Promise.reject(new Error("replaced below")),
     ...overrides,
   };
+  calls.evaluate = overrides.evaluate ?? evaluateFrom(calls, log);
   return { calls, log, gpu };
 }
 
@@ -221,5 +228,128 @@ describe("evaluateCandidates", () => {
       bench: {},
     });
     expect(result).toMatchObject({ ok: false, status: "rejected", reason: "below-floor" });
+  });
+});
+
+describe("evaluateCandidates in one harness child (oneChild)", () => {
+  const searching = { quick: true, bench: { baseline: "/t/kernel.cu", compile: false } };
+
+  /** The result without its seconds (wall times differ from run to run). */
+  function comparable(result: CandidateResult | undefined) {
+    if (result === undefined) return undefined;
+    const { seconds, ...rest } = result;
+    return { ...rest, seconds: { compile: seconds.compile } };
+  }
+
+  async function runBoth(overrides: Partial<HarnessCalls> = {}) {
+    const runs = [];
+    for (const oneChild of [false, true]) {
+      const { calls, log } = harness(overrides);
+      const events: EvaluationEvent[] = [];
+      const [result] = await evaluateCandidates("/t", ["a.cu"], {
+        harness: calls,
+        pool: pool().pool,
+        ...searching,
+        oneChild,
+        onEvent: (event) => events.push(event),
+      });
+      runs.push({ result, log, steps: events.map((event) => `${event.type} ${event.step}`) });
+    }
+    const [three, one] = runs;
+    return { three: three!, one: one! };
+  }
+
+  it("runs quick → verify → bench in one call, with the events and result of three", async () => {
+    const { three, one } = await runBoth();
+    expect(one.log.filter((line) => line.startsWith("evaluate"))).toEqual(["evaluate a.cu"]);
+    expect(three.log.filter((line) => line.startsWith("evaluate"))).toEqual([]);
+    const gpuSteps = ["quick", "verify", "bench"].flatMap((step) => [
+      `start ${step}`,
+      `done ${step}`,
+    ]);
+    expect(one.steps).toEqual([
+      "start static",
+      "done static",
+      "start build",
+      "done build",
+      ...gpuSteps,
+    ]);
+    expect(one.steps).toEqual(three.steps);
+    expect(one.result?.ok).toBe(true);
+    expect(comparable(one.result)).toEqual(comparable(three.result));
+    // the stages' own seconds add up to the GPU steps' time
+    expect(one.result?.seconds.verify).toBeGreaterThan(0);
+    expect(one.result?.seconds.time).toBeGreaterThan(0);
+  });
+
+  it("stops after a quick rejection: no full check, no timing", async () => {
+    const { three, one } = await runBoth({
+      verify: async (_task, candidate, options) =>
+        Promise.resolve(options?.quick ? rejectedVerifyRecord() : verifyRecord({ candidate })),
+    });
+    const steps = ["start static", "done static", "start build", "done build"];
+    expect(one.steps).toEqual([...steps, "start quick", "done quick"]);
+    expect(one.steps).toEqual(three.steps);
+    expect(one.result).toMatchObject({ ok: false, reason: "distribution-specific", verify: null });
+    expect(one.result?.bench).toBeNull();
+    expect(comparable(one.result)).toEqual(comparable(three.result));
+  });
+
+  it("stops after a full-check rejection, and after a timing rejection", async () => {
+    const afterVerify = await runBoth({
+      verify: async (_task, candidate, options) =>
+        Promise.resolve(options?.quick ? verifyRecord({ candidate }) : rejectedVerifyRecord()),
+    });
+    expect(afterVerify.one.steps.slice(4)).toEqual([
+      "start quick",
+      "done quick",
+      "start verify",
+      "done verify",
+    ]);
+    expect(afterVerify.one.steps).toEqual(afterVerify.three.steps);
+    expect(comparable(afterVerify.one.result)).toEqual(comparable(afterVerify.three.result));
+    const afterBench = await runBoth({
+      bench: () => Promise.resolve(benchRecord({ ok: false, reason: "below-floor", message: "x" })),
+    });
+    expect(afterBench.one.result).toMatchObject({ ok: false, reason: "below-floor" });
+    expect(comparable(afterBench.one.result)).toEqual(comparable(afterBench.three.result));
+  });
+
+  it("a child that crashes in the full check: a crash record for it, no timing", async () => {
+    // the child writes the quick record, then dies by a signal
+    const runner: HarnessRunner = async (argv) => {
+      writeFileSync(argv[argv.indexOf("--quick-out") + 1] ?? "", JSON.stringify(verifyRecord()));
+      await tick();
+      return {
+        exitCode: null,
+        signal: "SIGSEGV",
+        timedOut: false,
+        memKilled: false,
+        seconds: 1,
+        log: "Fatal Python error: Segmentation fault",
+      };
+    };
+    const { calls } = harness({
+      evaluate: (task, candidate, options) =>
+        evaluateInOneChild(task, candidate, { ...options, runner, pollMs: 1 }),
+    });
+    const events: EvaluationEvent[] = [];
+    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+      harness: calls,
+      pool: pool().pool,
+      ...searching,
+      oneChild: true,
+      onEvent: (event) => events.push(event),
+    });
+    expect(events.slice(4).map((event) => `${event.type} ${event.step}`)).toEqual([
+      "start quick",
+      "done quick",
+      "start verify",
+      "done verify",
+    ]);
+    expect(result?.quick?.ok).toBe(true);
+    expect(result).toMatchObject({ ok: false, status: "crash", reason: "crash", bench: null });
+    expect(result?.verify?.message).toContain("killed by SIGSEGV");
+    expect(result?.verify?.message).toContain("Segmentation fault");
   });
 });

@@ -58,6 +58,33 @@ describe.skipIf(skipWithoutPython)("harness client", () => {
       true,
     );
   });
+
+  it("evaluates in one child (evaluate) as in three: the same records; on the CPU no timing", async () => {
+    const candidates = [join(relu, "candidate_ok.py"), join(relu, "candidate_copy.py")];
+    const run = (oneChild: boolean) =>
+      evaluateCandidates(relu, candidates, {
+        device: "cpu",
+        seed: 5,
+        server,
+        quick: true,
+        bench: { compile: false },
+        oneChild,
+      });
+    const [three, one] = [await run(false), await run(true)];
+    const timeless = (record: { seconds: unknown; phases: unknown } | null | undefined) =>
+      record === null || record === undefined ? record : { ...record, seconds: 0, phases: {} };
+    for (const [index, result] of one.entries()) {
+      const other = three[index];
+      expect(result.status).toBe(other?.status);
+      expect(result.reason).toBe(other?.reason);
+      expect(timeless(result.quick)).toEqual(timeless(other?.quick));
+      expect(timeless(result.verify)).toEqual(timeless(other?.verify));
+    }
+    // bench needs a GPU: the one child says it did not run, the bench child that there is none
+    expect(one[0]).toMatchObject({ ok: false, reason: "no-gpu", bench: { reason: "no-gpu" } });
+    expect(one[0]?.message).toContain("bench did not run");
+    expect(one[1]?.bench).toBeNull();
+  }, 60_000);
 });
 
 describe.skipIf(skipWithoutPython)("CLI with the harness", () => {

@@ -1,12 +1,18 @@
 // The cascade each candidate goes through: static check → build → (quick) → verify → (bench). Static
 // checks and builds run in parallel on the CPU; verification and timing wait their turn for
 // the GPU, so a build overlaps the GPU work of the candidate before it. A failing step ends
-// that candidate's cascade; its result is data, never an exception.
+// that candidate's cascade; its result is data, never an exception. With `oneChild`, the
+// quick check, the full check and the timing run in one harness child (`evaluate`).
 import { availableParallelism } from "node:os";
 import { createBuildPool, type BuildPool } from "./build/pool.js";
 import { createGpuQueue, type GpuQueue } from "./gpu/queue.js";
 import * as client from "./harness/client.js";
-import { staticFailure } from "./harness/failed-records.js";
+import {
+  failedBench,
+  failedVerify,
+  staticFailure,
+  type Failure,
+} from "./harness/failed-records.js";
 import type {
   BenchRecord,
   BuildRecord,
@@ -45,6 +51,8 @@ export type HarnessCalls = {
   staticCheck: typeof client.staticCheck;
   verify: typeof client.verify;
   bench: typeof client.bench;
+  /** The three GPU steps in one child (`oneChild`). */
+  evaluate: typeof client.evaluate;
 };
 
 export type EvaluateOptions = {
@@ -58,6 +66,11 @@ export type EvaluateOptions = {
   flags?: readonly string[];
   /** Stop after the static check (a machine without a GPU). */
   staticOnly?: boolean;
+  /**
+   * With `quick` and `bench`: the quick check, the full check and the timing in one harness
+   * child (client.evaluate) instead of three; the same events and results.
+   */
+  oneChild?: boolean;
   /** Time each candidate that passes; `baseline` is timed beside it when it builds. */
   bench?: false | { baseline?: string; compile?: boolean; budgetS?: number };
   /** Written into records of runs that never described the device. */
@@ -83,6 +96,7 @@ export async function evaluateCandidates(
     staticCheck: client.staticCheck,
     verify: client.verify,
     bench: client.bench,
+    evaluate: client.evaluate,
     ...options.harness,
   };
   const context: Context = {
@@ -140,11 +154,62 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   const compiled = { ...none, compile: built.record.seconds };
   if (!built.record.ok) return finish(buildVerdict(built.record), afterBuild, compiled);
 
+  const bench = options.bench;
+  const staged =
+    options.oneChild && options.quick && bench
+      ? await inOneChild(context, candidate, built.record, bench)
+      : await inChildren(context, candidate, built.record);
+  const { quick } = staged;
+  const afterQuick: Records = quick === null ? afterBuild : { ...afterBuild, quick: quick.record };
+  const quickSeconds = quick?.seconds ?? 0;
+  if (quick !== null && !quick.record.ok) {
+    const verdict = verifyVerdict(quick.record);
+    return finish(verdict, afterQuick, { ...compiled, verify: quickSeconds });
+  }
+
+  const verified =
+    staged.verify ?? unwritten(failedVerify(noRecord("verify"), { task, candidate }));
+  const afterVerify = { ...afterQuick, verify: verified.record };
+  const checkedOnGpu = { ...compiled, verify: quickSeconds + verified.seconds };
+  const verdict = verifyVerdict(verified.record);
+  if (!verified.record.ok || !bench) return finish(verdict, afterVerify, checkedOnGpu);
+
+  const timed = staged.bench ?? unwritten(failedBench(noRecord("bench"), { task }));
+  return finish(
+    benchVerdict(timed.record, verdict),
+    { ...afterVerify, bench: timed.record },
+    { ...checkedOnGpu, time: timed.seconds },
+  );
+}
+
+/** The GPU steps' records, up to the first that is not ok (verify is null only after a quick failure). */
+type Staged = {
+  quick: Timed<VerifyRecord> | null;
+  verify: Timed<VerifyRecord> | null;
+  bench: Timed<BenchRecord> | null;
+};
+
+/** A step's record that never came (not with the client, which fills them in): failed. */
+function unwritten<T>(record: T): Timed<T> {
+  return { record, seconds: 0 };
+}
+
+function noRecord(step: Step): Failure {
+  return { status: "error", message: `the harness wrote no ${step} record`, log: "" };
+}
+
+/** Quick check, full check and timing, each in a harness child of its own. */
+async function inChildren(
+  context: Context,
+  candidate: string,
+  built: BuildRecord,
+): Promise<Staged> {
+  const { task, options, calls } = context;
   const verifyOn = (step: "quick" | "verify") =>
     context.gpu(() =>
       runStep(context, step, candidate, () =>
         calls.verify(task, candidate, {
-          artifact: built.record.artifact,
+          artifact: built.artifact,
           ...pick(options, "heldout", "device", "seed"),
           ...(step === "quick" ? { quick: true, heldout: false } : {}),
           ...context.gpuCall,
@@ -155,39 +220,101 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
       ),
     );
   const quick = options.quick ? await verifyOn("quick") : null;
-  const afterQuick: Records = quick === null ? afterBuild : { ...afterBuild, quick: quick.record };
-  const quickSeconds = quick?.seconds ?? 0;
-  if (quick !== null && !quick.record.ok) {
-    const verdict = verifyVerdict(quick.record);
-    return finish(verdict, afterQuick, { ...compiled, verify: quickSeconds });
-  }
-
-  const verified = await verifyOn("verify");
-  const afterVerify = { ...afterQuick, verify: verified.record };
-  const checkedOnGpu = { ...compiled, verify: quickSeconds + verified.seconds };
-  const verdict = verifyVerdict(verified.record);
-  if (!verified.record.ok || !options.bench) return finish(verdict, afterVerify, checkedOnGpu);
-
-  const timed = await timeCandidate(context, candidate, built.record, options.bench);
-  return finish(
-    benchVerdict(timed.record, verdict),
-    { ...afterVerify, bench: timed.record },
-    { ...checkedOnGpu, time: timed.seconds },
-  );
+  if (quick !== null && !quick.record.ok) return { quick, verify: null, bench: null };
+  const verify = await verifyOn("verify");
+  if (!verify.record.ok || !options.bench) return { quick, verify, bench: null };
+  const bench = await timeCandidate(context, candidate, built, options.bench);
+  return { quick, verify, bench };
 }
 
-/** Builds the baseline (shared by every candidate through the pool), then times both. */
+/**
+ * Quick check, full check and timing in one harness child (`evaluate`): the task, the
+ * candidate and the GPU's context are set up once. The same steps, events and records as
+ * three children; each step's seconds run from the end of the one before to its record.
+ */
+async function inOneChild(
+  context: Context,
+  candidate: string,
+  built: BuildRecord,
+  bench: BenchOptions,
+): Promise<Staged> {
+  const { task, options } = context;
+  const beside = await baselineBeside(context, bench);
+  return context.gpu(async () => {
+    const staged: Staged = { quick: null, verify: null, bench: null };
+    const steps = ["quick", "verify", "bench"] as const;
+    let since = performance.now();
+    let next = 0;
+    let stopped = false;
+    context.emit({ type: "start", step: "quick", candidate });
+    const report = (step: (typeof steps)[number], record: VerifyRecord | BenchRecord) => {
+      if (stopped || step !== steps[next]) return; // each step once, in order
+      const seconds = (performance.now() - since) / 1000;
+      const detail = describeRecord(record);
+      context.emit({ type: "done", step, candidate, ok: record.ok, seconds, detail });
+      if (record.kind === "bench") staged.bench = { record, seconds };
+      else if (step !== "bench") staged[step] = { record, seconds };
+      next += 1;
+      stopped = !record.ok || next === steps.length;
+      since = performance.now();
+      const following = steps[next];
+      if (!stopped && following !== undefined) {
+        context.emit({ type: "start", step: following, candidate });
+      }
+    };
+    const records = await context.calls.evaluate(task, candidate, {
+      artifact: built.artifact,
+      ...pick(options, "heldout", "device", "seed"),
+      ...beside,
+      ...pick(bench, "compile"),
+      ...pick(bench, "budgetS"),
+      ...context.gpuCall,
+      ...(options.timeouts?.verifyMs === undefined
+        ? {}
+        : { verifyTimeoutMs: options.timeouts.verifyMs }),
+      ...(options.timeouts?.benchMs === undefined
+        ? {}
+        : { benchTimeoutMs: options.timeouts.benchMs }),
+      onRecord: report,
+    });
+    // what a stand-in returned without reporting it, and a failed record for a step it left out
+    for (const step of steps) {
+      if (stopped) break;
+      const given = records[step];
+      const known = context.gpuCall.knownDevice;
+      const where = { task, candidate, ...(known === undefined ? {} : { device: known }) };
+      const record =
+        given ??
+        (step === "bench"
+          ? failedBench(noRecord(step), where)
+          : failedVerify(noRecord(step), where));
+      report(step, record);
+    }
+    return staged;
+  });
+}
+
+type BenchOptions = { baseline?: string; compile?: boolean; budgetS?: number };
+
+/** The baseline, built (shared by every candidate through the pool), to time beside. */
+async function baselineBeside(
+  context: Context,
+  bench: BenchOptions,
+): Promise<{ baseline?: string; baselineArtifact?: string | null }> {
+  const baseline = bench.baseline === undefined ? null : await context.pool.build(bench.baseline);
+  return baseline?.ok && bench.baseline !== undefined
+    ? { baseline: bench.baseline, baselineArtifact: baseline.artifact }
+    : {};
+}
+
+/** Builds the baseline, then times both. */
 async function timeCandidate(
   context: Context,
   candidate: string,
   built: BuildRecord,
-  bench: { baseline?: string; compile?: boolean; budgetS?: number },
+  bench: BenchOptions,
 ): Promise<Timed<BenchRecord>> {
-  const baseline = bench.baseline === undefined ? null : await context.pool.build(bench.baseline);
-  const beside =
-    baseline?.ok && bench.baseline !== undefined
-      ? { baseline: bench.baseline, baselineArtifact: baseline.artifact }
-      : {};
+  const beside = await baselineBeside(context, bench);
   return context.gpu(() =>
     runStep(context, "bench", candidate, () =>
       context.calls.bench(context.task, {

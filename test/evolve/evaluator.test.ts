@@ -1,13 +1,18 @@
 // The real Evaluator on stand-in harness calls: the cascade's order (quick check before the
 // full one, timing beside the baseline without torch.compile), the stage that ends a
-// failing candidate, fitness, and the final checks (held-out, torch.compile on).
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+// failing candidate, fitness, and the final checks (held-out, torch.compile on); in one
+// harness child per candidate and in three, with the same results on the stand-in harness.
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuildPool } from "../../runner/src/build/pool.js";
-import type { HarnessCalls } from "../../runner/src/evaluate.js";
+import type { EvaluationEvent, HarnessCalls } from "../../runner/src/evaluate.js";
 import { createHarnessEvaluator } from "../../runner/src/evolve/evaluator.js";
+import type { Evaluation } from "../../runner/src/evolve/types.js";
+import * as client from "../../runner/src/harness/client.js";
+import { childEnv, startLineProcess } from "../../runner/src/harness/exec.js";
 import {
   benchRecord,
   buildRecord,
@@ -15,6 +20,7 @@ import {
   staticRecord,
   verifyRecord,
 } from "../helpers/records.js";
+import { evaluateFrom } from "../helpers/evaluate-standin.js";
 
 type Calls = { log: string[]; harness: HarnessCalls };
 
@@ -32,9 +38,10 @@ function timed() {
 
 function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = {}): Calls {
   const log: string[] = [];
-  return {
+  const calls: Calls = {
     log,
     harness: {
+      evaluate: () => Promise.reject(new Error("replaced below")),
       staticCheck: async (candidate) => {
         log.push("static");
         const source = await readFile(candidate, "utf8");
@@ -72,9 +79,15 @@ function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = 
       },
     },
   };
+  // one child: the same stand-ins (as a test replaces them), in the order `evaluate` runs them
+  calls.harness.evaluate = evaluateFrom(calls.harness);
+  return calls;
 }
 
-describe("the harness evaluator", () => {
+describe.each([
+  ["in one harness child", true],
+  ["in three harness children", false],
+])("the harness evaluator, %s", (_name, oneChild) => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "evokernel-evaluator-"));
@@ -98,6 +111,7 @@ describe("the harness evaluator", () => {
       workDir: dir,
       pool,
       harness: calls.harness,
+      oneChild,
     });
   }
 
@@ -187,4 +201,102 @@ describe("the harness evaluator", () => {
       "bench compile=true baseline=kernel.cu",
     ]);
   });
+});
+
+describe("one harness child against three, on the stand-in harness", () => {
+  const fakeHarness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
+  let dir: string;
+  let server: client.ForkServer;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "evokernel-one-child-"));
+    server = new client.ForkServer({
+      start: async (onLine) => {
+        await Promise.resolve();
+        const argv = [fakeHarness, "-m", "evokernel_harness", "serve"];
+        return startLineProcess(process.execPath, argv, { env: childEnv(), onLine });
+      },
+    });
+  });
+  afterEach(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const sources = {
+    fast: "#define BLOCK_SIZE 512\n__global__ void softmax_fast(float* x) {}\n",
+    slow: "// speed=1.25\n__global__ void softmax_slow(float* x) {}\n",
+    rejected: "// fake-harness: verify=distribution-specific\n__global__ void k() {}\n",
+    static: "// fake-harness: static=torch-fallback\n__global__ void k() {}\n",
+    broken: "// fake-harness: compile-error\n__global__ void k() {}\n",
+    crashQuick: "// fake-harness: crash-in=quick\n__global__ void k() {}\n",
+    crashVerify: "// fake-harness: crash-in=verify\n__global__ void k() {}\n",
+    crashBench: "// fake-harness: crash-in=bench\n__global__ void k() {}\n",
+  };
+
+  async function evaluateAll(oneChild: boolean) {
+    const cache = join(dir, oneChild ? "one" : "three");
+    await mkdir(cache, { recursive: true });
+    const commands: string[] = [];
+    const runner: client.HarnessRunner = (argv, timeoutMs) => {
+      commands.push(argv[0] ?? "");
+      return server.run(argv, timeoutMs);
+    };
+    // the evaluator takes the server for its `run`
+    const logged = { run: runner } as unknown as client.ForkServer;
+    const events: string[] = [];
+    const evaluator = createHarnessEvaluator({
+      task: "/repo/kernels/softmax",
+      baseline: join(dir, "kernel.cu"),
+      workDir: join(dir, "work"), // one file per source, for both
+      server: logged,
+      oneChild,
+      pool: createBuildPool({
+        build: (candidate, defines, flags) =>
+          client.build(candidate, {
+            runner,
+            cache,
+            ...(defines === undefined ? {} : { defines }),
+            ...(flags === undefined ? {} : { flags }),
+          }),
+      }),
+      harness: {
+        staticCheck: (candidate, options) => client.staticCheck(candidate, { ...options, runner }),
+      },
+      onEvent: (event: EvaluationEvent) =>
+        events.push(
+          `${event.type} ${event.step}${event.type === "done" ? ` ${event.ok} ${event.detail}` : ""}`,
+        ),
+    });
+    const evaluations: Record<string, Evaluation> = {};
+    for (const [name, source] of Object.entries(sources)) {
+      const evaluation = await evaluator.evaluate({ source, defines: {}, flags: [] });
+      // wall times differ from run to run; the build's own does not
+      const seconds = { compile: evaluation.seconds.compile, verify: 0, time: 0 };
+      evaluations[name] = { ...evaluation, seconds };
+    }
+    return { evaluations, events, commands: [...new Set(commands)].sort() };
+  }
+
+  it("gives the same evaluations and events, candidate by candidate", async () => {
+    await writeFile(join(dir, "kernel.cu"), "__global__ void softmax_kernel(float* x) {}\n");
+    const three = await evaluateAll(false);
+    const one = await evaluateAll(true);
+    expect(one.evaluations).toEqual(three.evaluations);
+    expect(one.events).toEqual(three.events);
+    expect(one.commands).toEqual(["build", "evaluate", "static"]);
+    expect(three.commands).toEqual(["bench", "build", "static", "verify"]);
+    expect(one.evaluations["fast"]).toMatchObject({ ok: true, stage: "done" });
+    expect(one.evaluations["fast"]?.fitness).toBeCloseTo(1 / 0.7, 6);
+    expect(one.evaluations["slow"]?.fitness).toBeCloseTo(1 / 1.25, 6);
+    expect(one.evaluations["rejected"]).toMatchObject({
+      stage: "quick",
+      reason: "distribution-specific",
+    });
+    expect(one.evaluations["static"]).toMatchObject({ stage: "static" });
+    expect(one.evaluations["broken"]).toMatchObject({ stage: "compile" });
+    expect(one.evaluations["crashQuick"]).toMatchObject({ stage: "quick", reason: "crash" });
+    expect(one.evaluations["crashVerify"]).toMatchObject({ stage: "verify", reason: "crash" });
+    expect(one.evaluations["crashBench"]).toMatchObject({ stage: "time", reason: "crash" });
+    expect(one.evaluations["crashBench"]?.message).toContain("killed by SIGSEGV");
+  }, 30_000);
 });

@@ -5,8 +5,11 @@
 // its source): 512 is the fastest. `serve` speaks the fork server's line protocol.
 // A source can ask for what the real harness would find in it, in a comment:
 // `fake-harness: static=CODE` (a static finding), `fake-harness: compile-error`,
-// `fake-harness: verify=REASON` (rejected, on the quick check too). Bench records carry a
-// profile naming the source's first __global__ function.
+// `fake-harness: verify=REASON` (rejected, on the quick check too), `fake-harness:
+// crash-in=STAGE` (the child dies by a signal in quick, verify or bench, whether that stage
+// runs alone or in `evaluate`). Bench records carry a profile naming the source's first
+// __global__ function. `evaluate` writes the quick, verify and bench records to their own
+// files and stops after the first that is not ok.
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { basename } from "node:path";
@@ -216,9 +219,33 @@ const COMMANDS = {
   },
 };
 
+/** The stage a command runs, for `crash-in`. */
+function stageOf(argv) {
+  if (argv[0] === "verify") return argv.includes("--quick") ? "quick" : "verify";
+  return argv[0];
+}
+
+/** Runs one command; says how it ended when not normally ({ signal }). */
 function run(argv) {
+  const crashIn = marked(option(argv, "--candidate"), "crash-in");
+  if (argv[0] === "evaluate") {
+    const stages = [
+      ["quick", () => COMMANDS.verify(["verify", ...argv.slice(1), "--quick"])],
+      ["verify", () => COMMANDS.verify(["verify", ...argv.slice(1)])],
+      ["bench", () => COMMANDS.bench(["bench", ...argv.slice(1)])],
+    ];
+    for (const [stage, make] of stages) {
+      if (crashIn === stage) return { signal: "SIGSEGV" };
+      const record = make();
+      writeFileSync(option(argv, `--${stage}-out`), JSON.stringify(record));
+      if (!record.ok) break;
+    }
+    return {};
+  }
+  if (crashIn !== null && crashIn === stageOf(argv)) return { signal: "SIGSEGV" };
   const record = COMMANDS[argv[0]](argv);
   writeFileSync(option(argv, "--out"), JSON.stringify(record));
+  return {};
 }
 
 // A candidate runs in this process: it must never see an API key (runner/src/harness/exec.ts).
@@ -234,11 +261,11 @@ if (argv[0] === "serve") {
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {
     const request = JSON.parse(line);
-    run(request.argv);
+    const { signal } = run(request.argv);
     const answer = {
       id: request.id,
-      exit: 0,
-      signal: null,
+      exit: signal === undefined ? 0 : null,
+      signal: signal ?? null,
       seconds: 0.01,
       timedOut: false,
       memKilled: false,
@@ -246,6 +273,6 @@ if (argv[0] === "serve") {
     };
     console.log(JSON.stringify(answer));
   });
-} else {
-  run(argv);
+} else if (run(argv).signal !== undefined) {
+  process.kill(process.pid, "SIGKILL");
 }

@@ -175,11 +175,10 @@ def _load_for_run(args, backend):
     return task, path, fmt, static, Candidate(path, artifact, task)
 
 
-def cmd_verify(args):
-    started = time.perf_counter()
-    from .candidates import CandidateError
+def _verify_begin(args, started):
+    """A verify stage's seed, backend and record; the record is final at once when there is no
+    backend. Returns (backend, rec, t0): t0 is when loading starts."""
     from .env import device_info
-    from .tasks import TaskError
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     backend = _device_backend(args.device)
@@ -188,23 +187,38 @@ def cmd_verify(args):
            "configs": [], "checks": [], "warnings": [], "seed": seed, "kernelShares": None, "libraryKernels": [],
            "seconds": {"load": 0.0, "verify": 0.0}, "phases": {}, "device": None}
     if backend is None:
-        return {**rec, "reason": "no-gpu", "device": device_info("cpu"),
-                "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}
+        return None, {**rec, "reason": "no-gpu", "device": device_info("cpu"),
+                      "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}, None
     _precise_math()
     rec["device"] = device_info(backend)
     t0 = time.perf_counter()
     # where the seconds go (as bench's phases): start, load, then the verifier's own, then
     # the own-kernel profile
     rec["phases"]["start"] = round(t0 - started, 4)
+    return backend, rec, t0
+
+
+def _verify_load(args, backend, rec):
+    """_load_for_run, or the record of a task or candidate that does not load:
+    returns (loaded, None) or (None, record)."""
+    from .candidates import CandidateError
+    from .tasks import TaskError
+
     try:
-        task, path, fmt, static, cand = _load_for_run(args, backend)
+        return _load_for_run(args, backend), None
     except TaskError as err:
-        return {**rec, "reason": "task-invalid", "message": str(err)}
+        return None, {**rec, "reason": "task-invalid", "message": str(err)}
     except CandidateError as err:
         msg = str(err)
         if msg.startswith("compile-error:"):
-            return {**rec, "status": "compile-error", "reason": "compile-error", "message": msg[len("compile-error:"):]}
-        return {**rec, "status": "rejected", "reason": "load-error", "message": msg}
+            return None, {**rec, "status": "compile-error", "reason": "compile-error", "message": msg[len("compile-error:"):]}
+        return None, {**rec, "status": "rejected", "reason": "load-error", "message": msg}
+
+
+def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
+    """Verification of a loaded candidate (_load_for_run's result): the record of cmd_verify."""
+    task, path, fmt, static, cand = loaded
+    seed = rec["seed"]
     rec.update(task=task.name, candidate=os.path.abspath(path), format=fmt)
     rec["warnings"] += task.notes
     rec["checks"].append({"name": "static", "ok": static["ok"], "detail": f"{len(static['findings'])} findings"})
@@ -221,8 +235,8 @@ def cmd_verify(args):
     rec["phases"]["load"] = round(rec["seconds"]["load"], 4)
     from .verify import verify
 
-    result, verifier = verify(task, cand, backend, seed, include_heldout=args.heldout and not args.quick,
-                              trials=args.trials, log=_log, quick=args.quick)
+    result, verifier = verify(task, cand, backend, seed, include_heldout=heldout and not quick,
+                              trials=args.trials, log=_log, quick=quick)
     static_check = rec["checks"][0]
     static_warnings = rec["warnings"]
     rec.update({k: v for k, v in result.items() if k not in ("seconds", "phases")})
@@ -246,24 +260,35 @@ def cmd_verify(args):
     return rec
 
 
-def cmd_bench(args):
+def cmd_verify(args):
     started = time.perf_counter()
+    backend, rec, t0 = _verify_begin(args, started)
+    if backend is None:
+        return rec
+    loaded, failed = _verify_load(args, backend, rec)
+    if failed is not None:
+        return failed
+    return _verify_loaded(args, rec, backend, loaded, t0, quick=args.quick, heldout=args.heldout)
+
+
+def _no_gpu_bench(task, message="no CUDA GPU on this machine: timing needs one"):
+    from .env import device_info
+
+    return {"schema": SCHEMA, "kind": "bench", "task": task, "ok": False, "reason": "no-gpu",
+            "message": message, "device": device_info("cpu"), "ceilings": None, "configs": [], "seconds": 0.0}
+
+
+def _bench_run(args, started, task, candidate=None):
+    """Timing on a loaded task (pruned for CUDA): ceilings, the baseline, the candidate (loaded
+    from --candidate/--artifact here unless one is given, already loaded), then bench().
+    The record of cmd_bench."""
     from .bench import bench
     from .candidates.build import build
     from .candidates.load import Candidate
     from .env import cuda_arch, device_info
-    from .tasks import load_task
 
-    import torch
-
-    if not torch.cuda.is_available():
-        return {"schema": SCHEMA, "kind": "bench", "task": args.task, "ok": False, "reason": "no-gpu",
-                "message": "no CUDA GPU on this machine: timing needs one", "device": device_info("cpu"),
-                "ceilings": None, "configs": [], "seconds": 0.0}
     _precise_math()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    task = load_task(args.task)
-    task.prune("cuda")
     info = device_info("cuda")
     ceilings = None
     if args.ceilings and os.path.exists(args.ceilings):
@@ -288,7 +313,8 @@ def cmd_bench(args):
 
     baseline_path = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
     baseline = load(baseline_path, args.baseline_artifact)
-    candidate = load(args.candidate, args.artifact)
+    if candidate is None:
+        candidate = load(args.candidate, args.artifact)
     loaded = round(time.perf_counter() - started, 4)
     probes = None
     if not args.no_probe_cache:
@@ -302,6 +328,75 @@ def cmd_bench(args):
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
             "baseline": os.path.abspath(baseline_path) if baseline_path else None,
             "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}
+
+
+def cmd_bench(args):
+    started = time.perf_counter()
+    from .bench import bench  # noqa: F401 — imported inside the "load" phase, as it always was
+    from .tasks import load_task
+
+    import torch
+
+    if not torch.cuda.is_available():
+        return _no_gpu_bench(args.task)
+    _precise_math()  # before the task's own code runs, as always (_bench_run sets it again)
+    task = load_task(args.task)
+    task.prune("cuda")
+    return _bench_run(args, started, task)
+
+
+STAGES = ("quick", "verify", "bench")
+
+
+def cmd_evaluate(args):
+    """The search's cascade for one candidate in one process: the quick check (smallest
+    configuration), the full verification, then timing beside the baseline, exactly as
+    `verify --quick`, `verify` and `bench` run them, with the task and the candidate loaded
+    once. Each stage's record is written to its file (--quick-out, --verify-out, --bench-out)
+    as soon as the stage ends; the first record that is not ok ends the run. Each stage draws
+    its own seed, as each command does (--seed: the same for all three, as given to each).
+    Between stages, what a fresh child had (_fresh). On the CPU (--device cpu) timing cannot
+    run: the bench record says so. Returns None (nothing for --out)."""
+    outs = {"quick": args.quick_out, "verify": args.verify_out, "bench": args.bench_out}
+    loaded = backend = None
+    for stage in STAGES:
+        started = time.perf_counter()
+        if stage != "quick":
+            _fresh(backend)
+        if stage == "bench":
+            if backend != "cuda":
+                record = _no_gpu_bench(loaded[0].name, "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, "
+                                                       "so bench did not run")
+            else:
+                task, _, _, _, cand = loaded
+                record = _bench_run(args, started, task, cand)
+        else:
+            quick = stage == "quick"
+            backend, rec, t0 = _verify_begin(args, started)
+            record = rec
+            if backend is not None:
+                if loaded is None:  # the first stage loads the task and the candidate, for all of them
+                    loaded, record = _verify_load(args, backend, rec)
+                if loaded is not None:
+                    record = _verify_loaded(args, rec, backend, loaded, t0, quick=quick, heldout=args.heldout)
+        _write(record, outs[stage])
+        _log(f"evaluate: {stage} {'ok' if record['ok'] else 'not ok: ' + str(record.get('reason'))}")
+        if not record["ok"]:
+            break
+    return None
+
+
+def _fresh(backend):
+    """Between stages, what a fresh child had: garbage collected, the allocator's cache
+    emptied, no memory fraction (verify sets one, bench never does)."""
+    import gc
+
+    gc.collect()
+    if backend == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+        torch.cuda.set_per_process_memory_fraction(1.0)  # the whole GPU: a fresh child's default
 
 
 def cmd_ceilings(args):
@@ -334,21 +429,25 @@ def build_parser():
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
     sp.add_argument("--task", required=True)
     sp.add_argument("--probe", action="store_true", help="run the reference (CPU) and the degenerate-task check")
-    for name in ("verify", "bench"):
-        sp = common(sub.add_parser(name, help=f"{name} a candidate"))
+    for name in ("verify", "bench", "evaluate"):
+        if name == "evaluate":  # three records, one file each: no --out
+            sp = sub.add_parser(name, help="quick check, full verification and timing of a candidate in one process")
+        else:
+            sp = common(sub.add_parser(name, help=f"{name} a candidate"))
         sp.add_argument("--task", required=True)
-        sp.add_argument("--candidate")
+        sp.add_argument("--candidate", required=name == "evaluate")
         sp.add_argument("--artifact")
         sp.add_argument("--cache")
         sp.add_argument("--define", action="append")
         sp.add_argument("--nvcc-flag", action="append")
         sp.add_argument("--seed", type=int)
-        if name == "verify":
+        if name in ("verify", "evaluate"):
             sp.add_argument("--heldout", action="store_true", help="include held-out configurations (final verification)")
             sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
             sp.add_argument("--trials", type=int, default=2)
-            sp.add_argument("--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)")
-        else:
+            if name == "verify":
+                sp.add_argument("--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)")
+        if name in ("bench", "evaluate"):
             sp.add_argument("--baseline")
             sp.add_argument("--baseline-artifact")
             sp.add_argument("--no-baseline", action="store_true")
@@ -357,13 +456,16 @@ def build_parser():
             sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
             sp.add_argument("--no-probe-cache", action="store_true",
                             help="profile the reference on every configuration, never reading the probe cache")
+        if name == "evaluate":
+            for stage in STAGES:
+                sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
     common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
     sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
     return p
 
 
 COMMANDS = {"device": cmd_device, "static": cmd_static, "build": cmd_build, "inspect": cmd_inspect,
-            "verify": cmd_verify, "bench": cmd_bench, "ceilings": cmd_ceilings}
+            "verify": cmd_verify, "bench": cmd_bench, "evaluate": cmd_evaluate, "ceilings": cmd_ceilings}
 
 
 def main(argv):
@@ -380,5 +482,6 @@ def main(argv):
     except Exception:  # noqa: BLE001 — the harness itself failed: say so on stderr, exit non-zero
         traceback.print_exc()
         return 4
-    _write(record, args.out)
+    if record is not None:  # evaluate wrote its own records
+        _write(record, args.out)
     return 0

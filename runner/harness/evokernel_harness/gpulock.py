@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 
-GPU_COMMANDS = ("verify", "bench", "ceilings")
+GPU_COMMANDS = ("verify", "bench", "evaluate", "ceilings")
 HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server) holds the lock
 
 

@@ -1,8 +1,9 @@
 // The real Evaluator and Rechecker, on the harness: each candidate source is written to a
 // file of its own, then goes through the cascade of evaluate.ts (static check → build in the
 // pool → quick check on the smallest configuration → full verification → timing beside the
-// baseline, without torch.compile). Builds run in parallel; GPU work waits its turn in one
-// queue, so proposing and compiling overlap the timing of another candidate.
+// baseline, without torch.compile; the three GPU steps in one harness child). Builds run in
+// parallel; GPU work waits its turn in one queue, so proposing and compiling overlap the
+// timing of another candidate.
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
@@ -43,6 +44,11 @@ export type HarnessEvaluatorOptions = {
   harness?: Partial<HarnessCalls>;
   onEvent?: (event: EvaluationEvent) => void;
   timeouts?: EvaluateOptions["timeouts"];
+  /**
+   * A search candidate's quick check, full check and timing in one harness child (on by
+   * default; false: three children, as before).
+   */
+  oneChild?: boolean;
   /**
    * Seconds of timing per configuration while searching (0.5): a screen, since the winner is
    * timed again at the harness's full budget before it is called one.
@@ -93,6 +99,7 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
     async evaluate(variant) {
       const result = await cascade(variant, {
         quick: true,
+        oneChild: options.oneChild ?? true,
         bench: {
           baseline: options.baseline,
           compile: false,

@@ -216,6 +216,140 @@ export async function bench(task: string, options: BenchOptions = {}): Promise<B
   });
 }
 
+export type EvaluateStage = "quick" | "verify" | "bench";
+
+/** What `evaluate` wrote, stage by stage: null for a stage after one that was not ok. */
+export type EvaluateRecords = {
+  quick: VerifyRecord | null;
+  verify: VerifyRecord | null;
+  bench: BenchRecord | null;
+};
+
+export type EvaluateOptions = Omit<CallOptions, "timeoutMs"> &
+  Omit<VerifyOptions, keyof CallOptions | "quick"> &
+  Omit<BenchOptions, keyof CallOptions | "candidate" | "artifact"> & {
+    /** The limits of the separate commands (10 minutes each): the child gets their sum. */
+    verifyTimeoutMs?: number;
+    benchTimeoutMs?: number;
+    /**
+     * Each stage's record as it ends, in order (seen by polling while the child runs; a
+     * failed record for the stage a crash or a timeout interrupted comes after the child).
+     */
+    onRecord?: (stage: EvaluateStage, record: VerifyRecord | BenchRecord) => void;
+    /** How often the records' files are looked for while the child runs (100 ms). */
+    pollMs?: number;
+  };
+
+const EVALUATE_STAGES: readonly EvaluateStage[] = ["quick", "verify", "bench"];
+
+/**
+ * The search's cascade in one harness child: the quick check (smallest configuration), the
+ * full verification, then timing beside the baseline (without a candidate, nothing to do).
+ * The child writes each stage's record to a file of its own and stops after the first that
+ * is not ok. A child that crashes or times out gives a failed record for the stage it was in.
+ */
+export async function evaluate(
+  task: string,
+  candidate: string,
+  options: EvaluateOptions = {},
+): Promise<EvaluateRecords> {
+  const timeoutMs = (options.verifyTimeoutMs ?? 600_000) + (options.benchTimeoutMs ?? 600_000);
+  const dir = await mkdtemp(join(tmpdir(), "evokernel-"));
+  const outs = Object.fromEntries(
+    EVALUATE_STAGES.map((stage) => [stage, join(dir, `${stage}.json`)]),
+  ) as Record<EvaluateStage, string>;
+  const argv = [
+    "evaluate",
+    "--task",
+    resolve(task),
+    "--candidate",
+    resolve(candidate),
+    ...(options.artifact ? ["--artifact", options.artifact] : []),
+    ...(options.heldout ? ["--heldout"] : []),
+    ...(options.device === undefined ? [] : ["--device", options.device]),
+    ...(options.seed === undefined ? [] : ["--seed", String(options.seed)]),
+    ...(options.baseline === undefined ? [] : ["--baseline", resolve(options.baseline)]),
+    ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
+    ...(options.compile === false ? ["--no-compile"] : []),
+    ...(options.budgetS === undefined ? [] : ["--budget", String(options.budgetS)]),
+    ...["--ceilings", join(cacheDir(), "ceilings.json")],
+    ...EVALUATE_STAGES.flatMap((stage) => [`--${stage}-out`, outs[stage]]),
+  ];
+  const records: EvaluateRecords = { quick: null, verify: null, bench: null };
+  let next = 0; // the stage whose record comes next
+  let stopped = false; // a record that is not ok ended the run
+  const where = {
+    task,
+    ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
+  };
+  function take(stage: EvaluateStage, record: VerifyRecord | BenchRecord): void {
+    if (record.kind === "bench") records.bench = record;
+    else if (stage !== "bench") records[stage] = record;
+    next += 1;
+    stopped = !record.ok;
+    options.onRecord?.(stage, record);
+  }
+  function failed(stage: EvaluateStage, failure: Failure): VerifyRecord | BenchRecord {
+    if (stage === "bench") return failedBench(failure, where);
+    const seed = options.seed === undefined ? {} : { seed: options.seed };
+    return failedVerify(failure, { ...where, candidate, ...seed });
+  }
+  /** Takes the records written so far, in order, up to the first that is not there yet. */
+  async function collect(): Promise<void> {
+    while (!stopped && next < EVALUATE_STAGES.length) {
+      const stage = EVALUATE_STAGES[next] as EvaluateStage;
+      const text = await readFile(outs[stage], "utf8").catch(() => null);
+      if (text === null) return;
+      try {
+        const schema = stage === "bench" ? benchRecordSchema : verifyRecordSchema;
+        take(stage, parseRecordText(schema, text, stage === "bench" ? "bench" : "verify"));
+      } catch (error) {
+        if (!(error instanceof HarnessError)) throw error;
+        take(stage, failed(stage, { status: "error", message: error.message, log: error.log }));
+      }
+    }
+  }
+  try {
+    let ended = false;
+    const running = (options.runner ?? directRunner)(argv, timeoutMs).finally(() => {
+      ended = true;
+    });
+    const pollMs = options.pollMs ?? 100;
+    while (!ended) {
+      await Promise.race([running.catch(() => undefined), delay(pollMs)]);
+      if (!ended) await collect();
+    }
+    let failure: Failure | null;
+    let log = "";
+    try {
+      const outcome = await running;
+      failure = failureOf(outcome, timeoutMs);
+      log = outcome.log;
+    } catch (error) {
+      if (!(error instanceof HarnessError)) throw error;
+      failure = { status: "error", message: error.message, log: error.log };
+    }
+    await collect(); // what the child wrote last, before it ended
+    if (!stopped && next < EVALUATE_STAGES.length) {
+      // the stage that was running when the child ended wrote nothing: a failed record
+      const stage = EVALUATE_STAGES[next] as EvaluateStage;
+      const none = {
+        status: "error" as const,
+        message: `the harness wrote no ${stage} record`,
+        log,
+      };
+      take(stage, failed(stage, failure ?? none));
+    }
+    return records;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 export async function device(options: CallOptions = {}): Promise<DeviceRecord> {
   return recordOrThrow(
     await call(["device"], deviceRecordSchema, "device", options, 120_000),
