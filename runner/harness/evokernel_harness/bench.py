@@ -75,6 +75,12 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     profile = None
     task_hash = None
     for ci, config in enumerate(task.visible_configs()):
+        key = None
+        if probe_cache is not None:
+            task_hash = task_hash or task_digest(task)
+            key = probe_key(task_hash, task, config, device_info)
+        about = {"task": task.name, "config": config.name, "gpu": device_info.get("name")}
+
         def measure(ci=ci, config=config):
             probe = task.make_case(config, seed + 31 * ci, device)
             with grad_ctx():
@@ -83,9 +89,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         if probe_cache is None:
             device_ms = measure()
         else:
-            task_hash = task_hash or task_digest(task)
-            device_ms, hit = probe_cache.probe(probe_key(task_hash, task, config, device_info), measure,
-                                               {"task": task.name, "config": config.name, "gpu": device_info.get("name")})
+            device_ms, hit = probe_cache.probe(key, measure, about)
             if hit:
                 log(f"bench {config.name}: reference probe from the cache ({device_ms * 1e3:.1f} µs a call)")
         launch_bound = device_ms is not None and device_ms < TINY_MS
@@ -115,7 +119,10 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         with grad_ctx():
             ref_out = task.invoke(ref, cases[0].clone())
         phases.lap("inputs")
-        nbytes, flops = task.cost(config, cases[0], ref_out)
+        if probe_cache is None:
+            nbytes, flops = task.cost(config, cases[0], ref_out)
+        else:
+            (nbytes, flops), _ = probe_cache.cost(key, lambda: task.cost(config, cases[0], ref_out), about)
         floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), ceilings)
         impls = {"eager": lambda case: task.invoke(ref, case)}
         phases.lap("cost")
@@ -208,6 +215,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
         message = (f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
                    "no headline speedup; add a larger configuration to measure the kernel")
-    cache = None if probe_cache is None else {"hits": probe_cache.hits, "misses": probe_cache.misses}
+    cache = None if probe_cache is None else {"hits": probe_cache.hits, "misses": probe_cache.misses,
+                                              "costHits": probe_cache.cost_hits, "costMisses": probe_cache.cost_misses}
     return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out, "notes": notes,
             "profile": profile, "phases": phases.seconds, "probeCache": cache, "seconds": time.perf_counter() - start}

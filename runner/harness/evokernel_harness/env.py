@@ -1,5 +1,6 @@
 """What this machine is: device, versions, dtypes. Read once; no side effects beyond CUDA init."""
 
+import functools
 import platform
 import subprocess
 
@@ -24,7 +25,10 @@ def dtype_name(dtype):
     return DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
 
 
+@functools.lru_cache(maxsize=1)
 def _driver_version():
+    """The driver and the SM clock, read once per process (nvidia-smi takes ~0.1 s, and an
+    `evaluate` child describes the device in each of its three records)."""
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version,clocks.sm", "--format=csv,noheader,nounits"],

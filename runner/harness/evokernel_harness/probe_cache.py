@@ -1,9 +1,10 @@
 """A cache of bench's reference probe: the GPU time of the kernels one call of the reference
-launches on a configuration (is it launch-bound?). That is a property of the task, the
-configuration and the machine, never of the candidate, so a search profiles the reference
-once per configuration instead of once per candidate.
+launches on a configuration (is it launch-bound?), and the configuration's roofline cost (bytes
+moved, flops counted on the reference: torch's FlopCounterMode costs seconds on its first use in
+a process). Both are properties of the task, the configuration and the machine, never of the
+candidate, so a search measures them once per configuration instead of once per candidate.
 
-One small JSON file per key under <cache>/probe/. The key hashes the task's files (every
+One small JSON file per key under <cache>/probe/ (the cost's key is the probe's, suffixed). The key hashes the task's files (every
 regular file of its folder, or the KernelBench file, plus the reference it names), the
 configuration (name and dims), the GPU, the driver, CUDA and torch versions. An entry that
 cannot be read, does not parse or does not hold a positive finite time is a miss; a miss is
@@ -80,33 +81,39 @@ def _valid_ms(value):
             and math.isfinite(value) and value > 0)
 
 
+def cost_key(key):
+    """The key of a configuration's cost entry, from its probe key."""
+    return hashlib.sha256(f"{key}:cost".encode()).hexdigest()
+
+
+def _valid_cost(nbytes, flops):
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (nbytes, flops))
+    return ints and nbytes > 0 and flops >= 0
+
+
 class ProbeCache:
     def __init__(self, folder, max_entries=MAX_ENTRIES):
         self.folder = folder
         self.max_entries = max_entries
         self.hits = 0
         self.misses = 0
+        self.cost_hits = 0
+        self.cost_misses = 0
 
     def _file(self, key):
         return os.path.join(self.folder, key[:40] + ".json")
 
-    def get(self, key):
-        """The cached time in ms, or None (absent, unreadable, corrupt: a miss)."""
+    def _read(self, key):
         try:
             with open(self._file(key)) as f:
                 entry = json.load(f)
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, dict) or entry.get("key") != key or not _valid_ms(entry.get("deviceMs")):
-            return None
-        return float(entry["deviceMs"])
+        return entry if isinstance(entry, dict) and entry.get("key") == key else None
 
-    def put(self, key, device_ms, about=None):
-        """Writes an entry (never a None or non-positive time); a cache that cannot be written
-        is no failure, the next bench measures again."""
-        if not _valid_ms(device_ms):
-            return False
-        entry = {"key": key, "deviceMs": float(device_ms), "at": time.time(), **(about or {})}
+    def _write(self, key, fields, about=None):
+        """Writes an entry; a cache that cannot be written is no failure (measured again next time)."""
+        entry = {"key": key, **fields, "at": time.time(), **(about or {})}
         try:
             os.makedirs(self.folder, exist_ok=True)
             tmp = f"{self._file(key)}.{os.getpid()}.tmp"
@@ -117,6 +124,37 @@ class ProbeCache:
         except OSError:
             return False
         return True
+
+    def _touch(self, key):
+        try:  # used: the last to be pruned
+            os.utime(self._file(key))
+        except OSError:
+            pass
+
+    def get(self, key):
+        """The cached time in ms, or None (absent, unreadable, corrupt: a miss)."""
+        entry = self._read(key)
+        if entry is None or not _valid_ms(entry.get("deviceMs")):
+            return None
+        return float(entry["deviceMs"])
+
+    def put(self, key, device_ms, about=None):
+        """Writes an entry (never a None or non-positive time)."""
+        if not _valid_ms(device_ms):
+            return False
+        return self._write(key, {"deviceMs": float(device_ms)}, about)
+
+    def get_cost(self, key):
+        """The cached (bytes, flops), or None (a miss)."""
+        entry = self._read(cost_key(key))
+        if entry is None or not _valid_cost(entry.get("bytes"), entry.get("flops")):
+            return None
+        return int(entry["bytes"]), int(entry["flops"])
+
+    def put_cost(self, key, nbytes, flops, about=None):
+        if not _valid_cost(nbytes, flops):
+            return False
+        return self._write(cost_key(key), {"bytes": int(nbytes), "flops": int(flops)}, about)
 
     def _prune(self):
         try:
@@ -143,12 +181,22 @@ class ProbeCache:
         cached = self.get(key)
         if cached is not None:
             self.hits += 1
-            try:  # used: the last to be pruned
-                os.utime(self._file(key))
-            except OSError:
-                pass
+            self._touch(key)
             return cached, True
         self.misses += 1
         value = measure()
         self.put(key, value, about)
         return value, False
+
+    def cost(self, key, compute, about=None):
+        """((bytes, flops), hit): the cached cost of the probe key's configuration, or
+        compute() run and its result stored."""
+        cached = self.get_cost(key)
+        if cached is not None:
+            self.cost_hits += 1
+            self._touch(cost_key(key))
+            return cached, True
+        self.cost_misses += 1
+        nbytes, flops = compute()
+        self.put_cost(key, nbytes, flops, about)
+        return (nbytes, flops), False

@@ -184,6 +184,73 @@ class ProbeCacheTest(unittest.TestCase):
             self.assertLess(os.path.getsize(os.path.join(self.folder, name)), 1024)
 
 
+class CostCacheTest(unittest.TestCase):
+    """A configuration's roofline cost (bytes, flops) is cached beside its probe: the flop
+    count runs torch's FlopCounterMode, seconds on its first use in a process."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.folder = os.path.join(self.tmp, "probe")
+        self.calls = 0
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def compute(self, value=(4096, 1000)):
+        def run():
+            self.calls += 1
+            return value
+        return run
+
+    def test_a_miss_computes_and_stores_then_hits_across_processes(self):
+        key = "k" * 64
+        first = ProbeCache(self.folder)
+        self.assertEqual(first.cost(key, self.compute()), ((4096, 1000), False))
+        again = ProbeCache(self.folder)
+        self.assertEqual(again.cost(key, self.compute((1, 1))), ((4096, 1000), True))
+        self.assertEqual(self.calls, 1)
+        self.assertEqual((again.cost_hits, again.cost_misses, again.hits, again.misses), (1, 0, 0, 0))
+
+    def test_the_cost_and_the_probe_of_one_key_are_separate_entries(self):
+        key = "k" * 64
+        cache = ProbeCache(self.folder)
+        cache.probe(key, lambda: 0.5)
+        self.assertIsNone(cache.get_cost(key))
+        cache.cost(key, self.compute((8, 0)))
+        self.assertEqual(cache.get(key), 0.5)
+        self.assertEqual(cache.get_cost(key), (8, 0))
+        self.assertEqual(len(os.listdir(self.folder)), 2)
+
+    def test_a_corrupt_or_implausible_cost_is_a_miss(self):
+        key = "c" * 64
+        cache = ProbeCache(self.folder)
+        cache.cost(key, self.compute())
+        path = cache._file(probe_cache.cost_key(key))
+        for bad in ("{not json", json.dumps({"key": probe_cache.cost_key(key), "bytes": 0, "flops": 1}),
+                    json.dumps({"key": probe_cache.cost_key(key), "bytes": 10, "flops": -1}),
+                    json.dumps({"key": probe_cache.cost_key(key), "bytes": 10.5, "flops": 1}),
+                    json.dumps({"key": probe_cache.cost_key(key), "bytes": True, "flops": 1}),
+                    json.dumps({"key": key, "bytes": 10, "flops": 1})):
+            with self.subTest(bad=bad):
+                with open(path, "w") as f:
+                    f.write(bad)
+                self.assertEqual(cache.cost(key, self.compute((16, 2))), ((16, 2), False))
+                self.assertEqual(cache.get_cost(key), (16, 2))
+
+    def test_a_native_task_that_declares_its_flops_runs_no_flop_counter(self):
+        from evokernel_harness.tasks.base import Config
+
+        task = load_task(os.path.join(REPO, "kernels", "gemm_bias_relu"))
+        config = Config(name="tiny", dims={**task.configs[0].dims, "M": 8, "N": 8, "K": 8})
+        case = task.make_case(config, 1, "cpu")
+        out = task.invoke(task.reference_entry(), case.clone())
+        with mock.patch("evokernel_harness.tasks.base.count_flops", side_effect=AssertionError("counted")):
+            nbytes, flops = task.cost(config, case, out)
+        self.assertEqual(flops, 2 * 8 * 8 * 8)
+        self.assertEqual(nbytes, sum(t.numel() * t.element_size() for _, t in case.tensors())
+                         + sum(t.numel() * t.element_size() for t in out))
+
+
 class VerifyPhasesTest(unittest.TestCase):
     def test_a_verify_record_says_where_its_seconds_went(self):
         with tempfile.TemporaryDirectory() as tmp:

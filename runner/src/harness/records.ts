@@ -243,9 +243,17 @@ export const benchRecordSchema = z.object({
    * profile, inputs, cost: the roofline's bytes and flops, compile, timing, checks, profiler).
    */
   phases: z.record(z.string(), z.number().nonnegative()).default({}),
-  /** The reference probes read from the harness's cache (hits) and measured (misses); null: no cache. */
+  /**
+   * The reference probes read from the harness's cache (hits) and measured (misses), and the
+   * same for the configurations' roofline costs; null: no cache.
+   */
   probeCache: z
-    .object({ hits: z.number().int().nonnegative(), misses: z.number().int().nonnegative() })
+    .object({
+      hits: z.number().int().nonnegative(),
+      misses: z.number().int().nonnegative(),
+      costHits: z.number().int().nonnegative().default(0),
+      costMisses: z.number().int().nonnegative().default(0),
+    })
     .nullable()
     .default(null),
   seconds: z.number().nonnegative(),

@@ -112,9 +112,14 @@ class Task:
         """(bytes, flops) for the roofline: inputs read once, outputs written once; flops
         counted on a run of the reference (matrix products, convolutions, attention: what
         torch's FlopCounterMode counts), so a GEMM's floor is not its bytes alone."""
+        return self.cost_bytes(case, outputs), self.cost_flops(case)
+
+    def cost_bytes(self, case, outputs):
         nbytes = sum(t.numel() * t.element_size() for _, t in case.tensors())
-        nbytes += sum(t.numel() * t.element_size() for t in outputs)
-        return nbytes, count_flops(lambda: self.invoke(self.reference_entry(), case.clone()))
+        return nbytes + sum(t.numel() * t.element_size() for t in outputs)
+
+    def cost_flops(self, case):
+        return count_flops(lambda: self.invoke(self.reference_entry(), case.clone()))
 
     def prune(self, device):
         """Drop configurations the reference cannot run (derived ones only; see KernelBench)."""
