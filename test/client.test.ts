@@ -8,8 +8,10 @@ import {
   build,
   device,
   evaluate,
+  createStaticContexts,
   inspectTask,
   staticCheck,
+  staticContext,
   verify,
 } from "../runner/src/harness/client.js";
 import type { HarnessOutcome, HarnessRunner } from "../runner/src/harness/outcome.js";
@@ -97,6 +99,51 @@ describe("static, build, bench", () => {
     expect(record.ok).toBe(false);
     expect(record.findings[0]?.code).toBe("harness-crash");
     expect(fake.calls[0]).toContain("--relaxed");
+  });
+
+  it("static: with the task's context, the harness gets its ops and library rule, not the task", async () => {
+    const fake = fakeRunner((argv) =>
+      argv[0] === "static-context"
+        ? {
+            record: {
+              schema: 1,
+              kind: "static-context",
+              task: "softmax",
+              referenceOps: ["softmax", "exp"],
+              libraries: "deny",
+            },
+          }
+        : { record: staticRecord() },
+    );
+    const contexts = createStaticContexts((task) => staticContext(task, { runner: fake.runner }));
+    for (const candidate of ["/c/a.cu", "/c/b.cu"]) {
+      const record = await staticCheck(candidate, { runner: fake.runner, task: "/t/softmax", contexts });
+      expect(record.ok).toBe(true);
+    }
+    // the context is asked once for the two candidates
+    expect(fake.calls.map((argv) => argv[0])).toEqual(["static-context", "static", "static"]);
+    const argv = fake.calls[1] ?? [];
+    expect(argv).not.toContain("--task");
+    expect(argv.join(" ")).toContain('--reference-ops ["softmax","exp"] --libraries deny');
+  });
+
+  it("static: a task whose context cannot be had is checked with the task, as before", async () => {
+    const fake = fakeRunner((argv) =>
+      argv[0] === "static-context"
+        ? { outcome: { exitCode: 4 } }
+        : { record: staticRecord() },
+    );
+    const contexts = createStaticContexts((task) => staticContext(task, { runner: fake.runner }));
+    await staticCheck("/c/a.cu", { runner: fake.runner, task: "/t/broken", contexts });
+    expect(fake.calls[1]?.join(" ")).toContain("--task /t/broken");
+    expect(fake.calls[1]).not.toContain("--reference-ops");
+  });
+
+  it("static: a malformed static-context record is no context", async () => {
+    const fake = fakeRunner(() => ({
+      record: { schema: 1, kind: "static-context", task: "t", referenceOps: [1], libraries: "x" },
+    }));
+    expect(await staticContext("/t/softmax", { runner: fake.runner })).toBeNull();
   });
 
   it("static: passes the record through", async () => {

@@ -81,6 +81,8 @@ export type EvaluateOptions = {
   gpu?: GpuQueue;
   /** Limits the static checks; shared by calls that share a pool (one per core by default). */
   cpu?: Limit;
+  /** The tasks' static contexts, asked once (one per call by default; a search shares one). */
+  staticContexts?: client.StaticContexts;
   harness?: Partial<HarnessCalls>;
   onEvent?: (event: EvaluationEvent) => void;
   /** Limits for one candidate's GPU steps (defaults: the client's, 10 minutes each). */
@@ -106,6 +108,7 @@ export async function evaluateCandidates(
     pool: options.pool ?? createBuildPool(),
     gpu: options.gpu ?? createGpuQueue(),
     cpu: options.cpu ?? createLimit(availableParallelism()),
+    staticContexts: options.staticContexts ?? client.createStaticContexts(),
     emit: options.onEvent ?? (() => undefined),
     gpuCall: {
       ...(options.server === undefined ? {} : { runner: options.server.run }),
@@ -122,6 +125,7 @@ type Context = {
   pool: BuildPool;
   gpu: GpuQueue;
   cpu: Limit;
+  staticContexts: client.StaticContexts;
   emit: (event: EvaluationEvent) => void;
   /** Options every GPU call gets: the fork server, the device for failed records. */
   gpuCall: Pick<client.VerifyOptions, "runner" | "knownDevice">;
@@ -141,7 +145,13 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   const none: Seconds = { compile: 0, verify: 0, time: 0 };
 
   const checked = await runStep(context, "static", candidate, () =>
-    context.cpu(() => calls.staticCheck(candidate, { task, relaxed: options.device === "cpu" })),
+    context.cpu(() =>
+      calls.staticCheck(candidate, {
+        task,
+        relaxed: options.device === "cpu",
+        contexts: context.staticContexts,
+      }),
+    ),
   );
   const afterStatic: Records = { static: checked.record, build: null, verify: null, bench: null };
   if (!checked.record.ok) return finish(staticVerdict(checked.record), afterStatic, none);

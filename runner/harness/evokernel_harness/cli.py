@@ -83,12 +83,35 @@ def cmd_static(args):
 
     source = read_source(args.candidate)
     ref_ops, libraries = frozenset(), "allow"
-    if args.task:
+    if args.reference_ops is not None:
+        # what `static-context` said of the task: no torch import here (~2 s a candidate)
+        ref_ops, libraries = frozenset(_ops_list(args.reference_ops)), args.libraries
+    elif args.task:
         from .tasks import load_task
 
         task = load_task(args.task)
         ref_ops, libraries = frozenset(task.reference_ops()), task.libraries
     return check(args.candidate, source, detect_format(args.candidate, source), ref_ops, strict=not args.relaxed, libraries=libraries)
+
+
+def _ops_list(text):
+    try:
+        ops = json.loads(text)
+    except ValueError:
+        ops = None
+    if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
+        raise SystemExit("--reference-ops must be a JSON list of op names, as `static-context` gives")
+    return ops
+
+
+def cmd_static_context(args):
+    """What the static check needs of a task (the ops its reference calls, its library rule),
+    once per search: `static --reference-ops … --libraries …` then needs no torch."""
+    from .tasks import load_task
+
+    task = load_task(args.task)
+    return {"schema": SCHEMA, "kind": "static-context", "task": task.name,
+            "referenceOps": sorted(task.reference_ops()), "libraries": task.libraries}
 
 
 def cmd_build(args):
@@ -419,6 +442,10 @@ def build_parser():
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--task")
     sp.add_argument("--relaxed", action="store_true", help="flag only the reference's own ops (CPU tests)")
+    sp.add_argument("--reference-ops", help="the task's reference ops as a JSON list (from static-context), instead of --task")
+    sp.add_argument("--libraries", choices=("allow", "deny"), default="allow", help="with --reference-ops: the task's library rule")
+    sp = common(sub.add_parser("static-context", help="what the static check needs of a task (for static --reference-ops)"))
+    sp.add_argument("--task", required=True)
     sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--cache")
@@ -464,7 +491,7 @@ def build_parser():
     return p
 
 
-COMMANDS = {"device": cmd_device, "static": cmd_static, "build": cmd_build, "inspect": cmd_inspect,
+COMMANDS = {"device": cmd_device, "static": cmd_static, "static-context": cmd_static_context, "build": cmd_build, "inspect": cmd_inspect,
             "verify": cmd_verify, "bench": cmd_bench, "evaluate": cmd_evaluate, "ceilings": cmd_ceilings}
 
 

@@ -68,6 +68,8 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
   const shared: EvaluateOptions = {
     pool,
     gpu,
+    // one search, one task: its static context is asked once, not with torch per candidate
+    staticContexts: client.createStaticContexts(),
     ...(options.server === undefined ? {} : { server: options.server }),
     ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
     ...(options.harness === undefined ? {} : { harness: options.harness }),

@@ -22,6 +22,7 @@ import {
   ceilingsSchema,
   deviceRecordSchema,
   parseRecordText,
+  staticContextSchema,
   staticRecordSchema,
   taskInfoSchema,
   verifyRecordSchema,
@@ -30,6 +31,7 @@ import {
   type Ceilings,
   type Device,
   type DeviceRecord,
+  type StaticContext,
   type StaticRecord,
   type TaskInfo,
   type VerifyRecord,
@@ -105,19 +107,68 @@ export async function inspectTask(
   return recordOrThrow(await call(argv, taskInfoSchema, "task", options, 300_000), "inspect");
 }
 
+/** The task's static context, or null where the harness cannot give one (the task does not load). */
+export async function staticContext(
+  task: string,
+  options: CallOptions = {},
+): Promise<StaticContext | null> {
+  const argv = ["static-context", "--task", resolve(task)];
+  const called = await call(argv, staticContextSchema, "static-context", options, 300_000);
+  return "record" in called ? called.record : null;
+}
+
+/**
+ * Static contexts asked once per task and kept: a static check given one starts no torch
+ * (about 2 s a candidate on the CPU, more on a GPU machine). One per search or per command:
+ * the task's files do not change under a run.
+ */
+export type StaticContexts = (task: string) => Promise<StaticContext | null>;
+
+export function createStaticContexts(
+  ask: (task: string) => Promise<StaticContext | null> = (task) => staticContext(task),
+): StaticContexts {
+  const known = new Map<string, Promise<StaticContext | null>>();
+  return (task) => {
+    const key = resolve(task);
+    let context = known.get(key);
+    if (context === undefined) {
+      context = ask(task).catch(() => null);
+      known.set(key, context);
+    }
+    return context;
+  };
+}
+
 export async function staticCheck(
   candidate: string,
   options: CallOptions & {
     task?: string;
     /** Flag only the reference's own ops: for CPU runs, where a py candidate is plain torch. */
     relaxed?: boolean;
+    /** The task's context (instead of the harness loading the task, with torch, each time). */
+    contexts?: StaticContexts;
   } = {},
 ): Promise<StaticRecord> {
+  const context =
+    options.task === undefined || options.contexts === undefined
+      ? null
+      : await options.contexts(options.task);
+  const about =
+    context !== null
+      ? [
+          "--reference-ops",
+          JSON.stringify(context.referenceOps),
+          "--libraries",
+          context.libraries,
+        ]
+      : options.task === undefined
+        ? []
+        : ["--task", resolve(options.task)];
   const argv = [
     "static",
     "--candidate",
     resolve(candidate),
-    ...(options.task === undefined ? [] : ["--task", resolve(options.task)]),
+    ...about,
     ...(options.relaxed ? ["--relaxed"] : []),
   ];
   const called = await call(argv, staticRecordSchema, "static", options, 60_000);

@@ -74,6 +74,16 @@ export const staticRecordSchema = z.object({
 });
 export type StaticRecord = z.infer<typeof staticRecordSchema>;
 
+/** What the static check needs of a task, asked once per search (`static-context`). */
+export const staticContextSchema = z.object({
+  schema: z.literal(1),
+  kind: z.literal("static-context"),
+  task: z.string(),
+  referenceOps: z.array(z.string()),
+  libraries: z.enum(["allow", "deny"]),
+});
+export type StaticContext = z.infer<typeof staticContextSchema>;
+
 export const candidateFormatSchema = z.union([
   z.literal("evk"),
   z.literal("torch-ext"),
