@@ -1,8 +1,10 @@
-"""The fork server: import torch once, then a fresh child process for every request.
+"""The fork server: import torch once, then a fresh child process for every request, except
+the search's `evaluate` requests, which go to a long-lived worker (worker.py) for as long as
+they stay clean.
 
-CUDA is initialised only in children, so each candidate gets its own context: an illegal
-memory access, a hang or a segfault ends that child, and the next request gets a healthy
-GPU. Requests and answers are JSON lines (docs/DESIGN.md, "The fork server").
+CUDA is initialised only in children (and the worker), so a candidate that ends its process
+(an illegal memory access, a hang, a segfault) leaves the next request a healthy GPU.
+Requests and answers are JSON lines (docs/DESIGN.md, "The fork server").
 """
 
 import json
@@ -13,7 +15,8 @@ import sys
 import tempfile
 import time
 
-from . import gpulock
+from . import gpulock, worker
+from .worker import Worker
 
 MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
 
@@ -74,11 +77,17 @@ def _run(req, out):
     return answer
 
 
+WORKER = Worker(_rss_bytes, MEM_LIMIT)
+
+
 def _run_child(req):
     argv, timeout = req["argv"], float(req.get("timeoutS", 300))
     fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
     os.close(fd)
     start = time.perf_counter()
+    if worker.enabled(argv):
+        answer = WORKER.run(argv, timeout, log_path)
+        return {"id": req.get("id"), **answer, "seconds": round(time.perf_counter() - start, 3), "log": _log(log_path)}
     pid = os.fork()
     if pid == 0:
         _child(argv, log_path)
@@ -105,9 +114,6 @@ def _run_child(req):
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    with open(log_path, errors="replace") as f:
-        log = f.read()[-8000:]
-    os.unlink(log_path)
     return {
         "id": req.get("id"),
         "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -115,12 +121,25 @@ def _run_child(req):
         "seconds": round(time.perf_counter() - start, 3),
         "timedOut": timed_out,
         "memKilled": mem_killed,
-        "log": log,
+        "log": _log(log_path),
     }
+
+
+def _log(log_path):
+    """The end of a child's output; the file goes."""
+    try:
+        with open(log_path, errors="replace") as f:
+            log = f.read()[-8000:]
+        os.unlink(log_path)
+    except OSError:
+        log = ""
+    return log
 
 
 def serve():
     import torch  # noqa: F401 — imported once here, inherited by every child
+
+    import torch.profiler  # noqa: F401 — likewise (the profile of a search candidate)
 
     from . import bench, compare, guards, verify  # noqa: F401 — likewise
     from .candidates import build, load  # noqa: F401
@@ -140,4 +159,5 @@ def serve():
             print(json.dumps({"id": None, "error": f"bad request: {err}"}), file=out, flush=True)
             continue
         print(json.dumps(_run(req, out)), file=out, flush=True)
+    WORKER.stop()
     return 0

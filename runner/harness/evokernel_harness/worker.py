@@ -1,0 +1,207 @@
+"""The fork server's long-lived worker: one process that runs `evaluate` requests one after
+another, so CUDA, the profiler (CUPTI: seconds on its first use in a process) and the caches a
+process builds are set up once per search instead of once per candidate.
+
+A fresh child is still where isolation needs one. The worker is retired (killed; the next
+request forks a new one) after any request that was not clean: a record that is not ok (a
+wrong, hacking or crashing candidate may have left the process or the GPU context in any
+state), an exit that is not 0, a crash, a timeout, the memory limit, or MAX_REQUESTS served.
+Only `evaluate` (the search's screen) runs here: `verify` and `bench` (a job's verdicts and
+the search's final checks on the winner) always get a fresh child, so nothing a candidate
+left in a worker can reach a verdict that is reported. EVOKERNEL_WORKER=0 turns it off.
+
+Protocol: the server writes {"argv", "log"} lines to the worker's request pipe; the worker
+runs the command with its output in `log` and answers {"exit", "reusable"} on its reply pipe.
+"""
+
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+
+MAX_REQUESTS = 100  # then a new worker: bounded growth of loaded candidate libraries
+COMMANDS = ("evaluate",)
+
+
+def enabled(argv):
+    return bool(argv) and argv[0] in COMMANDS and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
+
+
+def records_ok(argv):
+    """Every record an evaluate run wrote is ok (a bench record that only says there is no GPU
+    counts as ok: that is the machine, not the candidate)."""
+    outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--quick-out", "--verify-out", "--bench-out")]
+    if not outs:
+        return False
+    for path in outs:
+        if not os.path.exists(path):
+            return False  # a stage that never ran: an earlier one was not ok
+        try:
+            with open(path) as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            return False
+        if not record.get("ok") and record.get("reason") != "no-gpu":
+            return False
+    return True
+
+
+def _between_requests():
+    """What the next request would have had in a fresh child: garbage collected, the CUDA
+    allocator's cache emptied, the whole GPU's memory (verify sets a fraction)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.set_per_process_memory_fraction(1.0)
+
+
+def _serve(req_fd, reply_fd):
+    """The worker's loop (in the forked process; never returns)."""
+    os.setsid()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from .cli import main
+
+    requests = os.fdopen(req_fd, "r")
+    served = 0
+    for line in requests:
+        req = json.loads(line)
+        fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        code = 4
+        try:
+            code = main(req["argv"])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 2
+        except BaseException:  # noqa: BLE001
+            traceback.print_exc()
+        reusable = False
+        try:
+            reusable = code == 0 and records_ok(req["argv"])
+            if reusable:
+                _between_requests()
+        except BaseException:  # noqa: BLE001 — a context that cannot be cleaned is not reused
+            traceback.print_exc()
+            reusable = False
+        served += 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(reply_fd, (json.dumps({"exit": code, "reusable": reusable and served < MAX_REQUESTS}) + "\n").encode())
+        if not reusable:
+            break
+    os._exit(0)
+
+
+class Worker:
+    """The server's handle on its worker (None until the first request that can use one)."""
+
+    def __init__(self, rss_bytes, mem_limit):
+        self._rss_bytes = rss_bytes
+        self._mem_limit = mem_limit
+        self.pid = None
+        self.served = 0
+        self.started = 0  # workers forked, for the answer and the tests
+
+    def _start(self):
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(req_w)
+            os.close(rep_r)
+            try:
+                _serve(req_r, rep_w)
+            finally:
+                os._exit(4)
+        os.close(req_r)
+        os.close(rep_w)
+        self.pid, self._req, self._rep, self._buf, self.served = pid, req_w, rep_r, b"", 0
+        self.started += 1
+
+    def stop(self):
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        for fd in (self._req, self._rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.pid = None
+
+    def run(self, argv, timeout, log_path):
+        """One request: the answer fields of server._run_child (exit, signal, timedOut,
+        memKilled) plus reused (a worker that served before)."""
+        if self.pid is None:
+            self._start()
+        reused = self.served > 0
+        pid_at_start = self.pid
+        try:
+            os.write(self._req, (json.dumps({"argv": argv, "log": log_path}) + "\n").encode())
+        except OSError:  # the worker is gone: a new one takes the request
+            self.stop()
+            self._start()
+            reused, pid_at_start = False, self.pid
+            os.write(self._req, (json.dumps({"argv": argv, "log": log_path}) + "\n").encode())
+        start = time.perf_counter()
+        reply = status = None
+        timed_out = mem_killed = False
+        while reply is None and status is None:
+            elapsed = time.perf_counter() - start
+            ready, _, _ = select.select([self._rep], [], [], 0.02 if elapsed < 2 else 0.1)
+            if ready:
+                data = os.read(self._rep, 65536)
+                if data:
+                    self._buf += data
+                    if b"\n" in self._buf:
+                        line, self._buf = self._buf.split(b"\n", 1)
+                        reply = json.loads(line)
+                    continue
+                _, status = os.waitpid(self.pid, 0)  # the pipe closed: the worker ended
+                break
+            done, st = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                status = st
+                break
+            if elapsed > timeout:
+                timed_out = True
+            elif self._rss_bytes(self.pid) > self._mem_limit:
+                mem_killed = True
+            if timed_out or mem_killed:
+                os.killpg(self.pid, signal.SIGKILL)
+                _, status = os.waitpid(self.pid, 0)
+                break
+        if reply is not None:
+            self.served += 1
+            answer = {"exit": reply["exit"], "signal": None}
+            if not reply.get("reusable"):
+                self.stop()
+        else:
+            pid, self.pid = self.pid, None  # it ended (or was killed) mid-request: reaped above
+            for fd in (self._req, self._rep):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            try:  # whatever it started and left behind goes too
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            answer = {"exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                      "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}
+        return {**answer, "timedOut": timed_out, "memKilled": mem_killed, "reused": reused, "worker": pid_at_start}
