@@ -100,6 +100,23 @@ def _serve(req_fd, reply_fd):
     os._exit(0)
 
 
+def _close_inherited(keep):
+    """Closes every descriptor the worker inherited from the server but what it needs. Above
+    all the GPU lock: the server holds an flock while a request runs, and a lock stays held
+    while any process keeps a descriptor of it open, so a worker that kept the server's would
+    hold the GPU for good and the server's next request would wait for it forever."""
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = range(3, 1024)
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class Worker:
     """The server's handle on its worker (None until the first request that can use one)."""
 
@@ -115,8 +132,7 @@ class Worker:
         rep_r, rep_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(req_w)
-            os.close(rep_r)
+            _close_inherited(keep={0, 1, 2, req_r, rep_w})
             try:
                 _serve(req_r, rep_w)
             finally:

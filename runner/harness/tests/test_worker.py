@@ -174,5 +174,38 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((again["reused"], again["worker"]), (True, answer["worker"]))
 
 
+class InheritedLockTest(unittest.TestCase):
+    """The server holds the GPU's flock while a request runs, and forks the worker then: a lock
+    stays held while any process keeps a descriptor of it, so the worker must not keep the
+    server's (on the H100 the second evaluate waited for the lock forever)."""
+
+    def test_the_server_can_take_the_gpu_lock_again_while_its_worker_lives(self):
+        import fcntl
+
+        from evokernel_harness import server
+        from evokernel_harness.worker import Worker
+
+        with tempfile.TemporaryDirectory() as tmp:
+            lock = os.path.join(tmp, "gpu-0.lock")
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # as the server holds it around a request
+            worker = Worker(server._rss_bytes, server.MEM_LIMIT)
+            outs = {s: os.path.join(tmp, f"{s}.json") for s in ("quick", "verify", "bench")}
+            argv = ["evaluate", "--device", "cpu", "--seed", "7", "--task", SMALL_SOFTMAX, "--candidate", PASSING,
+                    "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out", outs["bench"]]
+            try:
+                answer = worker.run(argv, 120, os.path.join(tmp, "log"))
+                self.assertEqual(answer["exit"], 0)
+                os.close(fd)  # the request ended: the server lets go
+                again = os.open(lock, os.O_RDWR)
+                try:
+                    fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if the worker kept it
+                finally:
+                    os.close(again)
+                self.assertIsNotNone(worker.pid)  # the worker is alive and holds nothing
+            finally:
+                worker.stop()
+
+
 if __name__ == "__main__":
     unittest.main()
