@@ -141,6 +141,11 @@ def serve():
 
     import torch.profiler  # noqa: F401 — likewise (the profile of a search candidate)
 
+    try:  # the first profile or flop count in a process imports it: 5-7 s on the H100, per child
+        import torch._dynamo  # noqa: F401
+    except Exception:  # noqa: BLE001 — older torch, or a broken install: the children import what they need
+        pass
+
     from . import bench, compare, guards, verify  # noqa: F401 — likewise
     from .candidates import build, load  # noqa: F401
 
