@@ -5,13 +5,26 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { TaskError, UsageError } from "../../runner/src/errors.js";
-import { fileArchive, memoryArchive, type Archive } from "../../runner/src/evolve/archive.js";
-import { runEngine, type EngineOptions } from "../../runner/src/evolve/engine.js";
+import {
+  fileArchive,
+  memoryArchive,
+  type Archive,
+  type ArchiveEntry,
+} from "../../runner/src/evolve/archive.js";
+import { runEngine, type EngineEvent, type EngineOptions } from "../../runner/src/evolve/engine.js";
+import { createRng, deriveSeed } from "../../runner/src/evolve/rng.js";
 import { proposalTask } from "../../runner/src/evolve/task-context.js";
-import type { EvoConfig } from "../../runner/src/evolve/types.js";
+import type {
+  Evaluator,
+  EvoConfig,
+  ProposalContext,
+  ProposalResult,
+  Proposer,
+} from "../../runner/src/evolve/types.js";
 import { h100, taskInfo } from "../helpers/records.js";
 import {
   BASELINE,
+  evaluationOf,
   fakeClock,
   fakeEvaluator,
   fakeProposer,
@@ -38,11 +51,13 @@ function engineOptions(setup: Setup = {}): EngineOptions {
   };
 }
 
+const range = (count: number) => Array.from({ length: count }, (_, index) => index);
+
 const summary = (population: { id: string; evaluation: { fitness: number | null } }[]) =>
   population.map((individual) => `${individual.id} ${individual.evaluation.fitness}`);
 
 describe("the loop", () => {
-  it("evaluates the baseline, then proposes in generations of --parallel", async () => {
+  it("evaluates the baseline, then one proposal a number, each archived as its own generation", async () => {
     const { proposer, contexts } = fakeProposer();
     const { evaluator, evaluated } = fakeEvaluator();
     const archive = memoryArchive();
@@ -56,8 +71,8 @@ describe("the loop", () => {
     );
     expect(evaluated[0]).toBe(BASELINE);
     expect(contexts).toHaveLength(10);
-    expect(archive.entries.map((entry) => entry.generation)).toEqual(
-      expect.arrayContaining([0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3]),
+    expect(archive.entries.map((entry) => [entry.generation, entry.slot])).toEqual(
+      Array.from({ length: 11 }, (_, number) => [number, 0]),
     );
     expect(result.baseline.id).toBe("c0");
     expect(result.population.length).toBeLessThanOrEqual(5);
@@ -125,7 +140,9 @@ describe("the loop", () => {
       engineOptions({ proposer, budget: { candidates: 8, seconds: 1e6, usd: 1e6 } }),
     );
     expect(result.counts.proposalFailures).toBe(1);
-    expect(contexts[4]?.lastFailure).toEqual({
+    // proposal n sees proposals 1 … n-4: the failure of 2 is first shown to 6
+    expect(contexts[4]?.lastFailure).toBeNull();
+    expect(contexts[5]?.lastFailure).toEqual({
       source: "",
       reason: "no-code",
       message: "the reply had no code block",
@@ -218,7 +235,8 @@ describe("the three configurations", () => {
     });
     await runEngine(engineOptions({ proposer, budget: { candidates: 8, seconds: 1e6, usd: 1e6 } }));
     expect(contexts[0]?.lastFailure).toBeNull();
-    expect(contexts[4]?.lastFailure).toEqual({
+    expect(contexts[5]?.lastFailure).toBeNull(); // proposal 6 sees 1 and 2 only
+    expect(contexts[6]?.lastFailure).toEqual({
       source: "k3 fail=compile",
       reason: "compile-error",
       message: "failed at compile",
@@ -237,7 +255,7 @@ describe("budgets", () => {
     expect(result.spent.candidates).toBe(10);
   });
 
-  it("wall time: stops at the first generation that begins after it is spent", async () => {
+  it("wall time: no proposal begins once it is spent", async () => {
     const clock = fakeClock();
     const { proposer, calls } = fakeProposer();
     const { evaluator } = fakeEvaluator(clock, 100);
@@ -249,7 +267,7 @@ describe("budgets", () => {
         budget: { candidates: 100, seconds: 500, usd: 1e6 },
       }),
     );
-    // the baseline (100 s) and one generation of four (400 s) spend the 500 s
+    // the baseline (100 s) and the four proposals in flight before any finished (400 s)
     expect(calls()).toBe(4);
     expect(result.stoppedBy).toBe("seconds");
     expect(result.spent.seconds).toBe(500);
@@ -260,7 +278,8 @@ describe("budgets", () => {
     const result = await runEngine(
       engineOptions({ proposer, parallel: 2, budget: { candidates: 100, seconds: 1e6, usd: 0.5 } }),
     );
-    // 0.2, 0.4 (under), 0.6 (spent): three generations of two
+    // proposal n begins while 1 … n-2 cost under 0.5: the sixth (0.4) does, the seventh
+    // (0.5) does not
     expect(calls()).toBe(6);
     expect(result.stoppedBy).toBe("usd");
     expect(result.usage.usd).toBeCloseTo(0.6);
@@ -280,7 +299,8 @@ describe("resume", () => {
 
     dir = await mkdtemp(join(tmpdir(), "evokernel-archive-"));
     const file = join(dir, "archive.jsonl");
-    // a crash in the second generation: its other proposals still finish and are archived
+    // proposal 7 crashes: 8, 9 and 10 (which need only 1 … 6) still run and are archived;
+    // 11 needs 7 and does not begin
     const crashing = fakeProposer({ crashOn: 7 });
     const first = runEngine(
       engineOptions({
@@ -292,14 +312,17 @@ describe("resume", () => {
     );
     await expect(first).rejects.toThrow("the proposer crashed");
     const lines = (await readFile(file, "utf8")).trim().split("\n");
-    expect(lines).toHaveLength(1 + 4 + 3);
+    expect(lines).toHaveLength(1 + 6 + 3);
+    expect(lines.map((line) => (JSON.parse(line) as { generation: number }).generation)).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 8, 9, 10,
+    ]);
 
     const { proposer, calls } = fakeProposer();
     const { evaluator, evaluated } = fakeEvaluator();
     const resumed = await runEngine(
       engineOptions({ config: "full", budget, proposer, evaluator, archive: fileArchive(file) }),
     );
-    expect(calls()).toBe(20 - 7);
+    expect(calls()).toBe(20 - 9);
     expect(evaluated).not.toContain(BASELINE);
     expect(summary(resumed.population)).toEqual(summary(whole.population));
     expect(resumed.spent.candidates).toBe(20);
@@ -315,7 +338,7 @@ describe("resume", () => {
 
     const archive = memoryArchive();
     const controller = new AbortController();
-    // the user presses Ctrl-C while the second generation's proposals are in flight
+    // the user presses Ctrl-C while the sixth proposal is asked for
     const interrupted = fakeProposer({
       usd: 0.25,
       propose: (context, call) => {
@@ -327,16 +350,18 @@ describe("resume", () => {
       engineOptions({ budget, archive, proposer: interrupted.proposer, signal: controller.signal }),
     );
     expect(first.stoppedBy).toBe("interrupted");
-    expect(first.spent.candidates).toBe(4); // generation 1; none of generation 2 was evaluated
-    expect(first.usage.usd).toBeCloseTo(8 * 0.25, 10); // all 8 proposals were paid for
+    // 1 … 5 were evaluated before it; the sixth, in flight, was not
+    expect(first.spent.candidates).toBe(5);
+    expect(interrupted.calls()).toBe(6);
+    expect(first.usage.usd).toBeCloseTo(6 * 0.25, 10); // all 6 proposals were paid for
     const lost = archive.entries.filter((line) => line.failure?.reason === "interrupted");
-    expect(lost).toHaveLength(4);
+    expect(lost.map((line) => line.generation)).toEqual([6]);
 
     const { proposer, calls } = fakeProposer({ usd: 0.25 });
     const resumed = await runEngine(engineOptions({ budget, archive, proposer }));
-    expect(calls()).toBe(12 - 4);
+    expect(calls()).toBe(12 - 5);
     expect(resumed.spent.candidates).toBe(12);
-    expect(resumed.usage.usd).toBeCloseTo((8 + 8) * 0.25, 10);
+    expect(resumed.usage.usd).toBeCloseTo((6 + 7) * 0.25, 10);
     expect(summary(resumed.population)).toEqual(summary(whole.population));
   });
 
@@ -502,7 +527,343 @@ describe("dedup", () => {
       engineOptions({ proposer, budget: { candidates: 40, seconds: 1e6, usd: 1e6 }, parallel: 4 }),
     );
     expect(result.stoppedBy).toBe("proposer");
-    expect(calls()).toBe(8); // the generation that heard it ends, and no other begins
-    expect(result.counts.proposalFailures).toBe(3);
+    // the sixth says so; 7, 8 and 9 (which need only 1 … 5) are still asked, 10 is not
+    expect(calls()).toBe(9);
+    expect(result.counts.proposalFailures).toBe(4);
+  });
+});
+
+describe("the pipeline: proposal n begins once 1 … n−P have finished", () => {
+  const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+  /** Lets every promise that can settle settle. */
+  const flush = () => sleep(0);
+
+  /** Evaluations that take a random time (another one each run), or a fixed one. */
+  function timedEvaluator(delay: () => number): Evaluator {
+    return {
+      async evaluate({ source }) {
+        await sleep(delay());
+        return evaluationOf(source);
+      },
+    };
+  }
+
+  /**
+   * A learning proposer whose proposals also follow from what it has been told (as the
+   * tuner's do), with replies that take a random time or a fixed one.
+   */
+  function learningProposer(delay: () => number) {
+    const told: string[] = [];
+    const contexts: ProposalContext[] = [];
+    const proposer: Proposer = {
+      name: "learning",
+      async propose(context) {
+        contexts.push(context);
+        const heard = told.length;
+        await sleep(delay());
+        const proposal = proposalFor(context);
+        const source = `${proposal.source}// heard ${heard}\n`;
+        return { ok: true, proposal: { ...proposal, source }, usage: usage(0.01) };
+      },
+      observe: (individual) => void told.push(individual.id),
+    };
+    return { proposer, told, contexts };
+  }
+
+  /** An entry without what the clock wrote on it. */
+  const timeless = ({ elapsedS: _elapsed, at: _at, ...rest }: ArchiveEntry) => rest;
+
+  async function run(delay: () => number, setup: Setup = {}) {
+    const archive = memoryArchive();
+    const { proposer, told, contexts } = learningProposer(delay);
+    const result = await runEngine(
+      engineOptions({
+        config: "full",
+        seed: 11,
+        proposer,
+        evaluator: timedEvaluator(delay),
+        archive,
+        parallel: 4,
+        budget: { candidates: 24, seconds: 1e6, usd: 1e6 },
+        ...setup,
+      }),
+    );
+    return { result, lines: archive.entries.map(timeless), told, contexts };
+  }
+
+  it("the same seed gives the same archive however long each evaluation takes", async () => {
+    const random = () => Math.floor(Math.random() * 6);
+    const a = await run(random);
+    const b = await run(random);
+    const even = await run(() => 1);
+    expect(a.lines).toHaveLength(25);
+    // sources, contexts, parents, duplicates, and the order of the lines
+    expect(a.lines).toEqual(even.lines);
+    expect(b.lines).toEqual(even.lines);
+    expect(a.contexts).toEqual(even.contexts);
+    expect(b.contexts).toEqual(even.contexts);
+    expect(a.told).toEqual(even.told);
+    expect(summary(a.result.population)).toEqual(summary(even.result.population));
+    expect(a.result.history.map((point) => point.id)).toEqual(
+      even.result.history.map((point) => point.id),
+    );
+    // the proposer was told of exactly 1 … n−4 (and the baseline) before proposal n
+    const heard = even.lines
+      .slice(1)
+      .map((line) => /heard (\d+)/.exec(line.individual?.source ?? "")?.[1]);
+    expect(heard).toEqual(range(24).map((index) => String(Math.max(1, index + 1 - 4 + 1))));
+  });
+
+  /**
+   * Evaluations the test finishes by hand (by proposal number), and a log of the proposals
+   * that began, the generation events and the entries recorded.
+   */
+  function handEvaluator(
+    proposalOf: (context: ProposalContext, call: number) => { source: string } = (_c, call) => ({
+      source: `p${call} speed=1.${call}`,
+    }),
+  ) {
+    const log: string[] = [];
+    const numbers = new Map<string, number>();
+    const finish = new Map<number, () => void>();
+    const evaluator: Evaluator = {
+      evaluate({ source }) {
+        const number = numbers.get(source);
+        if (number === undefined) return Promise.resolve(evaluationOf(source));
+        return new Promise((resolve) => {
+          finish.set(number, () => resolve(evaluationOf(source)));
+        });
+      },
+    };
+    const { proposer, contexts } = fakeProposer({
+      propose: (context, call): ProposalResult => {
+        log.push(`begin ${call}`);
+        const proposal = { name: "k", defines: {}, insight: "", ...proposalOf(context, call) };
+        numbers.set(proposal.source, call);
+        return { ok: true, proposal, usage: usage(0.25) };
+      },
+    });
+    const onEvent = (event: EngineEvent) => {
+      if (event.type === "candidate" && event.number > 0) log.push(`record ${event.number}`);
+      if (event.type === "generation") log.push(`generation ${event.generation}: ${event.slots}`);
+    };
+    const taken = () => log.splice(0);
+    async function end(number: number) {
+      finish.get(number)?.();
+      await flush();
+      return taken();
+    }
+    return { evaluator, proposer, contexts, onEvent, end, taken };
+  }
+
+  it("a proposal begins when the one P before it finishes, not when its batch does", async () => {
+    const hand = handEvaluator();
+    const run = runEngine(
+      engineOptions({
+        ...hand,
+        parallel: 4,
+        budget: { candidates: 10, seconds: 1e6, usd: 1e6 },
+      }),
+    );
+    await flush();
+    expect(hand.taken()).toEqual(["generation 1: 4", "begin 1", "begin 2", "begin 3", "begin 4"]);
+    // 5 needs 1 alone: it begins while 2, 3 and 4 are still being evaluated
+    expect(await hand.end(1)).toEqual(["record 1", "generation 2: 4", "begin 5"]);
+    expect(await hand.end(2)).toEqual(["record 2", "begin 6"]);
+    // 5 finishing early is recorded after 3 and 4, and lets nothing begin: 7 needs 3
+    expect(await hand.end(5)).toEqual([]);
+    expect(await hand.end(3)).toEqual(["record 3", "begin 7"]);
+    expect(await hand.end(4)).toEqual([
+      "record 4",
+      "record 5",
+      "begin 8",
+      "generation 3: 2",
+      "begin 9",
+    ]);
+    expect(await hand.end(6)).toEqual(["record 6", "begin 10"]);
+    for (const number of [7, 8, 9, 10]) {
+      expect(await hand.end(number)).toEqual([`record ${number}`]);
+    }
+    const result = await run;
+    expect(result.spent.candidates).toBe(10);
+    // each context holds 1 … n−4 only (the best: the last of them), though 5, the fittest
+    // yet, had finished when 7 and 8 began
+    expect(hand.contexts.map((context) => context.best.id)).toEqual([
+      "c0",
+      "c0",
+      "c0",
+      "c0",
+      "c1",
+      "c2",
+      "c3",
+      "c4",
+      "c5",
+      "c6",
+    ]);
+  });
+
+  it("a slow first proposal holds back only what the lag says: 5 … 8 need it", async () => {
+    const hand = handEvaluator();
+    const run = runEngine(
+      engineOptions({ ...hand, parallel: 4, budget: { candidates: 8, seconds: 1e6, usd: 1e6 } }),
+    );
+    await flush();
+    hand.taken();
+    expect(await hand.end(2)).toEqual([]);
+    expect(await hand.end(3)).toEqual([]);
+    expect(await hand.end(4)).toEqual([]);
+    const log = await hand.end(1);
+    expect([...log].sort()).toEqual(
+      ["record 1", "record 2", "record 3", "record 4", "generation 2: 4"]
+        .concat(["begin 5", "begin 6", "begin 7", "begin 8"])
+        .sort(),
+    );
+    // each begins once the one four before it is recorded
+    for (const number of [5, 6, 7, 8]) {
+      expect(log.indexOf(`begin ${number}`)).toBeGreaterThan(log.indexOf(`record ${number - 4}`));
+    }
+    for (const number of [5, 6, 7, 8]) await hand.end(number);
+    expect((await run).spent.candidates).toBe(8);
+  });
+
+  it("an interrupt with proposals in flight, resumed, ends with the uninterrupted run's archive", async () => {
+    const budget = { candidates: 14, seconds: 1e6, usd: 1e6 };
+    const whole = memoryArchive();
+    const wholeRun = fakeProposer({ usd: 0.25 });
+    await runEngine(
+      engineOptions({ config: "full", budget, archive: whole, proposer: wholeRun.proposer }),
+    );
+
+    const hand = handEvaluator(proposalFor);
+    const controller = new AbortController();
+    const archive = memoryArchive();
+    const first = runEngine(
+      engineOptions({
+        config: "full",
+        budget,
+        archive,
+        proposer: hand.proposer,
+        evaluator: hand.evaluator,
+        signal: controller.signal,
+      }),
+    );
+    await flush();
+    for (const number of [1, 2, 4, 6]) await hand.end(number);
+    // 1, 2 are recorded; 4 and 6 are evaluated but wait on 3 to be recorded; 3 and 5 are
+    // being evaluated when Ctrl-C comes, and so are lost
+    controller.abort();
+    for (const number of [3, 5]) await hand.end(number);
+    const stopped = await first;
+    expect(stopped.stoppedBy).toBe("interrupted");
+    expect(hand.contexts).toHaveLength(6);
+    const kept = archive.entries.filter((line) => line.failure === null).map((l) => l.generation);
+    expect(kept).toEqual([0, 1, 2, 4, 6]);
+
+    // the resumed run asks for 3 and 5 again with the contexts they had, then goes on
+    const again = fakeProposer({ usd: 0.25 });
+    const resumed = await runEngine(
+      engineOptions({ config: "full", budget, archive, proposer: again.proposer }),
+    );
+    expect(again.calls()).toBe(14 - 4);
+    expect(resumed.spent.candidates).toBe(14);
+    expect(again.contexts.slice(0, 2)).toEqual([wholeRun.contexts[2], wholeRun.contexts[4]]);
+    const timelessOf = (entries: ArchiveEntry[]) =>
+      entries
+        .filter((line) => line.failure?.reason !== "interrupted")
+        .map(timeless)
+        .sort((a, b) => a.generation - b.generation);
+    expect(timelessOf(archive.entries)).toEqual(timelessOf(whole.entries));
+  });
+
+  it("with --parallel 1 it is the sequential loop: each proposal sees every one before it", async () => {
+    const log: string[] = [];
+    const fake = fakeProposer();
+    const proposer: Proposer = {
+      name: "fake",
+      propose: (context, signal) => {
+        log.push(`propose ${fake.calls() + 1}`);
+        return fake.proposer.propose(context, signal);
+      },
+      observe: (individual) => void log.push(`observe ${individual.id}`),
+    };
+    const { evaluator: plain } = fakeEvaluator();
+    const evaluator: Evaluator = {
+      evaluate: (variant, signal) => {
+        log.push("evaluate");
+        return plain.evaluate(variant, signal);
+      },
+    };
+    const events: string[] = [];
+    const archive = memoryArchive();
+    await runEngine(
+      engineOptions({
+        config: "free",
+        proposer,
+        evaluator,
+        archive,
+        parallel: 1,
+        budget: { candidates: 6, seconds: 1e6, usd: 1e6 },
+        onEvent: (event) => {
+          if (event.type === "generation") events.push(`${event.generation}: ${event.slots}`);
+        },
+      }),
+    );
+    // one at a time: each proposed, evaluated and learnt from before the next is asked
+    expect(log).toEqual([
+      "evaluate",
+      "observe c0",
+      ...range(6).flatMap((index) => [`propose ${index + 1}`, "evaluate", `observe c${index + 1}`]),
+    ]);
+    expect(events).toEqual(range(6).map((index) => `${index + 1}: 1`));
+    expect(archive.entries.map((entry) => [entry.generation, entry.slot])).toEqual(
+      range(7).map((number) => [number, 0]),
+    );
+    // the PRNG stream of generation n, slot 0, as the generational loop drew it
+    expect(fake.contexts.map((context) => context.seed)).toEqual(
+      range(6).map((index) => createRng(deriveSeed(7, index + 1, 0)).seed()),
+    );
+    // the best shown to proposal n is the fittest of everything before it
+    fake.contexts.forEach((context, index) => {
+      const before = archive.entries
+        .slice(0, index + 1)
+        .filter((entry) => entry.individual?.evaluation.ok === true);
+      const fittest = Math.max(...before.map((entry) => entry.individual?.evaluation.fitness ?? 0));
+      expect(context.best.evaluation.fitness).toBe(fittest);
+    });
+  });
+
+  it("an archive written in generations of several slots resumes in its last generation", async () => {
+    const archive = memoryArchive();
+    const budget = { candidates: 6, seconds: 1e6, usd: 1e6 };
+    await runEngine(engineOptions({ archive, budget }));
+    // as the generational loop wrote it: 1 … 4 in generation 1, 5 and 6 in slots 0 and 1 of
+    // generation 2 (its slots 2 and 3 were never recorded)
+    for (const [index, entry] of archive.entries.entries()) {
+      if (index === 0) continue;
+      entry.generation = index <= 4 ? 1 : 2;
+      entry.slot = index <= 4 ? index - 1 : index - 5;
+    }
+    const { proposer, calls } = fakeProposer();
+    const { evaluator, evaluated } = fakeEvaluator();
+    const resumed = await runEngine(
+      engineOptions({ archive, proposer, evaluator, budget: { ...budget, candidates: 9 } }),
+    );
+    expect(calls()).toBe(3);
+    expect(evaluated).not.toContain(BASELINE);
+    const keys = (entries: ArchiveEntry[]) =>
+      entries.map((entry) => `${entry.generation}.${entry.slot} ${entry.individual?.id}`);
+    expect(keys(archive.entries.slice(7))).toEqual(["2.2 c7", "2.3 c8", "2.4 c9"]);
+    expect(resumed.spent.candidates).toBe(9);
+    for (const point of resumed.history) expect(point.id).toBe(`c${point.candidate}`);
+    // and it goes on there when resumed again
+    const again = await runEngine(
+      engineOptions({
+        archive,
+        proposer: fakeProposer().proposer,
+        budget: { ...budget, candidates: 10 },
+      }),
+    );
+    expect(keys(archive.entries.slice(10))).toEqual(["2.5 c10"]);
+    expect(again.spent.candidates).toBe(10);
   });
 });

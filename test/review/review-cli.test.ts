@@ -200,12 +200,13 @@ describe("evokernel review", () => {
     await commit("config");
     await git("checkout", "-q", "feature");
     await git("rebase", "-q", "main");
-    // The stand-in times BLOCK_SIZE 512 fastest: the tuner finds it.
+    // The stand-in times BLOCK_SIZE 512 fastest: the tuner finds it (with this seed, in six
+    // candidates).
     const file = join(repo, "kernels", "small_softmax", "kernel.cu");
     await writeFile(file, (await readFile(file, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n"));
     await commit("drop the marker");
     const run = await runCli(
-      ["review", "--out", out, "--optimize", "--seed", "1", "--base", "main"],
+      ["review", "--out", out, "--optimize", "--seed", "2", "--base", "main"],
       {
         cwd: repo,
         env,

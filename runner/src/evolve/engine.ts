@@ -1,10 +1,14 @@
 // The evolution loop (EvoEngineer), with every effect behind a seam: the proposer, the
-// evaluator, the archive and the clock. It runs in generations: each generation's proposal
-// contexts are drawn from the population as it stood when the generation began, with a PRNG
-// stream per proposal derived from the seed; the generation's proposals run in parallel
-// (evaluations queue for the GPU inside the evaluator); survivors are chosen over everything
-// so far. Nothing depends on the order in which parallel work finishes, so a run that
-// resumes its archive ends where the uninterrupted run would have.
+// evaluator, the archive and the clock. It runs as a pipeline with a fixed lag: proposals are
+// numbered 1, 2, 3, … (the baseline is 0), and proposal n begins as soon as proposals
+// 1 … n−P have finished (P = --parallel), with a context drawn from the baseline and those
+// entries alone, never from n−P+1 … n−1 even when some of them are done, and a PRNG stream
+// of its own derived from the seed. So at most P proposals are in flight, the next one
+// begins the moment the oldest finishes (evaluations queue for the GPU inside the
+// evaluator), and no proposal waits for a whole batch. Entries are recorded, and the
+// proposer told of them, in proposal order; survivors are chosen over everything so far.
+// Nothing depends on the order in which parallel work finishes, so a run that resumes its
+// archive ends where the uninterrupted run would have. With P = 1 it is the sequential loop.
 import type { StoppedBy } from "../../../src/shared/result.js";
 import { TaskError } from "../errors.js";
 import { assertResumable, type Archive, type ArchiveEntry } from "./archive.js";
@@ -34,12 +38,15 @@ export type EngineOptions = {
   archive: Archive;
   clock: Clock;
   budget: Budget;
-  /** The kernel to beat: evaluated first (generation 0), and the first parent. */
+  /** The kernel to beat: evaluated first (proposal 0), and the first parent. */
   baseline: { source: string; defines?: Record<string, string>; flags?: string[] };
   language: Language;
   /** EvoEngineer's default: 5. */
   populationSize?: number;
-  /** Proposals per generation, in flight together (EvoEngineer: 4). */
+  /**
+   * Proposals in flight together (EvoEngineer: 4), and the lag: proposal n's context holds
+   * proposals 1 … n − parallel.
+   */
   parallel?: number;
   /** Insights shown per proposal (insight and full configurations). */
   insights?: number;
@@ -52,6 +59,11 @@ export type Spent = { candidates: number; seconds: number; usd: number };
 
 export type EngineEvent =
   | { type: "resumed"; entries: number; spent: Spent }
+  /**
+   * Progress: proposals (generation−1)·parallel+1 … generation·parallel, `slots` of which are
+   * still to be asked, begin (as places free up: it is no longer a barrier). With
+   * --parallel 1 each proposal is a generation of its own.
+   */
   | { type: "generation"; generation: number; slots: number }
   | { type: "candidate"; entry: ArchiveEntry; number: number; best: Individual; spent: Spent };
 
@@ -62,7 +74,7 @@ export type EngineResult = {
   /** The survivors, best first. */
   population: Individual[];
   best: Individual;
-  /** Every archive entry, in proposal order (generation, then slot). */
+  /** Every archive entry, in proposal order. */
   entries: ArchiveEntry[];
   history: HistoryPoint[];
   usage: Usage;
@@ -85,8 +97,6 @@ export async function runEngine(options: EngineOptions): Promise<EngineResult> {
   return run.result();
 }
 
-type Seen = { id: string; evaluation: Promise<Evaluation> };
-
 /**
  * The reason on an archive line that records only what an interrupted proposal cost: the
  * money counts, the slot does not (a resumed run asks for that proposal again).
@@ -97,18 +107,43 @@ function isLost(entry: ArchiveEntry): boolean {
   return entry.individual === null && entry.failure?.reason === INTERRUPTED;
 }
 
+/** Where proposal n is kept in the archive. */
+type Key = Pick<ArchiveEntry, "generation" | "slot">;
+
+/**
+ * Archives written when the engine ran in generations of --parallel hold several slots in a
+ * generation; such an archive goes on in its last generation, slot after slot. Every
+ * earlier generation of it is complete (a generation began only once the one before ended),
+ * so its entries are numbered in order; in the last one, a slot's number follows from the
+ * entries before it.
+ */
+type Generational = { generation: number; before: number; numbers: Map<ArchiveEntry, number> };
+
+/** What became of a proposal, recorded once every proposal before it is. */
+type Outcome =
+  | { kind: "lost"; usage: Usage }
+  | { kind: "failed"; usage: Usage; failure: { reason: string; message: string } }
+  | { kind: "candidate"; usage: Usage; individual: Individual };
+
 class Run {
+  /** The archive's entries (interrupted proposals aside), in proposal order. */
   private readonly entries: ArchiveEntry[];
   /** What proposals cut short by an interrupt cost (they hold no slot). */
   private readonly lost: Usage[];
-  private readonly seen = new Map<string, Seen>();
+  /** Each fingerprint's evaluation, shared by every proposal of it (in flight or done). */
+  private readonly seen = new Map<string, Promise<Evaluation>>();
+  /** The numbers of the entries the proposer has been told of. */
+  private readonly observed = new Set<number>();
+  private readonly generational: Generational | null;
   private readonly started: number;
   private readonly offsetS: number;
   private readonly size: number;
   private readonly parallel: number;
   private stoppedBy: StoppedBy = "candidates";
-  /** Set when a proposer says it has nothing more to offer. */
-  private proposerDone = false;
+  /** The first proposal whose proposer said it has nothing more to offer. */
+  private finalAt: number | null = null;
+  /** Proposals whose proposer threw, in proposal order. */
+  private readonly crashes: { number: number; error: unknown }[] = [];
   private runningBest: Individual | null = null;
 
   constructor(
@@ -118,57 +153,71 @@ class Run {
     assertResumable(loaded, options);
     this.entries = sortEntries(loaded.filter((entry) => !isLost(entry)));
     this.lost = loaded.filter(isLost).map((entry) => entry.usage);
+    this.generational = generationalLayout(this.entries);
     this.started = options.clock.now();
     this.offsetS = Math.max(0, ...loaded.map((entry) => entry.elapsedS));
     this.size = options.populationSize ?? DEFAULTS.populationSize;
-    this.parallel = options.parallel ?? DEFAULTS.parallel;
+    this.parallel = Math.max(1, options.parallel ?? DEFAULTS.parallel);
     for (const entry of this.entries) {
       const individual = entry.individual;
       if (individual === null || this.seen.has(individual.hash)) continue;
-      this.seen.set(individual.hash, {
-        id: individual.id,
-        evaluation: Promise.resolve(individual.evaluation),
-      });
+      this.seen.set(individual.hash, Promise.resolve(individual.evaluation));
     }
     this.runningBest = survivors(this.individuals(Infinity), 1)[0] ?? null;
-    this.observe(this.entries);
+    this.observeUpTo(Infinity);
     if (loaded.length > 0) {
       options.onEvent?.({ type: "resumed", entries: loaded.length, spent: this.spent() });
     }
   }
 
+  /**
+   * Proposal n begins once 1 … n−P have finished (recorded, or lost to an interrupt): the
+   * pipeline keeps P in flight and never waits for more than the oldest of them. The budgets
+   * stop proposals from beginning; those in flight finish and are recorded.
+   */
   async search(): Promise<void> {
     await this.evaluateBaseline();
-    for (let generation = 1; ; generation += 1) {
-      const slots = this.slotsOf(generation);
-      if (slots <= 0) {
-        this.stoppedBy = "candidates";
-        return;
+    const { budget } = this.options;
+    const recorded = new Set(this.entries.map((entry) => this.numberOf(entry)));
+    const inFlight = new Map<number, Promise<void>>();
+    let previous: Promise<void> = Promise.resolve();
+    let generation = 0;
+    this.stoppedBy = "candidates";
+    for (let number = 1; number <= budget.candidates; number += 1) {
+      if (recorded.has(number)) continue;
+      const limit = number - this.parallel;
+      const due = [...inFlight].filter(([other]) => other <= limit);
+      for (const [other] of due) inFlight.delete(other);
+      await Promise.all(due.map(([, settled]) => settled));
+      // a proposer that threw stops what would begin after it, as a budget does (the error
+      // is thrown once those in flight are recorded)
+      if (this.crashes.some((crash) => crash.number <= limit)) break;
+      const stop = this.stopBefore(limit);
+      if (stop !== null) {
+        this.stoppedBy = stop;
+        break;
       }
-      const done = new Set(this.entriesOf(generation).map((entry) => entry.slot));
-      const missing = range(slots).filter((slot) => !done.has(slot));
-      if (missing.length === 0) continue;
-      const exhausted = this.exhausted();
-      if (exhausted !== null) {
-        this.stoppedBy = exhausted;
-        return;
+      this.observeUpTo(limit);
+      const round = Math.ceil(number / this.parallel);
+      if (round !== generation) {
+        generation = round;
+        const last = Math.min(round * this.parallel, budget.candidates);
+        const slots = range(last - number + 1).filter((k) => !recorded.has(number + k)).length;
+        this.options.onEvent?.({ type: "generation", generation, slots });
       }
-      this.options.onEvent?.({ type: "generation", generation, slots: missing.length });
-      const contexts = this.contextsFor(generation);
-      const settled = await Promise.allSettled(
-        missing.map((slot) => this.runSlot(generation, slot, contexts(slot))),
-      );
-      this.observe(this.entriesOf(generation).filter((entry) => missing.includes(entry.slot)));
-      const failed = settled.find((outcome) => outcome.status === "rejected");
-      if (failed !== undefined) throw failed.reason;
-      if (this.options.signal?.aborted) {
-        this.stoppedBy = "interrupted";
-        return;
-      }
-      if (this.proposerDone) {
-        this.stoppedBy = "proposer";
-        return;
-      }
+      const context = this.contextFor(number);
+      previous = this.runProposal(number, context, previous).catch((error: unknown) => {
+        this.crashes.push({ number, error });
+      });
+      inFlight.set(number, previous);
+    }
+    await Promise.all(inFlight.values());
+    this.observeUpTo(Infinity);
+    const crash = this.crashes[0];
+    if (crash !== undefined) throw crash.error;
+    if (this.stoppedBy === "candidates") {
+      if (this.options.signal?.aborted) this.stoppedBy = "interrupted";
+      else if (this.finalAt !== null) this.stoppedBy = "proposer";
     }
   }
 
@@ -208,7 +257,7 @@ class Run {
   }
 
   private async evaluateBaseline(): Promise<void> {
-    const existing = this.entriesOf(0)[0]?.individual;
+    const existing = this.entries.find((entry) => entry.generation === 0)?.individual;
     const baseline = existing ?? (await this.evaluateNewBaseline());
     if (!baseline.evaluation.ok) {
       const { stage, reason, message } = baseline.evaluation;
@@ -225,7 +274,7 @@ class Run {
       { source, defines, flags },
       this.options.signal,
     );
-    this.seen.set(hash, { id: "c0", evaluation });
+    this.seen.set(hash, evaluation);
     const individual: Individual = {
       id: "c0",
       hash,
@@ -238,30 +287,36 @@ class Run {
       evaluation: await evaluation,
     };
     await this.record({ generation: 0, slot: 0, individual, usage: ZERO_USAGE }, 0);
-    this.observe(this.entriesOf(0));
+    this.observeUpTo(0);
     return individual;
   }
 
-  /** Tells the proposer of evaluated candidates, in proposal order (entries are sorted). */
-  private observe(entries: readonly ArchiveEntry[]): void {
+  /**
+   * Tells the proposer of the entries numbered up to `limit` it has not heard of, in
+   * proposal order: before proposal n, exactly what n's context is drawn from (a resumed
+   * run first hears the whole archive), so what a proposer learns does not depend on timing.
+   */
+  private observeUpTo(limit: number): void {
     const { proposer } = this.options;
-    if (proposer.observe === undefined) return;
-    for (const entry of entries) if (entry.individual !== null) proposer.observe(entry.individual);
+    for (const entry of this.entries) {
+      const number = this.numberOf(entry);
+      if (number > Math.max(0, limit) || this.observed.has(number)) continue;
+      this.observed.add(number);
+      if (entry.individual !== null) proposer.observe?.(entry.individual);
+    }
   }
 
-  /** Proposals in a generation: the parallelism, or what the candidate budget has left. */
-  private slotsOf(generation: number): number {
-    const before = this.entries.filter(
-      (entry) => entry.generation > 0 && entry.generation < generation,
-    ).length;
-    return Math.min(this.parallel, this.options.budget.candidates - before);
-  }
-
-  private exhausted(): StoppedBy | null {
-    const spent = this.spent();
-    if (this.options.signal?.aborted) return "interrupted";
-    if (spent.usd >= this.options.budget.usd) return "usd";
-    if (spent.seconds >= this.options.budget.seconds) return "seconds";
+  /** Why proposal limit+P may not begin, from the budgets and what 1 … limit said. */
+  private stopBefore(limit: number): StoppedBy | null {
+    const { budget, signal } = this.options;
+    if (signal?.aborted) return "interrupted";
+    if (this.finalAt !== null && this.finalAt <= limit) return "proposer";
+    // the money of the proposals the context holds (and of interrupted ones): not of those
+    // in flight, which may or may not have finished by now
+    const paid = this.entries.filter((entry) => this.numberOf(entry) <= limit);
+    const usd = sumUsage([...paid.map((entry) => entry.usage), ...this.lost]).usd;
+    if (usd >= budget.usd) return "usd";
+    if (this.spent().seconds >= budget.seconds) return "seconds";
     return null;
   }
 
@@ -279,63 +334,90 @@ class Run {
   }
 
   /**
-   * The context of each slot of a generation, from the population and the last failure as
-   * they stood before it, and a PRNG stream of the slot's own.
+   * Proposal n's context: the population and the last failure of the baseline and proposals
+   * 1 … n−P, and a PRNG stream of its own (from the seed and where n is archived).
    */
-  private contextsFor(generation: number): (slot: number) => ProposalContext {
+  private contextFor(number: number): ProposalContext {
     const { options } = this;
-    const population = survivors(this.individuals(generation), this.size);
+    const limit = number - this.parallel;
+    const population = survivors(this.individuals(limit), this.size);
     const best = population[0];
-    if (best === undefined) throw new Error("a generation began with an empty population");
-    const lastFailure = this.lastFailureBefore(generation);
-    const insightCount = options.insights ?? DEFAULTS.insights;
-    return function contextOf(slot) {
-      const rng = createRng(deriveSeed(options.seed, generation, slot));
-      const common = {
-        task: options.task,
-        config: options.config,
-        best,
-        lastFailure,
-        techniques: options.techniques ?? "",
-      };
-      if (options.config === "free") {
-        return { ...common, parents: [], operator: "new", insights: [], seed: rng.seed() };
-      }
-      if (options.config === "insight") {
-        const insights = sampleInsights(rng, population, insightCount);
-        return { ...common, parents: [], operator: "new", insights, seed: rng.seed() };
-      }
-      const operator = population.length >= 2 && rng.next() < 0.5 ? "crossover" : "mutation";
-      const parents = selectParents(rng, population, operator === "crossover" ? 2 : 1);
-      const insights = sampleInsights(rng, population, insightCount);
-      return { ...common, parents, operator, insights, seed: rng.seed() };
+    if (best === undefined) throw new Error("a proposal began with an empty population");
+    const { generation, slot } = this.keyOf(number);
+    const rng = createRng(deriveSeed(options.seed, generation, slot));
+    const common = {
+      task: options.task,
+      config: options.config,
+      best,
+      lastFailure: this.lastFailureUpTo(limit),
+      techniques: options.techniques ?? "",
     };
+    const insightCount = options.insights ?? DEFAULTS.insights;
+    if (options.config === "free") {
+      return { ...common, parents: [], operator: "new", insights: [], seed: rng.seed() };
+    }
+    if (options.config === "insight") {
+      const insights = sampleInsights(rng, population, insightCount);
+      return { ...common, parents: [], operator: "new", insights, seed: rng.seed() };
+    }
+    const operator = population.length >= 2 && rng.next() < 0.5 ? "crossover" : "mutation";
+    const parents = selectParents(rng, population, operator === "crossover" ? 2 : 1);
+    const insights = sampleInsights(rng, population, insightCount);
+    return { ...common, parents, operator, insights, seed: rng.seed() };
   }
 
-  private async runSlot(generation: number, slot: number, context: ProposalContext) {
+  /**
+   * Proposes and evaluates proposal n at once, then records it once `previous` (proposal
+   * n−1, or the last one before it this run asked for) has settled: entries, archive lines
+   * and candidate events come in proposal order, whatever finishes first.
+   */
+  private async runProposal(
+    number: number,
+    context: ProposalContext,
+    previous: Promise<void>,
+  ): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome = await this.propose(number, context);
+    } finally {
+      await previous;
+    }
+    const { generation, slot } = this.keyOf(number);
+    if (outcome.kind === "lost") return this.recordLost(generation, slot, outcome.usage);
+    if (outcome.kind === "failed") {
+      const { usage, failure } = outcome;
+      return this.record({ generation, slot, individual: null, usage, failure }, number);
+    }
+    const { usage, individual } = outcome;
+    // the first proposal of this fingerprint is the original: every one before this one has
+    // been recorded (or lost), so it does not matter which of them proposed it first
+    const original = this.entries.find(
+      (entry) => this.numberOf(entry) < number && entry.individual?.hash === individual.hash,
+    );
+    const duplicateOf = original?.individual?.id ?? null;
+    await this.record({ generation, slot, individual, usage, duplicateOf }, number);
+  }
+
+  private async propose(number: number, context: ProposalContext): Promise<Outcome> {
     const { options } = this;
     const proposed: ProposalResult = await options.proposer.propose(context, options.signal);
-    if (options.signal?.aborted) return this.recordLost(generation, slot, proposed.usage);
-    const number = this.numberOf(generation, slot);
+    if (options.signal?.aborted) return { kind: "lost", usage: proposed.usage };
     if (!proposed.ok) {
-      if (proposed.final === true) this.proposerDone = true;
+      if (proposed.final === true) this.finalAt = Math.min(this.finalAt ?? number, number);
       const failure = { reason: proposed.reason, message: proposed.message };
-      await this.record(
-        { generation, slot, individual: null, usage: proposed.usage, failure },
-        number,
-      );
-      return;
+      return { kind: "failed", usage: proposed.usage, failure };
     }
     const { source, defines, insight, flags = [] } = proposed.proposal;
     const hash = fingerprint(source, defines, options.language, flags);
-    const id = `c${number}`;
-    const known = this.seen.get(hash);
-    const evaluation =
-      known?.evaluation ?? options.evaluator.evaluate({ source, defines, flags }, options.signal);
-    if (known === undefined) this.seen.set(hash, { id, evaluation });
+    // one evaluation per fingerprint: a proposal of one in flight or done waits for it
+    let evaluation = this.seen.get(hash);
+    if (evaluation === undefined) {
+      evaluation = options.evaluator.evaluate({ source, defines, flags }, options.signal);
+      this.seen.set(hash, evaluation);
+    }
     const parents = context.parents.length > 0 ? context.parents : [context.best];
     const individual: Individual = {
-      id,
+      id: `c${number}`,
       hash,
       source,
       defines,
@@ -345,9 +427,8 @@ class Run {
       proposer: options.proposer.name,
       evaluation: await evaluation,
     };
-    if (options.signal?.aborted) return this.recordLost(generation, slot, proposed.usage);
-    const duplicateOf = known?.id ?? null;
-    await this.record({ generation, slot, individual, usage: proposed.usage, duplicateOf }, number);
+    if (options.signal?.aborted) return { kind: "lost", usage: proposed.usage };
+    return { kind: "candidate", usage: proposed.usage, individual };
   }
 
   private async record(
@@ -412,25 +493,29 @@ class Run {
     this.lost.push(usage);
   }
 
-  /** Candidate numbers count proposals in order: generation, then slot (the baseline is 0). */
-  private numberOf(generation: number, slot: number): number {
-    const before = this.entries.filter(
-      (entry) => entry.generation > 0 && entry.generation < generation,
-    ).length;
-    return before + slot + 1;
+  /** An entry's proposal number (the baseline is 0): its generation, one per proposal. */
+  private numberOf(entry: ArchiveEntry): number {
+    if (entry.generation === 0) return 0;
+    const old = this.generational;
+    if (old === null) return entry.generation;
+    if (entry.generation === old.generation) return old.before + entry.slot + 1;
+    return old.numbers.get(entry) ?? 0;
   }
 
-  private entriesOf(generation: number): ArchiveEntry[] {
-    return this.entries.filter((entry) => entry.generation === generation);
+  /** Where proposal n is archived: generation n, slot 0 (an old archive: see Generational). */
+  private keyOf(number: number): Key {
+    const old = this.generational;
+    if (old === null) return { generation: number, slot: 0 };
+    return { generation: old.generation, slot: number - old.before - 1 };
   }
 
-  /** Each fingerprint once (its first proposal), from generations before `generation`. */
-  private individuals(generation: number): Individual[] {
+  /** Each fingerprint once (its first proposal), of the baseline and proposals 1 … limit. */
+  private individuals(limit: number): Individual[] {
     const hashes = new Set<string>();
     const individuals: Individual[] = [];
     for (const entry of this.entries) {
       const individual = entry.individual;
-      if (entry.generation >= generation || individual === null) continue;
+      if (this.numberOf(entry) > Math.max(0, limit) || individual === null) continue;
       if (hashes.has(individual.hash)) continue;
       hashes.add(individual.hash);
       individuals.push(individual);
@@ -438,11 +523,11 @@ class Run {
     return individuals;
   }
 
-  private lastFailureBefore(generation: number): ProposalContext["lastFailure"] {
+  private lastFailureUpTo(limit: number): ProposalContext["lastFailure"] {
     const failures = this.entries.filter(
       (entry) =>
         entry.generation > 0 &&
-        entry.generation < generation &&
+        this.numberOf(entry) <= limit &&
         (entry.individual === null || !entry.individual.evaluation.ok),
     );
     const last = failures.at(-1);
@@ -467,11 +552,25 @@ class Run {
       if (individual === null || !isViable(individual) || fitness === null || fitness <= best)
         continue;
       best = fitness;
-      const candidate = entry.generation === 0 ? 0 : this.numberOf(entry.generation, entry.slot);
-      points.push({ candidate, id: individual.id, seconds: entry.elapsedS, fitness });
+      points.push({
+        candidate: this.numberOf(entry),
+        id: individual.id,
+        seconds: entry.elapsedS,
+        fitness,
+      });
     }
     return points;
   }
+}
+
+/** The layout of an archive written in generations of several slots; null for any other. */
+function generationalLayout(entries: readonly ArchiveEntry[]): Generational | null {
+  const candidates = entries.filter((entry) => entry.generation > 0);
+  if (!candidates.some((entry) => entry.slot > 0)) return null;
+  const generation = Math.max(...candidates.map((entry) => entry.generation));
+  const earlier = candidates.filter((entry) => entry.generation < generation);
+  const numbers = new Map(earlier.map((entry, index) => [entry, index + 1]));
+  return { generation, before: earlier.length, numbers };
 }
 
 function sortEntries(entries: readonly ArchiveEntry[]): ArchiveEntry[] {

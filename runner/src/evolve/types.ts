@@ -149,8 +149,10 @@ export type Proposer = {
   /**
    * Optional: told of every evaluated candidate, failed ones and duplicates included (the
    * tuner learns fitness from it; without it, only from context.best and parents). The
-   * engine calls it in proposal order once each generation has ended, and for the archive's
-   * candidates when a run resumes, so what a proposer learns does not depend on timing.
+   * engine calls it in proposal order, for candidate k just before proposal k + parallel is
+   * asked (the first whose context holds k; the rest once the search ends), and for the
+   * archive's candidates when a run resumes, so what a proposer learns does not depend on
+   * timing.
    */
   observe?(individual: Individual): void;
 };
