@@ -6,7 +6,17 @@
 import { readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 
-const PHASES = ["load", "start", "probe", "inputs", "cost", "compile", "timing", "checks", "profiler"];
+const PHASES = [
+  "load",
+  "start",
+  "probe",
+  "inputs",
+  "cost",
+  "compile",
+  "timing",
+  "checks",
+  "profiler",
+];
 
 function spread(values) {
   if (values.length === 0) return "-";
@@ -25,7 +35,9 @@ function summarise(path) {
     .filter((evaluation) => evaluation !== undefined && evaluation.stage === "done");
   const baseline = entries.find((entry) => entry.generation === 0);
   const last = Math.max(...entries.map((entry) => entry.elapsedS));
-  const evaluated = entries.filter((entry) => entry.generation > 0 && entry.individual !== null).length;
+  const evaluated = entries.filter(
+    (entry) => entry.generation > 0 && entry.individual !== null,
+  ).length;
   const proposals = entries.filter((entry) => entry.generation > 0).length;
   const after = baseline === undefined ? last : last - baseline.elapsedS;
   return {
@@ -48,9 +60,7 @@ if (paths.length === 0) {
   process.exit(2);
 }
 const pad = (text, width) => String(text).padStart(width);
-console.log(
-  "# per candidate that was timed; seconds; median (min-max), the baseline c0 included",
-);
+console.log("# per candidate that was timed; seconds; median (min-max), the baseline c0 included");
 console.log(
   `${"task".padEnd(12)}${pad("n", 3)}${pad("compile", 20)}${pad("verify", 20)}${pad("time", 20)} | bench phases:` +
     PHASES.map((name) => pad(name, 20)).join(""),

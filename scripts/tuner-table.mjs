@@ -7,7 +7,9 @@
 import { readFileSync } from "node:fs";
 
 const geomean = (values) =>
-  values.length === 0 ? NaN : Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
+  values.length === 0
+    ? NaN
+    : Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
 const x = (value) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "-");
 
 function row(path) {
@@ -28,7 +30,7 @@ function row(path) {
   const search = result.search ?? {};
   const perMinute = search.seconds > 0 ? (search.evaluated / search.seconds) * 60 : NaN;
   return {
-    task: typeof result.task === "string" ? result.task : result.task?.name ?? "?",
+    task: typeof result.task === "string" ? result.task : (result.task?.name ?? "?"),
     win: result.win === true,
     speedup: result.speedup ?? {},
     knobs: result.win ? knobs.join(" ") || "(source edit)" : "-",

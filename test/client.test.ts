@@ -117,7 +117,11 @@ describe("static, build, bench", () => {
     );
     const contexts = createStaticContexts((task) => staticContext(task, { runner: fake.runner }));
     for (const candidate of ["/c/a.cu", "/c/b.cu"]) {
-      const record = await staticCheck(candidate, { runner: fake.runner, task: "/t/softmax", contexts });
+      const record = await staticCheck(candidate, {
+        runner: fake.runner,
+        task: "/t/softmax",
+        contexts,
+      });
       expect(record.ok).toBe(true);
     }
     // the context is asked once for the two candidates
@@ -129,9 +133,7 @@ describe("static, build, bench", () => {
 
   it("static: a task whose context cannot be had is checked with the task, as before", async () => {
     const fake = fakeRunner((argv) =>
-      argv[0] === "static-context"
-        ? { outcome: { exitCode: 4 } }
-        : { record: staticRecord() },
+      argv[0] === "static-context" ? { outcome: { exitCode: 4 } } : { record: staticRecord() },
     );
     const contexts = createStaticContexts((task) => staticContext(task, { runner: fake.runner }));
     await staticCheck("/c/a.cu", { runner: fake.runner, task: "/t/broken", contexts });

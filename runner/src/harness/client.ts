@@ -155,12 +155,7 @@ export async function staticCheck(
       : await options.contexts(options.task);
   const about =
     context !== null
-      ? [
-          "--reference-ops",
-          JSON.stringify(context.referenceOps),
-          "--libraries",
-          context.libraries,
-        ]
+      ? ["--reference-ops", JSON.stringify(context.referenceOps), "--libraries", context.libraries]
       : options.task === undefined
         ? []
         : ["--task", resolve(options.task)];
