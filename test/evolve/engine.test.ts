@@ -75,6 +75,7 @@ describe("the loop", () => {
       Array.from({ length: 11 }, (_, number) => [number, 0]),
     );
     expect(result.baseline.id).toBe("c0");
+    expect(result.population.length).toBeGreaterThan(0);
     expect(result.population.length).toBeLessThanOrEqual(5);
     expect(result.best).toBe(result.population[0]);
     // the population is the five fittest viable candidates, best first

@@ -46,6 +46,11 @@ describe.skipIf(!enabled)("the adversarial corpus on the GPU", () => {
   }, 1_800_000);
   afterAll(() => server.close());
 
+  it("reads a manifest that has entries for every check", () => {
+    expect(entries.length).toBeGreaterThan(0);
+    expect(new Set(entries.map((entry) => entry.check))).toEqual(new Set(["verify", "bench"]));
+  });
+
   it.each(entries.map((entry) => [entry.file, entry]))("%s", (_file, entry) => {
     const result = results.get(entry.file);
     const seen = `${result?.status} ${result?.reason}: ${result?.message}`;

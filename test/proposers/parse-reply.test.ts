@@ -141,7 +141,12 @@ describe("parseReply", () => {
     ];
     for (const text of samples) {
       for (const stopReason of ["end_turn", null, "max_tokens", "pause_turn"]) {
-        expect(() => parseReply({ text, stopReason }, parent)).not.toThrow();
+        const parsed = parseReply({ text, stopReason }, parent);
+        // only the closed fence holds code; every other sample fails with a message
+        const fenced = text.includes("```\r\nx\r\n```");
+        expect(parsed.ok, JSON.stringify(text)).toBe(fenced && stopReason !== "max_tokens");
+        if (parsed.ok) expect(parsed.source.trim()).toBe("x");
+        else expect(parsed.message.length).toBeGreaterThan(0);
       }
     }
   });
