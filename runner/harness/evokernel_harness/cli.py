@@ -193,7 +193,7 @@ def _load_for_run(args, backend):
             flags=_parse_flags(args.nvcc_flag),
         )
         if not b["ok"]:
-            raise CandidateError("compile-error:" + b["log"][-4000:])
+            raise CandidateError(b["log"][-4000:], kind="compile-error")
         artifact = b["artifact"]
     return task, path, fmt, static, Candidate(path, artifact, task)
 
@@ -232,10 +232,9 @@ def _verify_load(args, backend, rec):
     except TaskError as err:
         return None, {**rec, "reason": "task-invalid", "message": str(err)}
     except CandidateError as err:
-        msg = str(err)
-        if msg.startswith("compile-error:"):
-            return None, {**rec, "status": "compile-error", "reason": "compile-error", "message": msg[len("compile-error:"):]}
-        return None, {**rec, "status": "rejected", "reason": "load-error", "message": msg}
+        if err.kind == "compile-error":
+            return None, {**rec, "status": "compile-error", "reason": "compile-error", "message": str(err)}
+        return None, {**rec, "status": "rejected", "reason": "load-error", "message": str(err)}
 
 
 def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):

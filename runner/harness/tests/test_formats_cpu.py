@@ -92,3 +92,28 @@ class RobustKBenchTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LoadFailureRecordTest(unittest.TestCase):
+    """A candidate that does not build or load is a record with its own reason, never a
+    harness failure: the build's log for a compile error, what to do for a load error."""
+
+    def test_compile_error_carries_the_log(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "broken.cu")
+            with open(bad, "w") as f:
+                f.write('#include <evokernel.h>\nextern "C" int evk_forward(const EvkCall* call) { this is not cuda; }\n')
+            rec = harness("verify", "--device", "cpu", "--task", os.path.join(REPO, "kernels", "softmax"),
+                          "--candidate", bad, "--cache", os.path.join(tmp, "cache"))
+        self.assertEqual((rec["status"], rec["reason"]), ("compile-error", "compile-error"), rec)
+        self.assertIn("error", rec["message"])
+        self.assertFalse(rec["message"].startswith("compile-error:"), rec["message"][:80])
+
+    def test_python_candidate_without_entry_is_a_load_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "empty.py")
+            with open(bad, "w") as f:
+                f.write("import torch\n\nVALUE = 1\n")
+            rec = harness("verify", "--device", "cpu", "--task", os.path.join(FIX, "kernelbench", "23_Softmax.py"),
+                          "--candidate", bad)
+        self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)

@@ -8,7 +8,12 @@ _TRITON_RE = re.compile(r"@triton\.(?:jit|autotune)[^\n]*\n(?:\s*@[^\n]*\n)*\s*d
 
 
 class CandidateError(Exception):
-    """A candidate that cannot be loaded: a record (load-error), not a harness failure."""
+    """A candidate that cannot be loaded: a record, not a harness failure. kind is the record's
+    reason: "load-error", or "compile-error" when its build failed (the message is the log)."""
+
+    def __init__(self, message, kind="load-error"):
+        super().__init__(message)
+        self.kind = kind
 
 
 def read_source(path):
