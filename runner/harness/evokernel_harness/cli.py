@@ -300,11 +300,14 @@ def _no_gpu_bench(task, message="no CUDA GPU on this machine: timing needs one")
             "message": message, "device": device_info("cpu"), "ceilings": None, "configs": [], "seconds": 0.0}
 
 
-def _bench_run(args, started, task, candidate=None):
+def _bench_run(args, started, task, candidate=None, screen=False):
     """Timing on a loaded task (pruned for CUDA): ceilings, the baseline, the candidate (loaded
     from --candidate/--artifact here unless one is given, already loaded), then bench().
-    The record of cmd_bench."""
+    The record of cmd_bench. screen: the search's timing (evaluate): the candidate beside the
+    baseline only (the search compares nothing else), with the short head start that timing.py
+    checks call by call; bench's own timing keeps eager and the full head start."""
     from .bench import bench
+    from .timing import HEAD_START_CYCLES, SCREEN_HEAD_START_CYCLES
     from .candidates.build import build
     from .candidates.load import Candidate
     from .env import cuda_arch, device_info
@@ -344,7 +347,9 @@ def _bench_run(args, started, task, candidate=None):
 
         probes = ProbeCache(os.path.join(args.cache or _default_cache(), "probe"))
     result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget,
-                   compile_baseline=not args.no_compile, probe_cache=probes)
+                   compile_baseline=not args.no_compile, probe_cache=probes,
+                   head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
+                   time_eager=not screen)
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
@@ -391,7 +396,7 @@ def cmd_evaluate(args):
                                                        "so bench did not run")
             else:
                 task, _, _, _, cand = loaded
-                record = _bench_run(args, started, task, cand)
+                record = _bench_run(args, started, task, cand, screen=True)
         else:
             quick = stage == "quick"
             backend, rec, t0 = _verify_begin(args, started)

@@ -1,5 +1,13 @@
 """Timing: warm-up, CUDA events with a device-wide synchronise, L2 flushed before every
 call, rotating input buffers, implementations interleaved in one process, median and spread.
+
+Every timed call starts behind a head start: a sleep kernel that keeps the GPU busy while the
+host enqueues the start event and the call's work, so the events measure GPU time, not launch
+latency. The full head start (HEAD_START_CYCLES, ~0.5 ms) is most of a small kernel's timed
+call; the search's screen uses a short one (SCREEN_HEAD_START_CYCLES, ~0.1 ms) and checks each
+call: one whose host side was still enqueueing when the sleep could have ended is "exposed"
+(its events may hold launch latency). When more than EXPOSED_LIMIT of any implementation's
+calls in a configuration are exposed, the configuration is timed again with the full head start.
 """
 
 import math
@@ -15,6 +23,14 @@ sleep = torch.cuda._sleep
 # call's kernels, so the events measure GPU time, not Python and launch latency (which
 # the per-call synchronise, needed for the L2 flush, would otherwise expose).
 HEAD_START_CYCLES = 1_000_000
+SCREEN_HEAD_START_CYCLES = 200_000
+# An upper bound of the SM clock in cycles per ms (an H100 boosts to 1.98 GHz): a sleep of c
+# cycles lasts at least c / CYCLES_PER_MS ms, longer at a lower clock.
+CYCLES_PER_MS = 2.0e6
+# What a call's host side may take, short of the sleep, and still count as covered: the time
+# the GPU needs to see work the host has enqueued.
+SUBMIT_MARGIN_MS = 0.02
+EXPOSED_LIMIT = 0.05
 
 
 def stats(samples):
@@ -26,58 +42,96 @@ def stats(samples):
     return {"medianMs": q(0.5), "p20Ms": q(0.2), "p80Ms": q(0.8), "minMs": s[0], "meanMs": sum(s) / n, "n": n}
 
 
+def covered_ms(cycles):
+    """How long a call's host side may enqueue behind a head start of `cycles` and be covered."""
+    return cycles / CYCLES_PER_MS - SUBMIT_MARGIN_MS
+
+
 class Timer:
-    def __init__(self, device, l2_bytes):
+    def __init__(self, device, l2_bytes, head_start_cycles=HEAD_START_CYCLES):
         self.device = device
         self.flush_buf = torch.empty(max(2 * (l2_bytes or 50 << 20), 128 << 20) // 4, dtype=torch.float32, device=device)
+        self.head_start_cycles = head_start_cycles
+        # the last interleaved() run: the head start it ended with, and the share of each
+        # implementation's calls that were exposed
+        self.last_head_start = head_start_cycles
+        self.last_exposed = {}
+        self._overhead = {}
 
     def flush(self, i):
         self.flush_buf.fill_(float(i % 7))
 
-    def once(self, fn, arg, i, prepare=None):
-        """One timed call: (event ms, wall ms). Events on the current stream give the time;
-        the wall clock runs until a device-wide synchronise, so work left on another stream
-        (hack 3) shows as wall time far above event time."""
+    def once(self, fn, arg, i, prepare=None, cycles=None):
+        """One timed call: (event ms, wall ms, enqueue ms). Events on the current stream give
+        the time; the wall clock runs until a device-wide synchronise, so work left on another
+        stream (hack 3) shows as wall time far above event time. Enqueue: how long the host took
+        from launching the head start to recording the end event."""
+        cycles = self.head_start_cycles if cycles is None else cycles
         if prepare is not None:
             prepare(arg, i)
         self.flush(i)
         guards.synchronize()
         start, end = Event(enable_timing=True), Event(enable_timing=True)
         t0 = guards.perf_counter()
-        sleep(HEAD_START_CYCLES)
+        sleep(cycles)
         guards.EventBase.record(start, torch.cuda.current_stream())
         fn(arg)
         guards.EventBase.record(end, torch.cuda.current_stream())
+        enqueued = (guards.perf_counter() - t0) * 1e3
         guards.synchronize()
         wall = (guards.perf_counter() - t0) * 1e3
-        return guards.EventBase.elapsed_time(start, end), wall
+        return guards.EventBase.elapsed_time(start, end), wall, enqueued
+
+    def overhead_ms(self, cycles=None):
+        """Wall minus event time of an empty call behind this head start (the sleep and a host
+        synchronise), measured once per head start."""
+        cycles = self.head_start_cycles if cycles is None else cycles
+        if cycles not in self._overhead:
+            samples = [self.once(lambda _: None, None, i, cycles=cycles) for i in range(20)]
+            self._overhead[cycles] = sorted(w - e for e, w, _ in samples)[len(samples) // 2]
+        return self._overhead[cycles]
 
     def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None):
         """impls: name → fn(arg). args: rotating inputs. prepare(arg, i) runs before each
-        call, outside the timed region (new input values). Returns name → {event, wall}."""
+        call, outside the timed region (new input values). Returns name → {event, wall}.
+        With a short head start, timed again with the full one when too many calls were
+        exposed (last_head_start, last_exposed say how it ended)."""
         for name, fn in impls.items():
             for w in range(warmup):
                 fn(args[w % len(args)])
         guards.synchronize()
         per_iter = 0.0
         for name, fn in impls.items():
-            e, _ = self.once(fn, args[0], 0)
+            e, _, _ = self.once(fn, args[0], 0)
             per_iter += 2 * e / 1e3 + 8e-4  # plus new inputs, the flush, the head start and syncs
+        # the count depends on the budget alone, never on the head start: a screen with a short
+        # one takes as many samples as with the full one, in less time
         iters = int(min(max_iters, max(min_iters, math.ceil(budget_s / max(per_iter, 1e-6)))))
+        out, exposed = self._run(impls, args, iters, seed, prepare, self.head_start_cycles)
+        self.last_head_start = self.head_start_cycles
+        if self.head_start_cycles < HEAD_START_CYCLES and max(exposed.values(), default=0.0) > EXPOSED_LIMIT:
+            out, exposed = self._run(impls, args, iters, seed, prepare, HEAD_START_CYCLES)
+            self.last_head_start = HEAD_START_CYCLES
+        self.last_exposed = exposed
+        return out
+
+    def _run(self, impls, args, iters, seed, prepare, cycles):
         out = {name: {"event": [], "wall": []} for name in impls}
+        late = {name: 0 for name in impls}
+        limit = covered_ms(cycles)
         order = list(impls)
         rng = random.Random(seed)
         for i in range(iters):
             rng.shuffle(order)  # no implementation always runs right after another
             arg = args[i % len(args)]
             for name in order:
-                e, w = self.once(impls[name], arg, i, prepare)
+                e, w, q = self.once(impls[name], arg, i, prepare, cycles)
                 out[name]["event"].append(e)
                 out[name]["wall"].append(w)
-        return out
+                late[name] += q > limit
+        return out, {name: late[name] / max(1, iters) for name in impls}
 
 
-def sync_overhead_ms(timer):
-    """Wall minus event time of an empty call: what a host synchronise costs here."""
-    samples = [timer.once(lambda _: None, None, i) for i in range(20)]
-    return sorted(w - e for e, w in samples)[len(samples) // 2]
+def sync_overhead_ms(timer, cycles=None):
+    """Wall minus event time of an empty call: what the head start and a host synchronise cost."""
+    return timer.overhead_ms(cycles)

@@ -133,7 +133,7 @@ function detailOf(result: CandidateResult): NonNullable<SelftestRow["detail"]> {
       name: config.name,
       launchBound: config.launchBound,
       candidateMs: config.candidate?.medianMs ?? null,
-      eagerMs: config.eager.medianMs,
+      eagerMs: config.eager?.medianMs ?? null,
       floorMs: config.floorMs,
     })),
     notes: result.bench?.notes ?? [],

@@ -279,8 +279,9 @@ export function toFinalTiming(record: BenchRecord): FinalTiming {
     ok: record.ok,
     reason: record.reason,
     message: tail(record.message),
+    // bench times eager on every configuration (only the search's screen leaves it out)
     configs: record.configs.flatMap((config) =>
-      config.baseline === null
+      config.baseline === null || config.eager === null
         ? []
         : [
             {

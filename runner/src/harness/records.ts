@@ -209,7 +209,8 @@ export const benchConfigSchema = z.object({
   bytes: z.number().nonnegative(),
   flops: z.number().nonnegative(),
   floorMs: ms,
-  eager: statSchema,
+  /** Null where eager was not timed: the search's screen times the candidate and baseline only. */
+  eager: statSchema.nullable(),
   compile: statSchema.nullable(),
   baseline: statSchema.nullable(),
   candidate: statSchema.nullable(),

@@ -19,7 +19,7 @@ export type SelftestRow = {
       name: string;
       launchBound: boolean;
       candidateMs: number | null;
-      eagerMs: number;
+      eagerMs: number | null;
       floorMs: number;
     }[];
     notes: string[];
