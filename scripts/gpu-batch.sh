@@ -12,6 +12,7 @@
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
 #   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
 #   builds    torch-extension build throughput (scripts/bench-builds.sh)
+#   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
@@ -68,6 +69,7 @@ run_step() {
           ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
         builds) bash scripts/bench-builds.sh ;;
+        screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
           ;;
@@ -93,7 +95,7 @@ collect() {
 case ${1:-wait} in
   start)
     shift
-    [ $# -gt 0 ] || { echo "name the steps: selftest correct e2e llm builds tuner:T,… shape-tuner:T,…" >&2; exit 2; }
+    [ $# -gt 0 ] || { echo "name the steps: selftest correct e2e llm builds screen tuner:T,… shape-tuner:T,…" >&2; exit 2; }
     [ -f "$root/dist/evokernel.mjs" ] && [ -f "$root/.device/node.xz" ] ||
       { echo "carry dist and .device (npm run bundle; ../shared/tools/pack-node-for-device.sh)" >&2; exit 3; }
     rm -rf "$batch" && mkdir -p "$batch/steps"

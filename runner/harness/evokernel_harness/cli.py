@@ -369,7 +369,7 @@ def cmd_bench(args):
     _precise_math()  # before the task's own code runs, as always (_bench_run sets it again)
     task = load_task(args.task)
     task.prune("cuda")
-    return _bench_run(args, started, task)
+    return _bench_run(args, started, task, screen=args.screen)
 
 
 STAGES = ("quick", "verify", "bench")
@@ -487,6 +487,9 @@ def build_parser():
             sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
             sp.add_argument("--no-probe-cache", action="store_true",
                             help="profile the reference on every configuration, never reading the probe cache")
+        if name == "bench":
+            sp.add_argument("--screen", action="store_true",
+                            help="time as the search's screen does: beside the baseline only, short head start")
         if name == "evaluate":
             for stage in STAGES:
                 sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
