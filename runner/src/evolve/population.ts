@@ -17,7 +17,7 @@ function fitnessOf(individual: Individual): number {
  * The best `size` viable candidates, best first. `candidates` come in the order they were
  * proposed; ties keep that order (the older candidate wins), so the result depends on
  * nothing but the candidates. Taking the best N is associative: selecting after every
- * generation gives the same population as selecting once over all of them.
+ * proposal gives the same population as selecting once over all of them.
  */
 export function survivors(candidates: readonly Individual[], size: number): Individual[] {
   return candidates

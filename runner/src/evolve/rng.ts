@@ -1,7 +1,7 @@
 // The run's only source of randomness: a seeded PRNG (mulberry32), so that a run with the
-// same --seed and the same proposals makes the same choices. Each generation gets a stream
-// of its own (derived from the seed and the generation), so a resumed run draws exactly
-// what the uninterrupted run would have drawn.
+// same --seed and the same proposals makes the same choices. Each proposal gets a stream
+// of its own (derived from the seed and its number, archived as its generation with slot
+// 0), so a resumed run draws exactly what the uninterrupted run would have drawn.
 
 export type Rng = {
   /** A float in [0, 1). */
