@@ -24,8 +24,9 @@ sleep = torch.cuda._sleep
 # the per-call synchronise, needed for the L2 flush, would otherwise expose).
 HEAD_START_CYCLES = 1_000_000
 SCREEN_HEAD_START_CYCLES = 200_000
-# An upper bound of the SM clock in cycles per ms (an H100 boosts to 1.98 GHz): a sleep of c
-# cycles lasts at least c / CYCLES_PER_MS ms, longer at a lower clock.
+# The least bound of the SM clock in cycles per ms (an H100 boosts to 1.98 GHz); the timer
+# raises it to 1.1 times the fastest clock it measures the sleep kernel at, so a sleep of c
+# cycles lasts at least c / bound ms on any GPU.
 CYCLES_PER_MS = 2.0e6
 # What a call's host side may take, short of the sleep, and still count as covered: the time
 # the GPU needs to see work the host has enqueued.
@@ -42,9 +43,9 @@ def stats(samples):
     return {"medianMs": q(0.5), "p20Ms": q(0.2), "p80Ms": q(0.8), "minMs": s[0], "meanMs": sum(s) / n, "n": n}
 
 
-def covered_ms(cycles):
+def covered_ms(cycles, cycles_per_ms=CYCLES_PER_MS):
     """How long a call's host side may enqueue behind a head start of `cycles` and be covered."""
-    return cycles / CYCLES_PER_MS - SUBMIT_MARGIN_MS
+    return cycles / cycles_per_ms - SUBMIT_MARGIN_MS
 
 
 class Timer:
@@ -57,6 +58,22 @@ class Timer:
         self.last_head_start = head_start_cycles
         self.last_exposed = {}
         self._overhead = {}
+        self.cycles_per_ms = self.clock_bound()
+
+    def clock_bound(self):
+        """Cycles per ms at which the head start's sleep could run at most: 1.1 times the
+        fastest of five timed sleeps, never under CYCLES_PER_MS."""
+        fastest = 0.0
+        for _ in range(5):
+            start, end = Event(enable_timing=True), Event(enable_timing=True)
+            guards.EventBase.record(start, torch.cuda.current_stream())
+            sleep(HEAD_START_CYCLES)
+            guards.EventBase.record(end, torch.cuda.current_stream())
+            guards.synchronize()
+            ms = guards.EventBase.elapsed_time(start, end)
+            if ms > 0:
+                fastest = max(fastest, HEAD_START_CYCLES / ms)
+        return max(CYCLES_PER_MS, 1.1 * fastest)
 
     def flush(self, i):
         self.flush_buf.fill_(float(i % 7))
@@ -102,7 +119,7 @@ class Timer:
         guards.synchronize()
         per_iter = 0.0
         for name, fn in impls.items():
-            e, _, _ = self.once(fn, args[0], 0)
+            e, _, _ = self.once(fn, args[0], 0, cycles=HEAD_START_CYCLES)
             per_iter += 2 * e / 1e3 + 8e-4  # plus new inputs, the flush, the head start and syncs
         # the count depends on the budget alone, never on the head start: a screen with a short
         # one takes as many samples as with the full one, in less time
@@ -118,7 +135,7 @@ class Timer:
     def _run(self, impls, args, iters, seed, prepare, cycles):
         out = {name: {"event": [], "wall": []} for name in impls}
         late = {name: 0 for name in impls}
-        limit = covered_ms(cycles)
+        limit = covered_ms(cycles, self.cycles_per_ms)
         order = list(impls)
         rng = random.Random(seed)
         for i in range(iters):

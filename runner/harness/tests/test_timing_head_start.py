@@ -22,15 +22,16 @@ CLOCK_MHZ = 1755  # below the bound timing.py assumes: a sleep lasts longer than
 class Stream:
     """One stream of a GPU, in ms: the host's clock and when the GPU is free again."""
 
-    def __init__(self):
+    def __init__(self, clock_mhz=CLOCK_MHZ):
         self.host = 0.0
         self.gpu = 0.0
+        self.clock_mhz = clock_mhz
 
     def perf_counter(self):
         return self.host / 1e3
 
     def sleep(self, cycles):
-        self.gpu = max(self.gpu, self.host) + cycles / (CLOCK_MHZ * 1e3)
+        self.gpu = max(self.gpu, self.host) + cycles / (self.clock_mhz * 1e3)
         self.host += 0.005  # a launch
 
     def record(self, event, _stream=None):
@@ -60,6 +61,7 @@ def fake_timer(stream, head_start):
     timer.last_head_start = head_start
     timer.last_exposed = {}
     timer._overhead = {}
+    timer.cycles_per_ms = timer.clock_bound()
     return timer
 
 
@@ -120,6 +122,16 @@ class HeadStartTest(unittest.TestCase):
         timer, _, _ = self.time(timing.HEAD_START_CYCLES, host_ms=0.7)
         self.assertEqual(timer.last_head_start, timing.HEAD_START_CYCLES)
         self.assertEqual(max(timer.last_exposed.values()), 1.0)
+
+    def test_the_clock_bound_follows_a_faster_gpu(self):
+        """A GPU that clocks above 2 GHz runs the sleep shorter: the bound rises with it, so a
+        host side that a 2 GHz bound would call covered is exposed there."""
+        self.assertEqual(fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES).cycles_per_ms, timing.CYCLES_PER_MS)
+        self.stream.clock_mhz = 2520
+        fast = fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
+        self.assertGreater(fast.cycles_per_ms, 2520e3)  # above the true clock, whatever the launch gap
+        self.assertLessEqual(fast.cycles_per_ms, 1.1 * 2520e3)
+        self.assertLess(timing.covered_ms(timing.SCREEN_HEAD_START_CYCLES, fast.cycles_per_ms), 200_000 / 2520e3)
 
     def test_overhead_is_measured_per_head_start(self):
         timer = fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
