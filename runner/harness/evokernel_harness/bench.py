@@ -69,7 +69,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     phases = _Phases()
     device = torch.device("cuda")
     timer = Timer(device, device_info.get("l2Bytes"), head_start_cycles)
-    timer.overhead_ms()
+    timer.overhead_ms()  # measured here, in the "start" phase, as before; reused per configuration
     head_start = {"cycles": head_start_cycles, "retimed": []}
     ref = task.reference_entry()
     grad_ctx = torch.enable_grad if task.backward else torch.no_grad

@@ -147,8 +147,3 @@ class Timer:
                 out[name]["wall"].append(w)
                 late[name] += q > limit
         return out, {name: late[name] / max(1, iters) for name in impls}
-
-
-def sync_overhead_ms(timer, cycles=None):
-    """Wall minus event time of an empty call: what the head start and a host synchronise cost."""
-    return timer.overhead_ms(cycles)

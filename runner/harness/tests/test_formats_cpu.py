@@ -90,8 +90,14 @@ class RobustKBenchTest(unittest.TestCase):
         self.assertIn("output", rec["mismatch"]["output"])
 
 
-if __name__ == "__main__":
-    unittest.main()
+def verify_source(task, name, source):
+    """verify --device cpu of a candidate written from `source` into a fresh folder."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(source)
+        return harness("verify", "--device", "cpu", "--task", task, "--candidate", path,
+                       "--cache", os.path.join(tmp, "cache"))
 
 
 class LoadFailureRecordTest(unittest.TestCase):
@@ -99,21 +105,16 @@ class LoadFailureRecordTest(unittest.TestCase):
     harness failure: the build's log for a compile error, what to do for a load error."""
 
     def test_compile_error_carries_the_log(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = os.path.join(tmp, "broken.cu")
-            with open(bad, "w") as f:
-                f.write('#include <evokernel.h>\nextern "C" int evk_forward(const EvkCall* call) { this is not cuda; }\n')
-            rec = harness("verify", "--device", "cpu", "--task", os.path.join(REPO, "kernels", "softmax"),
-                          "--candidate", bad, "--cache", os.path.join(tmp, "cache"))
+        rec = verify_source(os.path.join(REPO, "kernels", "softmax"), "broken.cu",
+                            '#include <evokernel.h>\nextern "C" int evk_forward(const EvkCall* call) { this is not cuda; }\n')
         self.assertEqual((rec["status"], rec["reason"]), ("compile-error", "compile-error"), rec)
         self.assertIn("error", rec["message"])
         self.assertFalse(rec["message"].startswith("compile-error:"), rec["message"][:80])
 
     def test_python_candidate_without_entry_is_a_load_error(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = os.path.join(tmp, "empty.py")
-            with open(bad, "w") as f:
-                f.write("import torch\n\nVALUE = 1\n")
-            rec = harness("verify", "--device", "cpu", "--task", os.path.join(FIX, "kernelbench", "23_Softmax.py"),
-                          "--candidate", bad)
+        rec = verify_source(os.path.join(FIX, "kernelbench", "23_Softmax.py"), "empty.py", "import torch\n\nVALUE = 1\n")
         self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)
+
+
+if __name__ == "__main__":
+    unittest.main()

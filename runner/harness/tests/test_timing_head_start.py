@@ -54,14 +54,9 @@ class FakeEvent:
 
 
 def fake_timer(stream, head_start):
-    timer = timing.Timer.__new__(timing.Timer)
-    timer.device = "cpu"
+    """A real Timer on the CPU (its flush buffer is never written), timing the modelled stream."""
+    timer = timing.Timer("cpu", None, head_start)
     timer.flush = lambda i: None
-    timer.head_start_cycles = head_start
-    timer.last_head_start = head_start
-    timer.last_exposed = {}
-    timer._overhead = {}
-    timer.cycles_per_ms = timer.clock_bound()
     return timer
 
 
