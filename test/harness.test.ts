@@ -84,7 +84,7 @@ describe.skipIf(skipWithoutPython)("harness client", () => {
     expect(one[0]).toMatchObject({ ok: false, reason: "no-gpu", bench: { reason: "no-gpu" } });
     expect(one[0]?.message).toContain("bench did not run");
     expect(one[1]?.bench).toBeNull();
-  }, 60_000);
+  });
 });
 
 describe.skipIf(skipWithoutPython)("CLI with the harness", () => {

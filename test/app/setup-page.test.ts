@@ -13,7 +13,7 @@ let serverPid: number | undefined;
 beforeAll(async () => {
   if (!existsSync(`${root}dist/src/app/main.js`))
     await execa("npm", ["run", "build"], { cwd: root });
-}, 300_000);
+});
 
 afterAll(() => {
   // npm starts node as its child: stop the whole process group this test started.

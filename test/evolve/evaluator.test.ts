@@ -305,5 +305,5 @@ describe("one harness child against three, on the stand-in harness", () => {
     expect(one.evaluations["crashVerify"]).toMatchObject({ stage: "verify", reason: "crash" });
     expect(one.evaluations["crashBench"]).toMatchObject({ stage: "time", reason: "crash" });
     expect(one.evaluations["crashBench"]?.message).toContain("killed by SIGSEGV");
-  }, 30_000);
+  });
 });

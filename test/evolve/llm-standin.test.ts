@@ -165,5 +165,5 @@ describe("optimize --proposer llm against the scripted Messages API", () => {
     expect(archive).toEqual([expect.stringMatching(/candidate 1: usage .* is the scripted/)]);
     expect(config?.filter((what) => what.includes("free shows no profile")).length).toBe(8);
     expect(config?.every((what) => /free shows no (profile|insights)/.test(what))).toBe(true);
-  }, 60_000);
+  });
 });

@@ -20,7 +20,7 @@ export async function interruptCli(
     cwd: options.cwd ?? repo,
     env: { EVOKERNEL_ROOT: repo, ...options.env },
     reject: false,
-    timeout: 300_000,
+    timeout: 1_200_000,
   });
   let seen = "";
   let sent = false;
@@ -44,7 +44,7 @@ export async function runCli(
     // The bundle lives in a temporary folder: tell it where the repository is.
     env: { EVOKERNEL_ROOT: repo, ...options.env },
     reject: false,
-    timeout: options.timeoutMs ?? 300_000,
+    timeout: options.timeoutMs ?? 1_200_000,
   });
   return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
 }

@@ -221,7 +221,7 @@ describe("shape-tuner", () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   it("refuses a kernel it cannot wrap, saying what to use", async () => {
     const ext = "#include <torch/extension.h>\n#define BLOCK 256\nPYBIND11_MODULE(m, n) {}\n";

@@ -227,7 +227,7 @@ describe("evokernel review", () => {
     await execa("git", ["apply", "--check", join(out, "suggestion.patch")], { cwd: repo });
     expect(run.stdout).toContain("**Evolved:**");
     expect(run.stdout).toContain("xychart-beta");
-  }, 120_000);
+  });
 });
 
 describe("evokernel job", () => {

@@ -52,7 +52,7 @@ class SlotTest(unittest.TestCase):
             env = {"EVOKERNEL_BUILD_SLOTS": os.path.join(tmp, "slots"), "EVOKERNEL_BUILD_JOBS": "2"}
             procs = [run_py(code, env, wait=False) for _ in range(6)]
             for p in procs:
-                out, _ = p.communicate(timeout=60)
+                out, _ = p.communicate(timeout=600)
                 self.assertEqual(p.returncode, 0, out)
             with open(log) as f:
                 intervals = [tuple(map(float, line.split())) for line in f]
@@ -107,7 +107,7 @@ class SameHashTest(unittest.TestCase):
             procs = [run_py(code, wait=False) for _ in range(2)]
             records = []
             for p in procs:
-                out, _ = p.communicate(timeout=60)
+                out, _ = p.communicate(timeout=600)
                 self.assertEqual(p.returncode, 0, out)
                 records.append(json.loads(out.strip().splitlines()[-1]))
             with open(count) as f:

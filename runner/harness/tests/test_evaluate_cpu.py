@@ -27,7 +27,7 @@ TIMING = ("seconds", "phases")
 def harness(*argv):
     env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
     proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=1800)
     if proc.returncode != 0:
         raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc

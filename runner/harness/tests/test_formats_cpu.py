@@ -19,7 +19,7 @@ def harness(*argv):
         out = os.path.join(tmp, "record.json")
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
         proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
-                              capture_output=True, text=True, env=env, timeout=600)
+                              capture_output=True, text=True, env=env, timeout=1800)
         if proc.returncode != 0:
             raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
         with open(out) as f:

@@ -35,7 +35,7 @@ class GpuLockTest(unittest.TestCase):
         first = subprocess.Popen([sys.executable, "-c", HOLD, "0.8"], env=self.env, stdout=subprocess.PIPE, text=True)
         time.sleep(0.3)
         second = subprocess.Popen([sys.executable, "-c", HOLD, "0.1"], env=self.env, stdout=subprocess.PIPE, text=True)
-        a, b = first.communicate(timeout=30)[0].split("\n"), second.communicate(timeout=30)[0].split("\n")
+        a, b = first.communicate(timeout=300)[0].split("\n"), second.communicate(timeout=300)[0].split("\n")
         a_out = float(next(line for line in a if line.startswith("out")).split()[1])
         b_in = float(next(line for line in b if line.startswith("in")).split()[1])
         self.assertIn("waited", b)
@@ -63,7 +63,7 @@ class GpuLockTest(unittest.TestCase):
             self.assertEqual(answer["exit"], 0)
         finally:
             server.stdin.close()
-            server.wait(timeout=30)
+            server.wait(timeout=300)
 
 
 if __name__ == "__main__":

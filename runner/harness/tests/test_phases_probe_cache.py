@@ -259,7 +259,7 @@ class VerifyPhasesTest(unittest.TestCase):
             proc = subprocess.run(
                 [sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "7",
                  "--task", SMALL_SOFTMAX, "--candidate", os.path.join(HERE, "candidates", "ok_softmax_composed.py"),
-                 "--out", out], capture_output=True, text=True, env=env, timeout=600)
+                 "--out", out], capture_output=True, text=True, env=env, timeout=1800)
             self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
             with open(out) as f:
                 rec = json.load(f)

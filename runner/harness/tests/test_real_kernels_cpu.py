@@ -36,7 +36,7 @@ def harness(*argv):
         out = os.path.join(tmp, "record.json")
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
         proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
-                              capture_output=True, text=True, env=env, timeout=600)
+                              capture_output=True, text=True, env=env, timeout=1800)
         if proc.returncode != 0:
             raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
         with open(out) as f:
@@ -272,7 +272,7 @@ class ReasonTextTest(unittest.TestCase):
 
     def test_bfloat16_arithmetic_stays_reduced_precision(self):
         rec = harness("verify", "--device", "cpu", "--seed", "5",
-                      "--task", os.path.join(REPO, "kernels", "softmax"),
+                      "--task", os.path.join(FIX, "tasks", "small_softmax"),
                       "--candidate", os.path.join(HERE, "candidates", "h07_bfloat16.py"))
         self.assertEqual(rec["reason"], "reduced-precision", rec["message"])
 

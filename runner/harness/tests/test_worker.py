@@ -62,7 +62,7 @@ class Server:
         assert json.loads(self.proc.stdout.readline())["ready"]
         self.n = 0
 
-    def evaluate(self, candidate, timeout=120, seed="7"):
+    def evaluate(self, candidate, timeout=1200, seed="7"):
         self.n += 1
         outs = {s: os.path.join(self.tmp, f"{self.n}-{s}.json") for s in ("quick", "verify", "bench")}
         argv = ["evaluate", "--device", "cpu", "--seed", seed, "--task", SMALL_SOFTMAX, "--candidate", candidate,
@@ -82,7 +82,7 @@ class Server:
 
     def close(self):
         self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        self.proc.wait(timeout=600)
 
 
 class WorkerTest(unittest.TestCase):
