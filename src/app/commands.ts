@@ -1,6 +1,8 @@
 // PR comment commands: the pure parser of `/optimize`, `/verify`, `/bench`, `/cancel` and
 // `/help`, and the help text. Who may run them and what they start lives in the handler.
 
+import { codeSpan } from "../report/escape.js";
+
 export type Proposer = "llm" | "tuner";
 
 /**
@@ -113,15 +115,15 @@ function takeSha(
   if (named.length > 1) return "name one commit (`@SHA`), not several.";
   const match = SHA_ARG.exec(named[0] ?? "");
   if (!match)
-    return `\`${named[0] ?? ""}\` is not a commit: write @ and 7 to 40 hex digits, e.g. \`@1a2b3c4\`.`;
+    return `${codeSpan(named[0] ?? "")} is not a commit: write @ and 7 to 40 hex digits, e.g. \`@1a2b3c4\`.`;
   return { sha: (match[1] ?? "").toLowerCase(), rest: args.filter((arg) => !arg.startsWith("@")) };
 }
 
 function parseTasks(args: readonly string[]): readonly string[] | string {
   for (const arg of args) {
-    if (arg.startsWith("--")) return `\`${arg}\` is not an option of this command.`;
+    if (arg.startsWith("--")) return `${codeSpan(arg)} is not an option of this command.`;
     if (!TASK_NAME.test(arg))
-      return `\`${arg}\` is not a task name (a name or path under the repository).`;
+      return `${codeSpan(arg)} is not a task name (a name or path under the repository).`;
   }
   return [...new Set(args)];
 }

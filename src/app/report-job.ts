@@ -10,6 +10,7 @@ import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
 import { reportNight } from "./nightly/report-night.js";
 import { isNightlyJob } from "./nightly/spec.js";
+import { codeSpan } from "../report/escape.js";
 
 /** The check run becomes a failure with `message`; the job is done. */
 export async function failJob(
@@ -123,8 +124,8 @@ function reviewBody(count: number, branch: string | undefined, outside: readonly
   if (branch !== undefined) {
     lines.push(
       "",
-      `Some changes lie outside this PR's diff (${outside.map((path) => `\`${path}\``).join(", ")}), where GitHub takes no suggestion. ` +
-        `The whole evolved kernels are on branch \`${branch}\`: press **Apply** on the evokernel check run, or merge that branch yourself.`,
+      `Some changes lie outside this PR's diff (${outside.map((path) => codeSpan(path)).join(", ")}), where GitHub takes no suggestion. ` +
+        `The whole evolved kernels are on branch ${codeSpan(branch)}: press **Apply** on the evokernel check run, or merge that branch yourself.`,
     );
   }
   return lines.join("\n");

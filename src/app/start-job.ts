@@ -8,6 +8,7 @@ import type { Dispatched, Dispatcher } from "./dispatch/types.js";
 import type { GitHub } from "./github.js";
 import { type ActiveJob, checkName, externalIdOf } from "./jobs.js";
 import { failJob } from "./report-job.js";
+import { codeSpan } from "../report/escape.js";
 
 export interface StartRequest {
   readonly github: GitHub;
@@ -207,7 +208,7 @@ function queuedSummary(spec: JobSpec): string {
   const tasks =
     spec.tasks.length === 0
       ? "every changed task"
-      : spec.tasks.map((task) => `\`${task}\``).join(", ");
+      : spec.tasks.map((task) => codeSpan(task)).join(", ");
   const by = spec.requestedBy ? `, asked by @${spec.requestedBy}` : "";
   return `Job \`${spec.id}\` (${spec.kind}) on ${spec.sha.slice(0, 7)}${by}: ${tasks}.`;
 }

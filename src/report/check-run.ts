@@ -2,6 +2,7 @@
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
 import type { ReviewResult } from "../shared/review.js";
+import { mdText, PLAIN } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
 import { renderTaskTable } from "./table.js";
 
@@ -36,23 +37,17 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
   const first = failing[0] ?? speaking[0];
   if (first === undefined) throw new Error("unreachable: speaking is not empty");
   const more = (failing.length > 0 ? failing : speaking).length - 1;
-  const title =
-    stripCode(headline(first.task, first.outcome)) + (more > 0 ? ` (+${more} more)` : "");
+  const title = headline(first.task, first.outcome, PLAIN) + (more > 0 ? ` (+${more} more)` : "");
   const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
   const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
   const summary = clip([...lines, "", rule].join("\n"));
   const tables = ranked
     .filter(({ task }) => task.timings.length > 0)
-    .map(({ task }) => `### ${task.task.name}\n\n${renderTaskTable(task, threshold)}`);
+    .map(({ task }) => `### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`);
   const text = tables.length === 0 ? undefined : clip(tables.join("\n\n"));
   return text === undefined
     ? { conclusion, title: clipTitle(title), summary }
     : { conclusion, title: clipTitle(title), summary, text };
-}
-
-/** Check run titles are plain text: drop the backticks a comment would render. */
-function stripCode(text: string): string {
-  return text.replace(/`+ ?([^`]*?) ?`+/g, "$1");
 }
 
 function clipTitle(title: string): string {

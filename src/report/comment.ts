@@ -4,7 +4,8 @@
 // link to the full result.
 import type { Result } from "../shared/result.js";
 import type { ReviewResult, TaskReview } from "../shared/review.js";
-import { code, formatError, formatRatio, significant } from "./format.js";
+import { codeBlock, codeSpan, htmlText, link, mdText, mermaidLabel } from "./escape.js";
+import { formatError, formatRatio, significant } from "./format.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
 import { renderTaskTable } from "./table.js";
 
@@ -69,7 +70,7 @@ function renderTask(
   threshold: number,
   options: { details: boolean },
 ): string {
-  const lines = [`#### ${code(task.task.name)} · ${code(task.task.path)}`];
+  const lines = [`#### ${codeSpan(task.task.name)} · ${codeSpan(task.task.path)}`];
   lines.push(verificationLine(task));
   if (task.timings.length > 0) lines.push(renderTaskTable(task, threshold));
   const noise = noiseLine(task, outcome);
@@ -84,18 +85,19 @@ function renderTask(
 
 function verificationLine(task: TaskReview): string {
   const verification = task.verification;
-  if (verification === null) return `Verification: not run (${task.summary}).`;
+  if (verification === null) return `Verification: not run (${mdText(task.summary)}).`;
   const visible = verification.configs.filter((config) => !config.heldout).length;
   const heldout = verification.configs.length - visible;
   const shapes = `${visible} shape${visible === 1 ? "" : "s"}${heldout > 0 ? ` + ${heldout} held out` : ""}`;
   if (verification.ok) return `**Verification:** passed on ${shapes}.`;
   const failed = verification.failed;
   const reason = verification.reason ?? verification.status;
-  if (failed === null) return `**Verification:** ${reason} — ${oneLine(verification.message)}`;
+  if (failed === null)
+    return `**Verification:** ${mdText(reason)} — ${mdText(oneLine(verification.message))}`;
   const where =
     failed.output === null
-      ? failed.config
-      : `${failed.config}, ${/^output\b/.test(failed.output) ? failed.output : `output ${failed.output}`}`;
+      ? mdText(failed.config)
+      : `${mdText(failed.config)}, ${mdText(/^output\b/.test(failed.output) ? failed.output : `output ${failed.output}`)}`;
   const element =
     failed.index.length === 0
       ? ""
@@ -106,7 +108,7 @@ function verificationLine(task: TaskReview): string {
       : ` (atol ${formatError(failed.atol)}, rtol ${formatError(failed.rtol)})`;
   const error =
     failed.maxAbs === null ? "" : `; max abs error ${formatError(failed.maxAbs)}${tolerance}`;
-  return `**Verification:** ${reason} on ${where}${element}${error}.`;
+  return `**Verification:** ${mdText(reason)} on ${where}${element}${error}.`;
 }
 
 function noiseLine(task: TaskReview, outcome: Outcome): string {
@@ -127,16 +129,16 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
         `(at least ${formatRatio(result.speedup.lowerBound ?? 1)} beyond the noise), verified on every configuration${suggested}.`,
     );
   } else {
-    lines.push(`**Evolved:** ${oneLine(result.verdict)}`);
+    lines.push(`**Evolved:** ${mdText(oneLine(result.verdict))}`);
   }
   const search = result.search;
   lines.push(
-    `${search.candidates} candidates (${search.passed} passed) in ${significant(search.seconds / 60, 2)} min by ${result.run.proposer}` +
-      `${result.usage.usd > 0 ? `, $${result.usage.usd.toFixed(2)}` : ""}; stopped by ${search.stoppedBy}.`,
+    `${search.candidates} candidates (${search.passed} passed) in ${significant(search.seconds / 60, 2)} min by ${mdText(result.run.proposer)}` +
+      `${result.usage.usd > 0 ? `, $${result.usage.usd.toFixed(2)}` : ""}; stopped by ${mdText(search.stoppedBy)}.`,
   );
   if (options.details && result.history.length > 1) lines.push(progressChart(result));
   if (options.details && result.best !== null && result.best.diff !== "" && result.win) {
-    lines.push(collapsed("The evolved kernel's diff", fenced(result.best.diff, "diff")));
+    lines.push(collapsed("The evolved kernel's diff", codeBlock(result.best.diff, "diff")));
   }
   return lines.join("\n\n");
 }
@@ -150,7 +152,7 @@ function progressChart(result: Result): string {
   const chart = [
     "```mermaid",
     "xychart-beta",
-    '  title "Best speedup over the PR kernel, by candidate"',
+    `  title "${mermaidLabel(result.task.name)}: best speedup over the PR kernel"`,
     `  x-axis "candidate" [${xs}]`,
     `  y-axis "speedup" 0 --> ${significant(Math.max(1, top) * 1.1, 2)}`,
     `  line [${ys}]`,
@@ -164,46 +166,40 @@ function detailsSection(task: TaskReview): string {
   if (verification === null || verification.configs.length === 0) return "";
   const rows = verification.configs.map(
     (config) =>
-      `| ${config.name}${config.heldout ? " (held out)" : ""} | ${config.ok ? "✅" : "❌"} | ${config.maxAbs === null ? "—" : formatError(config.maxAbs)} | ${config.reason ?? ""} |`,
+      `| ${mdText(config.name)}${config.heldout ? " (held out)" : ""} | ${config.ok ? "✅" : "❌"} | ${config.maxAbs === null ? "—" : formatError(config.maxAbs)} | ${mdText(config.reason ?? "")} |`,
   );
   const table = ["| configuration | ok | max abs error | reason |", "|---|---|---:|---|", ...rows];
   const message =
     verification.ok || verification.message.trim() === ""
       ? ""
-      : `\n\n${fenced(verification.message.trim(), "")}`;
+      : `\n\n${codeBlock(verification.message.trim(), "")}`;
   return collapsed("Verification by configuration", `${table.join("\n")}${message}`);
 }
 
 function footer(review: ReviewResult, links: CommentLinks): string {
   const device = review.device;
   const parts = [
-    `${device.gpu}`,
-    device.driver === null ? null : `driver ${device.driver}`,
-    device.cuda === null ? null : `CUDA ${device.cuda}`,
-    device.torch === "" ? null : `torch ${device.torch}`,
-    `evokernel ${device.evokernel}`,
+    mdText(device.gpu),
+    device.driver === null ? null : `driver ${mdText(device.driver)}`,
+    device.cuda === null ? null : `CUDA ${mdText(device.cuda)}`,
+    device.torch === "" ? null : `torch ${mdText(device.torch)}`,
+    `evokernel ${mdText(device.evokernel)}`,
   ].filter((part) => part !== null);
-  const run = links.runUrl === undefined ? "" : ` · [run](${links.runUrl})`;
-  const full = links.fullResultUrl === undefined ? "" : ` · [full result](${links.fullResultUrl})`;
-  return `<sub>${parts.join(" · ")} · head ${review.job.sha.slice(0, 7)}${run}${full} · times are median ± half the p20–p80 range; slower means beyond the noise and ${review.threshold}%</sub>`;
+  const run = links.runUrl === undefined ? "" : ` · ${link("run", links.runUrl)}`;
+  const full =
+    links.fullResultUrl === undefined ? "" : ` · ${link("full result", links.fullResultUrl)}`;
+  return `<sub>${parts.join(" · ")} · head ${mdText(review.job.sha.slice(0, 7))}${run}${full} · times are median ± half the p20–p80 range; slower means beyond the noise and ${review.threshold}%</sub>`;
 }
 
 function fullResultLink(links: CommentLinks): string {
-  if (links.fullResultUrl !== undefined) return `[the full result](${links.fullResultUrl})`;
+  if (links.fullResultUrl !== undefined) return link("the full result", links.fullResultUrl);
   if (links.runUrl !== undefined)
-    return `the full result is in [the run](${links.runUrl})'s artifact`;
+    return `the full result is in ${link("the run", links.runUrl)}'s artifact`;
   return "the full result is in the job's artifact";
 }
 
 function collapsed(summary: string, body: string): string {
-  return `<details><summary>${summary}</summary>\n\n${body}\n\n</details>`;
-}
-
-/** A code block whose fence is longer than any backtick run inside it. */
-export function fenced(text: string, language: string): string {
-  const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((run) => run.length));
-  const fence = "`".repeat(longest + 1);
-  return `${fence}${language}\n${text}\n${fence}`;
+  return `<details><summary>${htmlText(summary)}</summary>\n\n${body}\n\n</details>`;
 }
 
 function oneLine(text: string): string {

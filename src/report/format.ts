@@ -1,5 +1,5 @@
 // Numbers as a reader sees them in comments and check runs: times, spreads, ratios,
-// percentages, and inline code that survives any backticks inside it.
+// percentages. Escaping of untrusted text lives in escape.ts.
 import type { Spread } from "../shared/result.js";
 
 /** A time in ms with three significant digits (µs below 0.1 ms). */
@@ -49,19 +49,6 @@ export function significant(value: number, digits = 3): string {
   if (value === 0 || !Number.isFinite(value)) return String(value);
   // Number() drops trailing zeros and exponent notation: 2.00 → 2, 1.0e+2 → 100.
   return String(Number(value.toPrecision(digits)));
-}
-
-/** Inline code whose fence is longer than any backtick run in the text. */
-export function code(text: string): string {
-  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
-  const fence = "`".repeat(longest + 1);
-  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
-  return `${fence}${pad}${text}${pad}${fence}`;
-}
-
-/** Text made safe for a markdown table cell: one line, no column breaks. */
-export function cell(text: string): string {
-  return text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|");
 }
 
 /** The first line of a message, cut to `max` characters. */

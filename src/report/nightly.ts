@@ -4,7 +4,8 @@
 // showing fewer nights of history first.
 import type { Drift, Night, Proposal } from "../shared/nightly.js";
 import type { Spread } from "../shared/result.js";
-import { cell, code, formatMs, formatRatio, formatSpread } from "./format.js";
+import { cellText, codeSpan, link, mdText } from "./escape.js";
+import { formatMs, formatRatio, formatSpread } from "./format.js";
 
 export const NIGHTLY_MARKER = "<!-- evokernel:nightly -->";
 export const DRIFT_MARKER = "<!-- evokernel:drift -->";
@@ -38,13 +39,13 @@ function composePull(view: NightlyView, nights: number): string {
   const count = view.proposals.length;
   const parts = [
     NIGHTLY_MARKER,
-    `evokernel's nightly tuning found ${count === 1 ? "a faster kernel" : `${count} faster kernels`} that still verif${count === 1 ? "ies" : "y"} on every shape, held-out ones included, on \`${view.defaultBranch}\` at ${view.base.slice(0, 7)}.`,
+    `evokernel's nightly tuning found ${count === 1 ? "a faster kernel" : `${count} faster kernels`} that still verif${count === 1 ? "ies" : "y"} on every shape, held-out ones included, on ${codeSpan(view.defaultBranch)} at ${mdText(view.base.slice(0, 7))}.`,
     proposalTable(view.proposals),
     `Only kernels faster than the current one beyond the measured noise and by at least ${view.threshold}% are proposed: the lower bound is the speedup the noise cannot explain away (base p20 over evolved p80).`,
   ];
   if (view.drift.length > 0) parts.push(driftSection(view.drift, view.runnerChanges));
   parts.push(historySection(view.nights, nights), commandsSection(view.rejected));
-  if (view.runUrl !== undefined) parts.push(`<sub>[last night's run](${view.runUrl})</sub>`);
+  if (view.runUrl !== undefined) parts.push(`<sub>${link("last night's run", view.runUrl)}</sub>`);
   return `${parts.join("\n\n")}\n`;
 }
 
@@ -53,7 +54,7 @@ function proposalTable(proposals: readonly Proposal[]): string {
     "| task | kernel | before | after | speedup (lower bound) | vs eager | vs torch.compile | found |";
   const rows = proposals.map(
     (proposal) =>
-      `| ${code(cell(proposal.task))} | ${code(cell(proposal.path))} | ${formatMs(proposal.beforeMs)} | ${formatMs(proposal.afterMs)} | **${formatRatio(proposal.speedup)}** (≥ ${formatRatio(proposal.lowerBound)}) | ${ratioOrDash(proposal.eager)} | ${ratioOrDash(proposal.compile)} | ${proposal.night.slice(0, 10)} |`,
+      `| ${codeSpan(proposal.task, "cell")} | ${codeSpan(proposal.path, "cell")} | ${formatMs(proposal.beforeMs)} | ${formatMs(proposal.afterMs)} | **${formatRatio(proposal.speedup)}** (≥ ${formatRatio(proposal.lowerBound)}) | ${ratioOrDash(proposal.eager)} | ${ratioOrDash(proposal.compile)} | ${cellText(proposal.night.slice(0, 10))} |`,
   );
   return [
     header,
@@ -65,10 +66,11 @@ function proposalTable(proposals: readonly Proposal[]): string {
 }
 
 function driftSection(drift: readonly Drift[], changes: readonly string[]): string {
-  const why = changes.length === 0 ? "" : ` after the runner changed (${changes.join(", ")})`;
+  const why =
+    changes.length === 0 ? "" : ` after the runner changed (${mdText(changes.join(", "))})`;
   const rows = drift.map(
     (entry) =>
-      `| ${code(cell(entry.task))} | ${cell(entry.config)} | ${formatSpread(entry.before.kernel)} | ${formatSpread(entry.now.kernel)} | ${formatSpread(entry.before.compile)} | ${formatSpread(entry.now.compile)} | ${describeDrift(entry)} |`,
+      `| ${codeSpan(entry.task, "cell")} | ${cellText(entry.config)} | ${formatSpread(entry.before.kernel)} | ${formatSpread(entry.now.kernel)} | ${formatSpread(entry.before.compile)} | ${formatSpread(entry.now.compile)} | ${describeDrift(entry)} |`,
   );
   return [
     `### ⚠️ Drift watch: ${drift.length} configuration${drift.length === 1 ? "" : "s"} moved${why}`,
@@ -99,12 +101,12 @@ function historySection(nights: readonly Night[], shown: number): string {
         night.proposed.length === 0
           ? "—"
           : night.proposed
-              .map((entry) => `${code(cell(entry.task))} ${formatRatio(entry.speedup)}`)
+              .map((entry) => `${codeSpan(entry.task, "cell")} ${formatRatio(entry.speedup)}`)
               .join(", ");
       const runner = [night.runner.gpu, night.runner.driver, night.runner.torch]
         .filter((part) => part !== null && part !== "")
         .join(", ");
-      return `| ${night.at.slice(0, 16).replace("T", " ")} | ${night.sha.slice(0, 7)} | ${proposed} | ${night.drifted === 0 ? "—" : `${night.drifted} of ${night.timed} tasks`} | ${night.pull} | ${cell(runner)} |`;
+      return `| ${cellText(night.at.slice(0, 16).replace("T", " "))} | ${cellText(night.sha.slice(0, 7))} | ${proposed} | ${night.drifted === 0 ? "—" : `${night.drifted} of ${night.timed} tasks`} | ${cellText(String(night.pull))} | ${cellText(runner)} |`;
     });
   const more =
     nights.length > shown
@@ -151,10 +153,10 @@ export interface DriftIssueView {
 export function renderDriftIssue(view: DriftIssueView): string {
   const parts = [
     DRIFT_MARKER,
-    `evokernel re-timed every configured kernel on \`${view.defaultBranch}\` at ${view.sha.slice(0, 7)} (${view.at.slice(0, 16).replace("T", " ")} UTC) and found a change beyond the noise, with no faster kernel to propose.`,
+    `evokernel re-timed every configured kernel on ${codeSpan(view.defaultBranch)} at ${mdText(view.sha.slice(0, 7))} (${view.at.slice(0, 16).replace("T", " ")} UTC) and found a change beyond the noise, with no faster kernel to propose.`,
     driftSection(view.drift, view.runnerChanges),
   ];
-  if (view.runUrl !== undefined) parts.push(`<sub>[the night's run](${view.runUrl})</sub>`);
+  if (view.runUrl !== undefined) parts.push(`<sub>${link("the night's run", view.runUrl)}</sub>`);
   parts.push(
     "<sub>evokernel updates this issue each night it sees drift; close it when you have dealt with it.</sub>",
   );

@@ -2,7 +2,8 @@
 // the check run's title and conclusion all start here, with the threshold the caller gives.
 import { isImprovement, isRegression, summarizeSpeedup } from "../shared/speedup.js";
 import type { TaskReview } from "../shared/review.js";
-import { code, firstLine, formatError, formatRatio, percentSlower, significant } from "./format.js";
+import { MARKDOWN, type Style } from "./escape.js";
+import { firstLine, formatError, formatRatio, percentSlower, significant } from "./format.js";
 
 /** wrong and error and slower fail a check; faster and same pass; quiet says nothing. */
 export type Outcome = "wrong" | "error" | "slower" | "faster" | "same" | "quiet";
@@ -36,16 +37,16 @@ export function byOutcome(
 }
 
 /** One sentence, e.g. "`softmax` 1.8× faster, verified on 6 shapes". */
-export function headline(task: TaskReview, outcome: Outcome): string {
-  const name = code(task.task.name);
+export function headline(task: TaskReview, outcome: Outcome, style: Style = MARKDOWN): string {
+  const name = style.code(task.task.name);
   const shapes = task.verification?.configs.length ?? 0;
   const verified = `verified on ${shapes} shape${shapes === 1 ? "" : "s"}`;
   const speedup = summarizeSpeedup(task.timings);
   switch (outcome) {
     case "wrong":
-      return `${name} is wrong${wrongDetail(task)}`;
+      return `${name} is wrong${wrongDetail(task, style)}`;
     case "error":
-      return `${name} could not be checked: ${errorDetail(task)}`;
+      return `${name} could not be checked: ${errorDetail(task, style)}`;
     case "slower":
       return speedup === null
         ? `${name} is slower than base on a configuration`
@@ -59,36 +60,39 @@ export function headline(task: TaskReview, outcome: Outcome): string {
       if (speedup === null) return `${name} ${verified}`;
       return `${name} ${verified}, as fast as base within the noise`;
     case "quiet":
-      return `${name} ${quietDetail(task)}`;
+      return `${name} ${quietDetail(task, style)}`;
   }
 }
 
-function wrongDetail(task: TaskReview): string {
+function wrongDetail(task: TaskReview, { text: mdText }: Style): string {
   const verification = task.verification;
-  if (verification === null) return `: ${firstLine(task.summary)}`;
+  if (verification === null) return `: ${mdText(firstLine(task.summary))}`;
   const failed = verification.failed;
   // The worst element's error says it all, where the harness found one (a mismatch).
   if (failed !== null && failed.output !== null && failed.maxAbs !== null) {
     const against = failed.atol === null ? "" : ` > atol ${formatError(failed.atol)}`;
-    return ` on ${failed.config}: max abs error ${formatError(failed.maxAbs)}${against}`;
+    return ` on ${mdText(failed.config)}: max abs error ${formatError(failed.maxAbs)}${against}`;
   }
   const config = failed?.config ?? verification.configs.find((entry) => !entry.ok)?.name;
-  const where = config === undefined ? "" : ` on ${config}`;
+  const where = config === undefined ? "" : ` on ${mdText(config)}`;
   const reason = verification.reason ?? verification.status;
   const message = firstLine(verification.message, 160);
-  return `${where}: ${reason}${message === "" || message === reason ? "" : ` (${message})`}`;
+  const detail = message === "" || message === reason ? "" : ` (${mdText(message)})`;
+  return `${where}: ${mdText(reason)}${detail}`;
 }
 
-function errorDetail(task: TaskReview): string {
+function errorDetail(task: TaskReview, { text: mdText }: Style): string {
   const verification = task.verification;
-  if (verification === null) return firstLine(task.summary);
+  if (verification === null) return mdText(firstLine(task.summary));
   const reason = verification.reason ?? verification.status;
   const message = firstLine(verification.message, 160);
-  return message === "" || message === reason ? reason : `${reason} (${message})`;
+  return message === "" || message === reason
+    ? mdText(reason)
+    : `${mdText(reason)} (${mdText(message)})`;
 }
 
-function quietDetail(task: TaskReview): string {
+function quietDetail(task: TaskReview, { text: mdText }: Style): string {
   if (task.status === "unchanged") return "is unchanged";
   if (task.status === "removed") return "was removed";
-  return `was not checked: ${firstLine(task.summary)}`;
+  return `was not checked: ${mdText(firstLine(task.summary))}`;
 }

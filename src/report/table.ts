@@ -3,7 +3,8 @@
 // roofline floor. Launch-bound configurations are marked (and kept out of the headline).
 import type { TaskReview, TimingConfig } from "../shared/review.js";
 import { compareSpreads } from "../shared/speedup.js";
-import { cell, formatPercent, formatRatio, formatSpread } from "./format.js";
+import { cellText } from "./escape.js";
+import { formatPercent, formatRatio, formatSpread } from "./format.js";
 
 export const LAUNCH_BOUND_MARK = "†";
 
@@ -20,7 +21,7 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     "PR vs base",
   ];
   const rows = task.timings.map((config) => [
-    cell(config.name) + (config.launchBound ? ` ${LAUNCH_BOUND_MARK}` : ""),
+    cellText(config.name) + (config.launchBound ? ` ${LAUNCH_BOUND_MARK}` : ""),
     formatSpread(config.base),
     formatSpread(config.head),
     formatSpread(config.eager),

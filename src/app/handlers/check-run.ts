@@ -6,6 +6,7 @@ import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
 import { APPLY_ACTION, parseExternalId, suggestionBranch } from "../jobs.js";
 import type { CheckRunEvent } from "./payloads.js";
+import { codeSpan } from "../../report/escape.js";
 
 const WRITERS = new Set(["admin", "write", "maintain"]);
 
@@ -39,7 +40,7 @@ export async function handleCheckRun(
   if (pull.fork) {
     await github.createComment(
       pr,
-      `@${login} this PR's branch is in a fork, where evokernel cannot push. The evolved kernel is on branch \`${branch}\` of this repository: merge it into the fork's branch.`,
+      `@${login} this PR's branch is in a fork, where evokernel cannot push. The evolved kernel is on branch ${codeSpan(branch)} of this repository: merge it into the fork's branch.`,
     );
     return;
   }
@@ -51,14 +52,14 @@ export async function handleCheckRun(
   ) {
     await github.createComment(
       pr,
-      `@${login} applied the evolved kernel from \`${branch}\` to \`${pull.headRef}\`; a new run checks it.`,
+      `@${login} applied the evolved kernel from ${codeSpan(branch)} to ${codeSpan(pull.headRef)}; a new run checks it.`,
     );
     return;
   }
   if (head === undefined) {
     await github.createComment(
       pr,
-      `@${login} the branch \`${branch}\` is gone; comment \`/optimize\` to evolve the kernel again.`,
+      `@${login} the branch ${codeSpan(branch)} is gone; comment \`/optimize\` to evolve the kernel again.`,
     );
     return;
   }
@@ -66,10 +67,10 @@ export async function handleCheckRun(
     branch,
     pull.headRef,
     `evokernel: evolved kernel for #${pr}`,
-    `The evolved kernel from evokernel's run on ${sha.slice(0, 7)}. \`${pull.headRef}\` has moved since, so it comes as a PR into it: merge it, or close it.`,
+    `The evolved kernel from evokernel's run on ${sha.slice(0, 7)}. ${codeSpan(pull.headRef)} has moved since, so it comes as a PR into it: merge it, or close it.`,
   );
   await github.createComment(
     pr,
-    `@${login} \`${pull.headRef}\` has moved since the run, so the evolved kernel comes as a PR into it: ${url}`,
+    `@${login} ${codeSpan(pull.headRef)} has moved since the run, so the evolved kernel comes as a PR into it: ${url}`,
   );
 }

@@ -12,6 +12,7 @@ import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
 import { startJob } from "../start-job.js";
 import type { IssueCommentEvent } from "./payloads.js";
+import { codeSpan, mdText } from "../../report/escape.js";
 
 const WRITERS = new Set(["admin", "write", "maintain"]);
 
@@ -41,7 +42,7 @@ export async function handleIssueComment(
   if (!WRITERS.has(permission)) {
     await github.createComment(
       pr,
-      `@${login} evokernel commands run code on GPU machines, so they need write access to this repository. Ask a maintainer to comment \`${parsed.line.split(/\s/)[0] ?? "/bench"}\` for you.`,
+      `@${login} evokernel commands run code on GPU machines, so they need write access to this repository. Ask a maintainer to comment ${codeSpan(parsed.line.split(/\s/)[0] ?? "/bench")} for you.`,
     );
     return;
   }
@@ -77,7 +78,7 @@ export async function handleIssueComment(
   if (!config.ok) {
     await github.createComment(
       pr,
-      `@${login} \`.github/evokernel.yml\` on the default branch is invalid, so no job can start:\n\n${config.errors.map((error) => `- ${error}`).join("\n")}\n\nFix it on the default branch and comment again.`,
+      `@${login} \`.github/evokernel.yml\` on the default branch is invalid, so no job can start:\n\n${config.errors.map((error) => `- ${mdText(error)}`).join("\n")}\n\nFix it on the default branch and comment again.`,
     );
     return;
   }
