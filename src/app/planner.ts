@@ -1,7 +1,7 @@
 // The pure planner: a pull request's changed files and the repository's config in, the
 // tasks to review out. No I/O; the handlers fetch, this decides.
 import type { EvokernelConfig } from "../shared/config.js";
-import { globMatcher, isGlob } from "../shared/glob.js";
+import { globMatcher, isGlob, pathFilter } from "../shared/glob.js";
 
 export interface ChangedFile {
   readonly filename: string;
@@ -22,13 +22,13 @@ type TaskRootConfig = Pick<EvokernelConfig, "tasks" | "paths">;
 
 /** Which tasks the changed files touch, by the config's `tasks` roots and `paths` globs. */
 export function planTasks(config: TaskRootConfig, files: readonly ChangedFile[]): TaskPlan {
-  const marks = config.paths?.map(globMatcher);
+  const marks = config.paths === undefined ? undefined : pathFilter(config.paths);
   const tasks = new Set<string>();
   let outside = false;
   for (const file of files) {
     for (const path of [file.filename, file.previousFilename]) {
       if (path === undefined) continue;
-      const marked = marks === undefined ? undefined : marks.some((match) => match(path));
+      const marked = marks?.(path);
       if (marked === false) continue;
       const task = taskOf(config.tasks, path);
       if (task !== undefined) tasks.add(task);

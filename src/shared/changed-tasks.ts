@@ -1,6 +1,6 @@
 // Which tasks a change touches: the app's planner (from a pull request's file list) and
 // `evokernel review` (from `git diff`) decide it with the same rule.
-import { isUnder, matchesGlob } from "./glob.js";
+import { isUnder, pathFilter } from "./glob.js";
 
 /** A task by where it lives: a folder, or a KernelBench file; relative to the repository root. */
 export type TaskLocation = { path: string };
@@ -16,10 +16,9 @@ export function touchesKernels(
   roots: readonly string[],
   paths?: readonly string[],
 ): boolean {
+  const marks = paths === undefined ? undefined : pathFilter(paths);
   return changed.some(
-    (file) =>
-      roots.some((root) => isUnder(file, root)) ||
-      (paths?.some((pattern) => matchesGlob(file, pattern)) ?? false),
+    (file) => roots.some((root) => isUnder(file, root)) || (marks?.(file) ?? false),
   );
 }
 
@@ -39,10 +38,7 @@ export function selectChangedTasks(options: {
   const basePaths = new Set(baseTasks.map((task) => task.path));
   const headPaths = new Set(headTasks.map((task) => task.path));
   const all = [...new Set([...basePaths, ...headPaths])].sort();
-  const counted =
-    paths === undefined
-      ? changed
-      : changed.filter((file) => paths.some((pattern) => matchesGlob(file, pattern)));
+  const counted = paths === undefined ? changed : changed.filter(pathFilter(paths));
   const touched = new Set<string>();
   for (const file of counted) {
     const owners = all.filter((task) => contains(task, file));

@@ -5,6 +5,7 @@
 // the base it compares against.
 import { z } from "zod";
 import { parseCron } from "./cron.js";
+import { globProblem } from "./glob.js";
 
 const PROPOSERS = ["auto", "llm", "tuner"] as const;
 
@@ -24,17 +25,34 @@ const budgetSchema = z
   })
   .strict();
 
-const globList = z.array(z.string().min(1)).min(1);
+/** Globs in GitHub's `paths:` dialect (shared/glob.ts); `!negations` only where a filter reads them. */
+function globList(options: { negation: boolean }) {
+  return z
+    .array(
+      z
+        .string()
+        .min(1)
+        .superRefine((pattern, context) => {
+          const problem = globProblem(pattern, options);
+          if (problem !== null) context.addIssue({ code: "custom", message: problem });
+        }),
+    )
+    .min(1)
+    .refine((patterns) => patterns.length === 0 || patterns.some((p) => !p.startsWith("!")), {
+      message: "a list of only negations (!) matches nothing: start with the files to include",
+    });
+}
 
 export const configSchema = z
   .object({
-    tasks: globList
+    tasks: globList({ negation: false })
       .default(["kernels"])
       .describe("folders or globs (from the repository root) where kernel tasks live"),
-    paths: globList
+    paths: globList({ negation: true })
       .optional()
       .describe(
-        "globs of the files whose change marks a kernel change; a match inside a task's " +
+        "globs (GitHub's `paths:` dialect: `*`, `**`, `[ab]`, `{a,b}`, a later `!glob` takes back; " +
+          "no `?` or `+`) of the files whose change marks a kernel change; a match inside a task's " +
           "folder reviews that task, one outside every task reviews them all " +
           "(default: any file in a task's folder)",
       ),
@@ -91,7 +109,7 @@ export const configSchema = z
           .default("0 3 * * *")
           .describe("cron, UTC"),
         tasks: z
-          .union([z.literal("all"), globList])
+          .union([z.literal("all"), globList({ negation: false })])
           .default("all")
           .describe("task paths or globs, or all"),
         budget: budgetSchema.optional().describe("limits of each task's run"),
