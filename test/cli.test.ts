@@ -2,6 +2,7 @@
 // Python: help, exit codes for usage errors, and `tasks` (schema checks only).
 import { describe, expect, it } from "vitest";
 import { join } from "node:path";
+import { gpuPossible } from "../runner/src/gpu/presence.js";
 import { repo, runCli } from "./helpers/cli.js";
 
 describe("help and version", () => {
@@ -19,11 +20,78 @@ describe("help and version", () => {
     expect(run.stdout).toContain("exit:");
   });
 
-  it("--version prints the package version", async () => {
-    const run = await runCli(["--version"]);
+  it.each(["--version", "-V"])("%s prints the package version", async (flag) => {
+    const run = await runCli([flag]);
     expect(run.exitCode).toBe(0);
     expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
+
+  it("help <command> prints that command's help, not the global one", async () => {
+    const run = await runCli(["help", "bench"]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("usage: evokernel bench");
+    expect(run.stdout).not.toContain("commands:");
+  });
+});
+
+describe("did you mean", () => {
+  it.each([
+    ["tsks", "tasks"],
+    ["verfy", "verify"],
+    ["optimise", "optimize"],
+    ["selftets", "selftest"],
+  ])("command %s suggests %s", async (typed, meant) => {
+    const run = await runCli([typed]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain(`did you mean "${meant}"?`);
+  });
+
+  it("help with a mistyped command suggests the command", async () => {
+    const run = await runCli(["help", "benh"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain('did you mean "bench"?');
+  });
+
+  it("a mistyped flag gets our own message with the flag it meant, not parseArgs' text", async () => {
+    const run = await runCli(["tasks", "--prbe"]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toContain("evokernel tasks has no option --prbe; did you mean --probe?");
+    expect(run.stderr).not.toMatch(/Unknown option|To specify a positional argument/);
+  });
+
+  it("a flag without its value, and a value given to a switch", async () => {
+    const missing = await runCli(["verify", "softmax", "--seed"]);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain("--seed needs a value");
+    const given = await runCli(["tasks", "--json=yes"]);
+    expect(given.exitCode).toBe(2);
+    expect(given.stderr).toContain("--json takes no value");
+  });
+});
+
+describe("misconfiguration: exit 3 with advice, at once", () => {
+  it("a wrong EVOKERNEL_PYTHON says what is wrong and what to do, no traceback", async () => {
+    const run = await runCli(["tasks", "--probe", "test/fixtures/tasks"], {
+      env: { EVOKERNEL_PYTHON: "/no/such/python3" },
+    });
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toContain("EVOKERNEL_PYTHON=/no/such/python3 does not exist");
+    expect(run.stderr).toContain("unset it");
+    expect(run.stderr).not.toMatch(/Traceback|internal error|\n\s+at /);
+  });
+
+  it.skipIf(gpuPossible())(
+    "bench without an NVIDIA driver answers before any Python starts",
+    async () => {
+      // A Python that does not exist: reaching it would be another message (exit 3 too).
+      const run = await runCli(["bench", "softmax"], {
+        env: { EVOKERNEL_PYTHON: "/no/such/python3" },
+      });
+      expect(run.exitCode).toBe(3);
+      expect(run.stderr).toContain("no CUDA GPU on this machine");
+      expect(run.stderr).not.toContain("EVOKERNEL_PYTHON");
+    },
+  );
 });
 
 describe("usage errors exit 2 and say what to do", () => {
@@ -38,7 +106,7 @@ describe("usage errors exit 2 and say what to do", () => {
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('unknown command "frobnicate"');
     for (const name of ["tasks", "verify", "bench", "selftest", "device"]) {
-      expect(run.stderr).toMatch(new RegExp(`use one of .*\\b${name}\\b`));
+      expect(run.stderr).toMatch(new RegExp(`Use one of .*\\b${name}\\b`));
     }
   });
 
@@ -46,7 +114,7 @@ describe("usage errors exit 2 and say what to do", () => {
     const run = await runCli(["tasks", "--fast"]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain("--fast");
-    expect(run.stderr).toContain("evokernel tasks --help");
+    expect(run.stderr).toContain("evokernel help tasks");
   });
 
   it("a missing task", async () => {

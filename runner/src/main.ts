@@ -1,30 +1,13 @@
 // The command line: picks the command, parses its flags, and turns every way a run can end
 // into one exit code (docs/CLI.md). Results go to stdout, messages and progress to stderr.
 import { parseArgs } from "node:util";
-import { benchCommand } from "./commands/bench.js";
 import { printJson, type Command, type Io } from "./commands/command.js";
-import { deviceCommand } from "./commands/device.js";
-import { jobCommand } from "./commands/job.js";
-import { optimizeCommand } from "./commands/optimize.js";
-import { reviewCommand } from "./commands/review.js";
-import { selftestCommand } from "./commands/selftest.js";
-import { tasksCommand } from "./commands/tasks.js";
-import { verifyCommand } from "./commands/verify.js";
+import { COMMANDS, type CommandEntry } from "./commands/registry.js";
 import { EnvironmentError, HarnessError, TaskError, UsageError } from "./errors.js";
 import { packageVersion } from "./paths.js";
+import { closest } from "./util/suggest.js";
 
 export type { Io } from "./commands/command.js";
-
-const COMMANDS: readonly Command[] = [
-  tasksCommand,
-  verifyCommand,
-  benchCommand,
-  optimizeCommand,
-  reviewCommand,
-  jobCommand,
-  selftestCommand,
-  deviceCommand,
-];
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, environment: 3, internal: 4 } as const;
 
@@ -39,11 +22,11 @@ function globalUsage(): string {
     "commands:",
     ...list,
     "",
-    "  evokernel <command> --help   the command's options",
-    "  evokernel --version          the version",
+    "  evokernel help <command>     the command's options (or evokernel <command> --help)",
+    "  evokernel --version, -V      the version",
     "",
     "exit: 0 ok, 1 a candidate rejected or a task invalid, 2 usage, 3 no GPU or no Python",
-    "      with torch, 4 internal error",
+    "      with torch (or another setting of this machine), 4 internal error",
   ].join("\n");
 }
 
@@ -66,19 +49,29 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     io.stderr(`${globalUsage()}\n`);
     return EXIT.usage;
   }
-  if (name === "--help" || name === "-h" || name === "help") {
+  if (name === "--help" || name === "-h") {
     io.stdout(`${globalUsage()}\n`);
     return EXIT.ok;
   }
-  if (name === "--version" || name === "-v") {
+  if (name === "help") {
+    const topic = rest[0];
+    if (topic === undefined) {
+      io.stdout(`${globalUsage()}\n`);
+      return EXIT.ok;
+    }
+    io.stdout(`${(await find(topic).load()).usage}\n`);
+    return EXIT.ok;
+  }
+  if (name === "--version" || name === "-V" || name === "-v" || name === "version") {
     io.stdout(`${packageVersion()}\n`);
     return EXIT.ok;
   }
-  const command = COMMANDS.find((candidate) => candidate.name === name);
-  if (command === undefined) {
-    const names = COMMANDS.map((candidate) => candidate.name).join(", ");
-    throw new UsageError(`unknown command "${name}": use one of ${names} (see evokernel --help)`);
+  if (name.startsWith("-")) {
+    throw new UsageError(
+      `${name} comes after a command: evokernel <command> [options] (see evokernel --help)`,
+    );
   }
+  const command = await find(name).load();
   if (rest.includes("--help") || rest.includes("-h")) {
     io.stdout(`${command.usage}\n`);
     return EXIT.ok;
@@ -86,13 +79,66 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
   return command.run(parse(command, rest), io);
 }
 
+function find(name: string): CommandEntry {
+  const entry = COMMANDS.find((candidate) => candidate.name === name);
+  if (entry !== undefined) return entry;
+  const names = COMMANDS.map((candidate) => candidate.name);
+  const guess = closest(name, names);
+  const hint = guess === undefined ? "" : `; did you mean "${guess}"?`;
+  throw new UsageError(
+    `unknown command "${name}"${hint} Use one of ${names.join(", ")} (see evokernel --help)`,
+  );
+}
+
+/** Our own words for a flag we do not know or a value that is missing, not parseArgs' text. */
 function parse(command: Command, args: string[]) {
+  checkFlags(command, args);
   try {
     return parseArgs({ args, options: command.options, allowPositionals: true, strict: true });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new UsageError(`${message} (see evokernel ${command.name} --help)`, { cause: error });
+    throw new UsageError(`${message} (see evokernel help ${command.name})`, { cause: error });
   }
+}
+
+function checkFlags(command: Command, args: readonly string[]): void {
+  const options = Object.entries(command.options);
+  const long = new Map(options.map(([name, option]) => [name, option.type]));
+  const short = new Map(
+    options.flatMap(([name, option]) =>
+      option.short === undefined ? [] : [[option.short, name] as const],
+    ),
+  );
+  const see = `see evokernel help ${command.name}`;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] ?? "";
+    if (arg === "--") return;
+    if (!arg.startsWith("-") || arg === "-" || /^-\d/.test(arg)) continue;
+    const isLong = arg.startsWith("--");
+    const [flagName = "", inline] = isLong ? splitOnce(arg.slice(2), "=") : [arg.slice(1)];
+    const name = isLong ? flagName : short.get(flagName);
+    const type = name === undefined ? undefined : long.get(name);
+    if (type === undefined) {
+      const guess = closest(isLong ? flagName : arg.replace(/^-+/, ""), [...long.keys()]);
+      const hint = guess === undefined ? "" : `; did you mean --${guess}?`;
+      throw new UsageError(`evokernel ${command.name} has no option ${arg}${hint} (${see})`);
+    }
+    if (type === "boolean" && inline !== undefined) {
+      throw new UsageError(`--${name} takes no value: write --${name}, not ${arg} (${see})`);
+    }
+    if (type === "string" && inline === undefined) {
+      const value = args[index + 1];
+      if (value === undefined || (value.startsWith("--") && value !== "--")) {
+        throw new UsageError(`--${name} needs a value: --${name} VALUE (${see})`);
+      }
+      index++;
+    }
+  }
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator);
+  return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
 function exitCodeOf(error: unknown): number {

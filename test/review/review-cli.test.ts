@@ -102,6 +102,19 @@ describe("evokernel review", () => {
     expect(await git("rev-parse", "--abbrev-ref", "HEAD")).toBe("feature");
   });
 
+  it("without --out writes outside the checkout, in the user cache folder, and says where", async () => {
+    await setKernel("speed=0.5");
+    const sha = await commit("a faster kernel");
+    const before = await git("status", "--porcelain", "--ignored");
+    const xdg = join(dir, "xdg");
+    const run = await runCli(["review"], { cwd: repo, env: { ...env, XDG_CACHE_HOME: xdg } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const folder = join(xdg, "evokernel", "reviews", `repo-${sha.slice(0, 7)}`);
+    expect(await readFile(join(folder, "comment.md"), "utf8")).toBe(`${run.stdout}\n`);
+    expect(run.stderr).toContain(`in ${folder} (outside your checkout`);
+    expect(await git("status", "--porcelain", "--ignored")).toBe(before);
+  });
+
   it("fails a kernel slower than base beyond the noise", async () => {
     await setKernel("speed=1.3");
     await commit("a slower kernel");

@@ -9,7 +9,6 @@ import { candidatesFor, loadTarget } from "./target.js";
 
 export const benchCommand: Command = {
   name: "bench",
-  summary: "verify a candidate, then time it against eager, torch.compile and the task's kernel",
   usage: `usage: evokernel bench <task> [--candidate FILE] [--no-compile] [--json]
 
 Verifies the candidate first (a wrong kernel is not timed), then times it interleaved with
@@ -37,19 +36,22 @@ exit: 0 verified and timed, 1 rejected (by verification or timing) or the task i
     const baseline =
       given === undefined || target.baseline === null ? {} : { baseline: target.baseline };
 
-    return withSession(async function benchWithServer(session) {
-      requireGpu(session);
-      const [result] = await evaluateCandidates(target.task.path, [candidate], {
-        bench: { ...baseline, compile: !flag(parsed, "no-compile") },
-        knownDevice: session.device.device,
-        server: session.server,
-        onEvent: createProgress(io),
-      });
-      if (result === undefined) throw new Error("evaluateCandidates returned no result");
-      if (flag(parsed, "json"))
-        printJson(io, { task: target.task, device: session.device, candidate: result });
-      else io.stdout(`${renderCandidate(result)}\n`);
-      return result.ok ? 0 : 1;
-    });
+    return withSession(
+      async function benchWithServer(session) {
+        requireGpu(session);
+        const [result] = await evaluateCandidates(target.task.path, [candidate], {
+          bench: { ...baseline, compile: !flag(parsed, "no-compile") },
+          knownDevice: session.device.device,
+          server: session.server,
+          onEvent: createProgress(io),
+        });
+        if (result === undefined) throw new Error("evaluateCandidates returned no result");
+        if (flag(parsed, "json"))
+          printJson(io, { task: target.task, device: session.device, candidate: result });
+        else io.stdout(`${renderCandidate(result)}\n`);
+        return result.ok ? 0 : 1;
+      },
+      { needGpu: true, say: (line) => io.stderr(`${line}\n`) },
+    );
   },
 };

@@ -20,7 +20,6 @@ export type Parsed = {
 
 export type Command = {
   name: string;
-  summary: string;
   usage: string;
   options: Options;
   /** Resolves to the exit code; throws UsageError/EnvironmentError/TaskError for those exits. */

@@ -5,7 +5,6 @@ import { flag, printJson, type Command } from "./command.js";
 
 export const deviceCommand: Command = {
   name: "device",
-  summary: "show the GPU, driver and versions the harness sees",
   usage: `usage: evokernel device [--json]
 
 Shows whether this machine has a CUDA GPU, and its name, driver, SM count, L2 size and

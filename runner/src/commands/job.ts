@@ -13,7 +13,6 @@ import { withSession } from "./session.js";
 
 export const jobCommand: Command = {
   name: "job",
-  summary: "run a job spec (the app's, or the Action's) and write its result",
   usage: `usage: evokernel job --spec FILE [--out FILE] [--json]
 
 Runs a job (src/shared/job.ts) in the git checkout around the working directory: the

@@ -34,7 +34,6 @@ const DEFAULT_BUDGET: Budget = { candidates: 45, seconds: 60 * 60, usd: 10 };
 
 export const optimizeCommand: Command = {
   name: "optimize",
-  summary: "search for a faster kernel that passes the verifier, and write the result",
   usage: `usage: evokernel optimize <task> [--config free|insight|full] [--proposer NAME] [--model M]
                           [--candidates N] [--minutes M] [--usd D] [--population N]
                           [--parallel N] [--seed N] [--archive FILE] [--out DIR]

@@ -1,7 +1,8 @@
 // evokernel review: on a git checkout, what the app does on a pull request. Finds the tasks
 // whose files changed between base and head, verifies head and times it beside base (and
 // optimizes it when asked), and writes the exact comment, check run and suggested patch.
-import { relative, resolve } from "node:path";
+import { homedir, tmpdir } from "node:os";
+import { basename, join, relative, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { openGit } from "../git.js";
 import { runJob } from "../jobs/run-job.js";
@@ -13,7 +14,6 @@ import { withSession } from "./session.js";
 
 export const reviewCommand: Command = {
   name: "review",
-  summary: "what the app runs on a pull request, on this checkout: verify and time changed kernels",
   usage: `usage: evokernel review [--base REF] [--head REF] [--optimize] [--seed N] [--out DIR] [--json]
 
 Finds the kernel tasks whose files changed between base and head (read out of git into a
@@ -29,7 +29,8 @@ Settings come from .github/evokernel.yml on the base branch (defaults without on
       --optimize     also search for a faster head kernel (as pullRequests: optimize does)
       --seed N       seed of the search's random choices (default: random)
       --out DIR      where to write comment.md, check-run.json, review.json and
-                     suggestion.patch (default .evokernel/review)
+                     suggestion.patch (default: outside your checkout, in the user cache
+                     folder: ~/.cache/evokernel/reviews/REPO-SHA7; the path is printed)
       --json         print the review result (one JSON document) instead of the comment
 
 exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower beyond the
@@ -77,13 +78,26 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
       },
     });
     const rendered = renderReview(review);
-    const out = resolve(io.cwd, stringOption(parsed, "out") ?? ".evokernel/review");
+    const chosen = stringOption(parsed, "out");
+    const out = chosen === undefined ? defaultOut(git.root, spec.sha) : resolve(io.cwd, chosen);
     const written = await writeReview(out, review, rendered);
     const { conclusion, title } = rendered.checkRun;
     say(`review: check run ${conclusion}: ${title}`);
-    say(`review: wrote ${written.map((file) => relative(io.cwd, file) || file).join(", ")}`);
+    const files = written.map((file) => relative(out, file) || file).join(", ");
+    const where = chosen === undefined ? " (outside your checkout; --out DIR to choose)" : "";
+    say(`review: wrote ${files} in ${out}${where}`);
     if (flag(parsed, "json")) printJson(io, review);
     else io.stdout(rendered.comment);
     return conclusion === "failure" ? 1 : 0;
   },
 };
+
+/**
+ * Outside the user's tree, so a review leaves nothing untracked in it: the user cache folder
+ * ($XDG_CACHE_HOME, else ~/.cache; the OS temp folder without a home), one folder per commit.
+ */
+export function defaultOut(root: string, sha: string, env = process.env): string {
+  const home = homedir();
+  const cache = env["XDG_CACHE_HOME"] ?? (home === "" ? tmpdir() : join(home, ".cache"));
+  return join(cache, "evokernel", "reviews", `${basename(root)}-${sha.slice(0, 7)}`);
+}

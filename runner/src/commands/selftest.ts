@@ -21,7 +21,6 @@ const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolati
 
 export const selftestCommand: Command = {
   name: "selftest",
-  summary: "run the adversarial corpus: every hack rejected, every correct kernel passed",
   usage: `usage: evokernel selftest [--manifest FILE]… [--timeout S] [--json]
 
 Builds every candidate of the corpus in parallel, verifies (and where the manifest says,
@@ -57,69 +56,72 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
       });
       entries.push(...read);
     }
-    return withSession(async function selftestWithServer(session) {
-      requireGpu(session);
-      const pool = createBuildPool();
-      const gpu = createGpuQueue();
-      const started = performance.now();
-      // one cascade per (task, check); all share the pool and the GPU queue, so every
-      // build starts at once and the GPU never waits for a compile it could skip
-      const groups = new Map<string, CorpusEntry[]>();
-      for (const entry of entries) {
-        const key = `${entry.task}\n${entry.check}`;
-        groups.set(key, [...(groups.get(key) ?? []), entry]);
-      }
-      const results = new Map<CorpusEntry, CandidateResult>();
-      await Promise.all(
-        [...groups.values()].map(async function evaluateGroup(group) {
-          const first = group[0];
-          if (first === undefined) return;
-          const evaluated = await evaluateCandidates(
-            resolveCorpusPath(first.task, root),
-            group.map((entry) => resolveCorpusPath(entry.file, root)),
-            {
-              server: session.server,
-              pool,
-              gpu,
-              heldout: true,
-              knownDevice: session.device.device,
-              timeouts: { verifyMs: timeoutS * 1000, benchMs: 10 * timeoutS * 1000 },
-              // hacks 14 and 16 show against eager and the floor: no torch.compile warm-up
-              ...(first.check === "bench" ? { bench: { compile: false } } : {}),
-              onEvent: createProgress(io),
-            },
-          );
-          group.forEach((entry, i) => {
-            const result = evaluated[i];
-            if (result !== undefined) results.set(entry, result);
-          });
-        }),
-      );
-      const wallS = (performance.now() - started) / 1000;
-      const rows: SelftestRow[] = entries.map((entry) => {
-        const result = results.get(entry);
-        return {
-          file: relative(root, join(root, entry.file)),
-          hack: entry.hack,
-          expect: entry.expect,
-          reasons: entry.reasons,
-          got: result ? { ok: result.ok, status: result.status, reason: result.reason } : null,
-          met: result !== undefined && meetsExpectation(entry, result),
-          seconds: result?.seconds ?? { compile: 0, verify: 0, time: 0, total: 0 },
-          message: result?.message ?? "not evaluated",
-          ...(result === undefined ? {} : { detail: detailOf(result) }),
+    return withSession(
+      async function selftestWithServer(session) {
+        requireGpu(session);
+        const pool = createBuildPool();
+        const gpu = createGpuQueue();
+        const started = performance.now();
+        // one cascade per (task, check); all share the pool and the GPU queue, so every
+        // build starts at once and the GPU never waits for a compile it could skip
+        const groups = new Map<string, CorpusEntry[]>();
+        for (const entry of entries) {
+          const key = `${entry.task}\n${entry.check}`;
+          groups.set(key, [...(groups.get(key) ?? []), entry]);
+        }
+        const results = new Map<CorpusEntry, CandidateResult>();
+        await Promise.all(
+          [...groups.values()].map(async function evaluateGroup(group) {
+            const first = group[0];
+            if (first === undefined) return;
+            const evaluated = await evaluateCandidates(
+              resolveCorpusPath(first.task, root),
+              group.map((entry) => resolveCorpusPath(entry.file, root)),
+              {
+                server: session.server,
+                pool,
+                gpu,
+                heldout: true,
+                knownDevice: session.device.device,
+                timeouts: { verifyMs: timeoutS * 1000, benchMs: 10 * timeoutS * 1000 },
+                // hacks 14 and 16 show against eager and the floor: no torch.compile warm-up
+                ...(first.check === "bench" ? { bench: { compile: false } } : {}),
+                onEvent: createProgress(io),
+              },
+            );
+            group.forEach((entry, i) => {
+              const result = evaluated[i];
+              if (result !== undefined) results.set(entry, result);
+            });
+          }),
+        );
+        const wallS = (performance.now() - started) / 1000;
+        const rows: SelftestRow[] = entries.map((entry) => {
+          const result = results.get(entry);
+          return {
+            file: relative(root, join(root, entry.file)),
+            hack: entry.hack,
+            expect: entry.expect,
+            reasons: entry.reasons,
+            got: result ? { ok: result.ok, status: result.status, reason: result.reason } : null,
+            met: result !== undefined && meetsExpectation(entry, result),
+            seconds: result?.seconds ?? { compile: 0, verify: 0, time: 0, total: 0 },
+            message: result?.message ?? "not evaluated",
+            ...(result === undefined ? {} : { detail: detailOf(result) }),
+          };
+        });
+        const summary = {
+          candidates: rows.length,
+          met: rows.filter((row) => row.met).length,
+          wallSeconds: wallS,
+          candidatesPerMinute: rows.length / (wallS / 60),
         };
-      });
-      const summary = {
-        candidates: rows.length,
-        met: rows.filter((row) => row.met).length,
-        wallSeconds: wallS,
-        candidatesPerMinute: rows.length / (wallS / 60),
-      };
-      if (flag(parsed, "json")) printJson(io, { device: session.device, summary, rows });
-      else io.stdout(`${renderSelftest(rows, summary)}\n`);
-      return summary.met === summary.candidates ? 0 : 1;
-    });
+        if (flag(parsed, "json")) printJson(io, { device: session.device, summary, rows });
+        else io.stdout(`${renderSelftest(rows, summary)}\n`);
+        return summary.met === summary.candidates ? 0 : 1;
+      },
+      { needGpu: true, say: (line) => io.stderr(`${line}\n`) },
+    );
   },
 };
 

@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { ForkServer, inspectTask } from "../harness/client.js";
-import { findPython } from "../harness/exec.js";
+import { findPython, requirePython } from "../harness/exec.js";
 import { kernelsDir } from "../paths.js";
 import { renderTasks, type TaskRow } from "../report/tasks-table.js";
 import { checkNativeTask } from "../tasks/check-native.js";
@@ -12,7 +12,6 @@ import { flag, printJson, type Command } from "./command.js";
 
 export const tasksCommand: Command = {
   name: "tasks",
-  summary: "list and check tasks",
   usage: `usage: evokernel tasks [PATH…] [--probe] [--json]
 
 Finds tasks under each PATH (default ./kernels): folders with task.json, robust-kbench
@@ -35,7 +34,10 @@ exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
     const checked = await Promise.all(
       found.map(async (task) => ({ task, row: await checkedRow(task, io.cwd) })),
     );
-    const rows = flag(parsed, "probe") ? await probeRows(checked) : await inspectRows(checked);
+    const say = (line: string) => io.stderr(`${line}\n`);
+    const rows = flag(parsed, "probe")
+      ? await probeRows(checked, say)
+      : await inspectRows(checked, say);
     if (flag(parsed, "json")) printJson(io, { tasks: rows });
     else io.stdout(`${renderTasks(rows)}\n`);
     return rows.every(usable) ? 0 : 1;
@@ -77,7 +79,7 @@ type Checked = readonly { task: DiscoveredTask; row: TaskRow }[];
  * configurations (it derives or expands them), so those tasks are loaded, not run, when a
  * Python with torch is here; without one their counts stay "?" and a note says why.
  */
-async function inspectRows(checked: Checked): Promise<TaskRow[]> {
+async function inspectRows(checked: Checked, say: Say): Promise<TaskRow[]> {
   const needsHarness = checked.some(
     ({ task, row }) => task.format !== "native" && row.problems.length === 0,
   );
@@ -89,23 +91,33 @@ async function inspectRows(checked: Checked): Promise<TaskRow[]> {
       task.format === "native" ? row : { ...row, notes: [note] },
     );
   }
-  return harnessRows(checked, false);
+  return harnessRows(checked, false, say);
 }
 
 /** Loads every schema-valid task in one fork server, one after another. */
-function probeRows(checked: Checked): Promise<TaskRow[]> {
-  return harnessRows(checked, true);
+function probeRows(checked: Checked, say: Say): Promise<TaskRow[]> {
+  return harnessRows(checked, true, say);
 }
 
-async function harnessRows(checked: Checked, probe: boolean): Promise<TaskRow[]> {
+type Say = (line: string) => void;
+
+async function harnessRows(checked: Checked, probe: boolean, say: Say): Promise<TaskRow[]> {
+  // The first answer waits for torch's import; say so at once rather than sit silent.
+  await requirePython();
+  say("starting the harness: Python imports torch (10–30 s) …");
   const server = new ForkServer();
   try {
     const rows: TaskRow[] = [];
+    const loaded = checked.filter(
+      ({ task, row }) => row.problems.length === 0 && (probe || task.format !== "native"),
+    );
     for (const { task, row } of checked) {
       if (row.problems.length > 0 || (!probe && task.format === "native")) {
         rows.push(row);
         continue;
       }
+      const index = loaded.findIndex((entry) => entry.task === task) + 1;
+      say(`${probe ? "probing" : "loading"} ${task.name} (${index}/${loaded.length}) …`);
       const info = await inspectTask(task.path, { probe, runner: server.run });
       rows.push({
         ...row,

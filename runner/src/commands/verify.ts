@@ -19,7 +19,6 @@ import { candidatesFor, loadTarget, type Target } from "./target.js";
 
 export const verifyCommand: Command = {
   name: "verify",
-  summary: "check candidates against the task's reference",
   usage: `usage: evokernel verify <task> [--candidate FILE]… [--heldout] [--device cpu|cuda] [--seed N] [--json]
        evokernel verify --manifest FILE… [--heldout] [--device cpu|cuda] [--seed N] [--json]
 
@@ -76,29 +75,32 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     const candidates = await candidatesFor(target, stringsOption(parsed, "candidate"), io.cwd);
     const json = flag(parsed, "json");
 
-    return withSession(async function verifyWithServer(session) {
-      const noGpu = deviceChoice === "cuda" && !session.device.cuda;
-      const results = await evaluateCandidates(target.task.path, candidates, {
-        ...common,
-        staticOnly: noGpu,
-        knownDevice: session.device.device,
-        server: session.server,
-        onEvent: createProgress(io),
-      });
-      const document = { task: target.task, device: session.device, candidates: results };
-      if (noGpu) {
-        if (json) printJson(io, { ...document, error: { exitCode: 3, message: NO_GPU } });
-        else
-          io.stdout(
-            `${results.map((result) => renderStatic(result.candidate, result.static)).join("\n")}\n`,
-          );
-        if (json) return 3;
-        throw new EnvironmentError(NO_GPU);
-      }
-      if (json) printJson(io, document);
-      else io.stdout(`${renderCandidates(results)}\n`);
-      return results.every((result) => result.ok) ? 0 : 1;
-    });
+    return withSession(
+      async function verifyWithServer(session) {
+        const noGpu = deviceChoice === "cuda" && !session.device.cuda;
+        const results = await evaluateCandidates(target.task.path, candidates, {
+          ...common,
+          staticOnly: noGpu,
+          knownDevice: session.device.device,
+          server: session.server,
+          onEvent: createProgress(io),
+        });
+        const document = { task: target.task, device: session.device, candidates: results };
+        if (noGpu) {
+          if (json) printJson(io, { ...document, error: { exitCode: 3, message: NO_GPU } });
+          else
+            io.stdout(
+              `${results.map((result) => renderStatic(result.candidate, result.static)).join("\n")}\n`,
+            );
+          if (json) return 3;
+          throw new EnvironmentError(NO_GPU);
+        }
+        if (json) printJson(io, document);
+        else io.stdout(`${renderCandidates(results)}\n`);
+        return results.every((result) => result.ok) ? 0 : 1;
+      },
+      { say: (line) => io.stderr(`${line}\n`) },
+    );
   },
 };
 

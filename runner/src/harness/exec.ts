@@ -131,19 +131,36 @@ export function findPython(): Promise<string | null> {
 
 async function locatePython(parent: NodeJS.ProcessEnv): Promise<string | null> {
   const chosen = parent["EVOKERNEL_PYTHON"];
-  if (chosen) return chosen;
+  if (chosen) {
+    // A setting that is wrong is the operator's to fix: exit 3 with advice, not a traceback.
+    const problem = await torchProblem(chosen, parent);
+    if (problem === null) return chosen;
+    throw new EnvironmentError(
+      `EVOKERNEL_PYTHON=${chosen} ${problem}: point it at a Python that has PyTorch ` +
+        `(\`${chosen} -c "import torch"\` should work), or unset it to use python3`,
+    );
+  }
   for (const candidate of PYTHON_CANDIDATES) {
-    if (await importsTorch(candidate, parent)) return candidate;
+    if ((await torchProblem(candidate, parent)) === null) return candidate;
   }
   return null;
 }
 
-async function importsTorch(candidate: string, parent: NodeJS.ProcessEnv): Promise<boolean> {
-  const probe = await runProcess(candidate, ["-c", "import torch"], {
+// Finds torch without importing it (importing takes 10–30 s; the harness imports it once).
+const FIND_TORCH =
+  "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)";
+
+/** Why `candidate` is not a Python with torch, or null when it is. */
+async function torchProblem(candidate: string, parent: NodeJS.ProcessEnv): Promise<string | null> {
+  const probe = await runProcess(candidate, ["-c", FIND_TORCH], {
     env: childEnv(parent),
     timeoutMs: 120_000,
   });
-  return probe.exitCode === 0;
+  if (probe.exitCode === 0) return null;
+  if (/ENOENT/.test(probe.output)) return "does not exist (no such file on PATH)";
+  if (/EACCES/.test(probe.output)) return "is not executable";
+  if (probe.exitCode === 3) return "has no PyTorch";
+  return `does not run as Python (exit ${String(probe.exitCode ?? probe.signal)})`;
 }
 
 export async function requirePython(): Promise<string> {
