@@ -18,6 +18,9 @@
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
 #   shape-tuner:T1,T2…  the same with the shape-keyed tuner
+#   sweep[:T1,T2…]      every combination of the template kernels' tunables: checked on every
+#                       configuration, timed against eager and torch.compile (scripts/template-sweep.py;
+#                       EVK_SWEEP_ARGS adds options, e.g. "--deadline 420")
 # Each step's files go to $OUT/<step>.tgz when it ends (a step cut short: what it wrote so
 # far), the steps' console output to $OUT/batch.log. Needs dist/ and .device/ carried along.
 set -uo pipefail
@@ -69,6 +72,7 @@ run_step() {
           ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
         builds) bash scripts/bench-builds.sh ;;
+        sweep) python3 scripts/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
         screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })

@@ -2,7 +2,8 @@
 // A stand-in for `python -m evokernel_harness` on a machine with a GPU, for CLI tests of
 // commands that need one (EVOKERNEL_PYTHON points here). It writes well-formed records:
 // every candidate passes; a candidate's time follows its BLOCK_SIZE (-D, or `speed=` in
-// its source): 512 is the fastest. `serve` speaks the fork server's line protocol.
+// its source): 512 is the fastest; in a template (kernels/softmax) THREADS_PER_ROW plays
+// BLOCK_SIZE's part, and VEC 4 and CACHE 1 make it faster still. `serve` speaks the fork server's line protocol.
 // A source can ask for what the real harness would find in it, in a comment:
 // `fake-harness: static=CODE` (a static finding), `fake-harness: compile-error`,
 // `fake-harness: verify=REASON` (rejected, on the quick check too), `fake-harness:
@@ -49,8 +50,12 @@ function speedOf(artifact, candidate) {
   const source = candidate && existsSync(candidate) ? readFileSync(candidate, "utf8") : "";
   const marked = /speed=([\d.]+)/.exec(source);
   if (marked) return Number(marked[1]);
-  const block = built.defines?.BLOCK_SIZE ?? /#define BLOCK_SIZE (\d+)/.exec(source)?.[1] ?? 256;
-  return SPEED[block] ?? 1;
+  const knob = (name) =>
+    built.defines?.[name] ?? new RegExp(`#define ${name} (\\d+)`).exec(source)?.[1];
+  const block = knob("BLOCK_SIZE") ?? knob("THREADS_PER_ROW") ?? 256;
+  const vec = Number(knob("VEC") ?? 1) === 4 ? 0.8 : 1;
+  const cache = Number(knob("CACHE") ?? 0) === 1 ? 0.9 : 1;
+  return (SPEED[block] ?? 1) * vec * cache;
 }
 
 /** What a candidate's source asks this harness to find (`fake-harness: KEY=VALUE`). */

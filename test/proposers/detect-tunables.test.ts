@@ -73,16 +73,28 @@ describe("every built-in kernel", () => {
     for (const t of detectTunables(source, tunables)) expect(t.values).toContain(t.current);
   });
 
-  it("finds the softmax kernel's knobs", () => {
+  it("finds the softmax template's knobs: its declared ones, then the register cap", () => {
     const { source, tunables } = loadKernel("softmax");
     const found = detectTunables(source, tunables);
     expect(found.map((t) => [t.id, t.kind])).toEqual([
-      ["BLOCK_SIZE", "define"],
+      ["THREADS_PER_ROW", "define"],
+      ["ROWS_PER_BLOCK", "define"],
+      ["VEC", "define"],
+      ["ONLINE", "define"],
+      ["CACHE", "define"],
+      ["UNROLL", "define"],
       ["min-blocks", "min-blocks"],
-      ["unroll(4)", "unroll"],
     ]);
-    expect(byId(found, "BLOCK_SIZE").values).toEqual([128, 256, 512, 1024]);
-    expect(byId(found, "unroll(4)").sites).toHaveLength(2);
+    expect(byId(found, "THREADS_PER_ROW").values).toEqual([32, 64, 128, 256, 512, 1024]);
+    // the defaults are the first version's: a 256-thread block per row, one online pass
+    expect(Object.fromEntries(found.map((t) => [t.id, t.current]))).toMatchObject({
+      THREADS_PER_ROW: 256,
+      ROWS_PER_BLOCK: 1,
+      VEC: 1,
+      ONLINE: 1,
+      CACHE: 0,
+      UNROLL: 4,
+    });
   });
 
   it("edits an unguarded macro in the source instead of passing -D (cross_entropy)", () => {

@@ -24,7 +24,11 @@ const API = "https://api.anthropic.com";
 const KEY = "sk-ant-api03-test-key-0123456789abcdef";
 const MODEL = "claude-sonnet-5-5";
 const softmaxDir = join(repo, "kernels", "softmax");
-const softmax = readFileSync(join(softmaxDir, "kernel.cu"), "utf8");
+// the first built-in softmax (one knob, BLOCK_SIZE): kernels/softmax is a template now
+const softmax = readFileSync(
+  join(repo, "test", "fixtures", "kernels", "softmax-block", "kernel.cu"),
+  "utf8",
+);
 const heldout = (
   JSON.parse(readFileSync(join(softmaxDir, "task.json"), "utf8")) as { heldout: { name: string }[] }
 ).heldout.map((c) => c.name);

@@ -107,7 +107,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
       seed,
       taskPath: target.task.path,
       baselineSource,
-      tunables: await tunablesOf(target.task),
+      ...(await tuningOf(target.task)),
       compiled: extname(start) !== ".py",
       ...(settings.model === undefined ? {} : { model: settings.model }),
       env: process.env,
@@ -259,10 +259,15 @@ function number(
   return value;
 }
 
-async function tunablesOf(task: DiscoveredTask): Promise<Record<string, (string | number)[]>> {
-  if (task.format !== "native") return {};
+/** The task's declared tunables and the rules their combinations keep (task.json). */
+async function tuningOf(
+  task: DiscoveredTask,
+): Promise<{ tunables: Record<string, (string | number)[]>; constraints?: string[] }> {
+  if (task.format !== "native") return { tunables: {} };
   const checked = await checkNativeTask(task.path);
-  return checked.ok ? (checked.task.tunables ?? {}) : {};
+  if (!checked.ok) return { tunables: {} };
+  const { tunables = {}, constraints } = checked.task;
+  return constraints === undefined ? { tunables } : { tunables, constraints };
 }
 
 /** The PyTorch reference a proposal is shown (the task's, never a held-out configuration). */

@@ -14,6 +14,8 @@ export type ProposerOptions = {
   baselineSource: string;
   /** The task's declared tunables (task.json "tunables"). */
   tunables: Record<string, (string | number)[]>;
+  /** Rules the tunables' combinations keep (task.json "constraints"). */
+  constraints?: string[];
   /** The kernel is CUDA source built by nvcc (not Python): the tuner may try nvcc flags. */
   compiled: boolean;
   /** The LLM's model id (llm only); DEFAULT_MODEL when absent. */
@@ -31,6 +33,7 @@ const REGISTRY = {
       seed: options.seed,
       baselineSource: options.baselineSource,
       tunables: options.tunables,
+      ...(options.constraints === undefined ? {} : { constraints: options.constraints }),
       compileFlags: options.compiled,
     }),
   "shape-tuner": (options: ProposerOptions) =>
@@ -38,6 +41,7 @@ const REGISTRY = {
       seed: options.seed,
       baselineSource: options.baselineSource,
       tunables: options.tunables,
+      ...(options.constraints === undefined ? {} : { constraints: options.constraints }),
     }),
   llm: createLlm,
 } satisfies Record<string, (options: ProposerOptions) => Proposer>;

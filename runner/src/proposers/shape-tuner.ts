@@ -46,6 +46,8 @@ export type ShapeTunerOptions = {
   seed: number;
   baselineSource: string;
   tunables: Readonly<Record<string, readonly (string | number)[]>>;
+  /** task.json "constraints": every class's tuner keeps them. */
+  constraints?: readonly string[];
   poolSize?: number;
 };
 
@@ -73,6 +75,7 @@ export function createShapeTuner(options: ShapeTunerOptions): Proposer & {
         seed: deriveSeed(options.seed, 7919, k),
         baselineSource: options.baselineSource,
         tunables: options.tunables,
+        ...(options.constraints === undefined ? {} : { constraints: options.constraints }),
         ...(options.poolSize === undefined ? {} : { poolSize: options.poolSize }),
       }),
     );

@@ -17,8 +17,12 @@
 //
 // Search: the pool is the best `poolSize` vectors with a known fitness (the baseline counts,
 // at fitness 1, until measured). For a "new" proposal, most of the time (CLIMB) the child is
-// an untried neighbour of the fittest vector, one value away in one parameter: hill
-// climbing, which is what a budget of a few dozen candidates affords. Otherwise it is a
+// an untried vector on one axis through the fittest vector: every other parameter as the
+// fittest has it, this one at any value, the nearest first (coordinate descent: a
+// template's structural knobs, a vector width or a cache, are reached in one step from
+// wherever the climb stands, not one neighbouring value at a time).
+// The task's "constraints" (constraints.ts) say which combinations exist: no vector that
+// breaks one is proposed, and the space counts only those that keep them. Otherwise it is a
 // genetic child: of the context's parents when the engine chose tuner-made ones (crossover:
 // two, mutation: one), else of two tournament winners from the pool; uniform crossover, then
 // each gene moves to a neighbouring value with probability 1/genes (now and then a jump
@@ -39,12 +43,15 @@ import {
   type Proposer,
 } from "../evolve/types.js";
 import { createRng, deriveSeed, type Rng } from "../evolve/rng.js";
+import { parseConstraints, satisfies } from "./constraints.js";
 
 export type TunerOptions = {
   seed: number;
   baselineSource: string;
   /** The task's declared tunables (task.json "tunables"): macro name → values. */
   tunables: Readonly<Record<string, readonly (string | number)[]>>;
+  /** Rules every proposed combination satisfies (task.json "constraints", constraints.ts). */
+  constraints?: readonly string[];
   /** Also search precision-keeping nvcc flags (compile-flags.ts): .cu kernels only. */
   compileFlags?: boolean;
   /** How many of the fittest vectors parents are drawn from. */
@@ -100,7 +107,20 @@ export function createTuner(options: TunerOptions): Tuner {
     })),
     ...flagDims.map((f) => ({ id: `flag:${f.id}`, label: f.label, values: f.values, baseline: 0 })),
   ];
-  const spaceSize = dimensions.reduce((size, d) => size * d.values.length, 1);
+  const rules = parseConstraints(options.constraints);
+  const valid = (vector: readonly number[]) =>
+    rules.length === 0 ||
+    satisfies(
+      rules,
+      Object.fromEntries(
+        tunables.map((t, i) => [t.id, dimensions[i]?.values[vector[i] ?? 0] ?? null]),
+      ),
+    );
+  const product = dimensions.reduce((size, d) => size * d.values.length, 1);
+  const spaceSize =
+    rules.length === 0 || product > ENUMERATE_LIMIT
+      ? product
+      : Array.from({ length: product }, (_, n) => decode(n)).filter(valid).length;
   const poolSize = options.poolSize ?? DEFAULT_POOL;
   const baselineVector = dimensions.map((d) => d.baseline);
   const trials = new Map<string, Trial>();
@@ -138,9 +158,10 @@ export function createTuner(options: TunerOptions): Tuner {
     }
   }
 
-  /** Proposed before, or holds a value that has only ever failed to build. */
+  /** Proposed before, breaks a constraint, or holds a value that has only ever failed to build. */
   function skip(vector: readonly number[]): boolean {
     if (trials.has(keyOf(vector))) return true;
+    if (!valid(vector)) return true;
     return vector.some((gene, i) => {
       const value = `${i}:${gene}`;
       return unbuildable.has(value) && !built.has(value);
@@ -264,19 +285,31 @@ export function createTuner(options: TunerOptions): Tuner {
     return untried(rng, pool()[0]?.vector ?? baselineVector);
   }
 
-  /** An untried vector one step from `near` in one dimension, or null. */
+  /**
+   * An untried vector on one axis through `near` (one dimension changed, to any value), or
+   * null: an axis drawn at random among those with one left, and on it the value nearest to
+   * `near`'s (ties: either side at random).
+   */
   function neighbour(rng: Rng, near: number[]): number[] | null {
-    const neighbours: number[][] = [];
+    const lines: number[][][] = [];
     dimensions.forEach((d, i) => {
-      for (const step of [-1, 1]) {
-        const gene = (near[i] ?? 0) + step;
-        if (gene < 0 || gene >= d.values.length) continue;
+      const here = near[i] ?? 0;
+      const line: number[][] = [];
+      for (let gene = 0; gene < d.values.length; gene++) {
+        if (gene === here) continue;
         const vector = [...near];
         vector[i] = gene;
-        if (!skip(vector)) neighbours.push(vector);
+        if (!skip(vector)) line.push(vector);
       }
+      if (line.length > 0) lines.push(line);
     });
-    return neighbours[rng.int(neighbours.length)] ?? null;
+    const line = lines[rng.int(lines.length)];
+    if (line === undefined) return null;
+    const axis = line[0]?.findIndex((gene, i) => gene !== near[i]) ?? 0;
+    const distance = (v: number[]) => Math.abs((v[axis] ?? 0) - (near[axis] ?? 0));
+    const nearest = Math.min(...line.map(distance));
+    const closest = line.filter((v) => distance(v) === nearest);
+    return closest[rng.int(closest.length)] ?? null;
   }
 
   /** An untried vector: a neighbour of `near` if one is left, else any (random) one. */

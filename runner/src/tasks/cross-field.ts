@@ -1,6 +1,7 @@
 // The rules of task.json that span fields: names bound in every configuration, shapes that
 // come out whole, an odd-sized configuration, gradients for backward tasks. Each issue says
 // what to fix, at the path where the fix goes.
+import { parseConstraint } from "../proposers/constraints.js";
 import { parseExpression, type Expression } from "./expression.js";
 import { FLOAT_DTYPES, type TaskShape } from "./schema.js";
 
@@ -32,7 +33,28 @@ export function crossFieldIssues(task: TaskShape): Issue[] {
     ...wholeShapes(task),
     ...oddSizeRule(task),
     ...gradientRules(task),
+    ...constraintRules(task),
   ];
+}
+
+/** Each constraint parses and reads only declared tunables. */
+function constraintRules(task: TaskShape): Issue[] {
+  const names = new Set(Object.keys(task.tunables ?? {}));
+  return (task.constraints ?? []).flatMap(function checkConstraint(text, index): Issue[] {
+    const path = ["constraints", index];
+    if (names.size === 0) return [{ message: "constraints need tunables to constrain", path }];
+    try {
+      const unknown = parseConstraint(text).names.filter((name) => !names.has(name));
+      if (unknown.length > 0) {
+        return [
+          { message: `names no tunable: ${unknown.join(", ")} (declare it in "tunables")`, path },
+        ];
+      }
+    } catch (err) {
+      return [{ message: (err as Error).message, path }];
+    }
+    return [];
+  });
 }
 
 function duplicateNames(named: { name: string; path: Path }[], what: string): Issue[] {

@@ -133,6 +133,12 @@ const taskShape = strict("task.json", {
     )
     .optional()
     .describe("-D values an offline tuner may try"),
+  constraints: z
+    .array(z.string().min(1))
+    .optional()
+    .describe(
+      'rules every combination of tunables the tuner tries must satisfy: C-like expressions over the tunables\' names (integers, + - * / %, comparisons, && || !, parentheses), e.g. "THREADS_PER_ROW * ROWS_PER_BLOCK <= 1024"',
+    ),
 });
 
 /** task.json after the field rules, before the cross-field ones. */
