@@ -38,13 +38,15 @@ run_task() {
     >"$dir/standin.txt" 2>"$dir/standin.log" &
   local standin=$!
   for _ in $(seq 50); do [ -s "$dir/standin.txt" ] && break; sleep 0.1; done
-  local url config proposals
+  local url config proposals task
   url=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).url)' "$dir/standin.txt")
   config=$(node -e 'console.log(require(process.argv[1]).config)' "$PWD/$script")
+  # the task the replies were written against (the first built-in kernels, kept as fixtures)
+  task=$(node -e 'console.log(require(process.argv[1]).task)' "$PWD/$script")
   proposals=$(node -e 'console.log(require(process.argv[1]).replies.filter((r) => r.status === undefined).length)' "$PWD/$script")
   echo "## $name ($config, $proposals proposals) $(date -u +%H:%M:%S)"
   ANTHROPIC_API_KEY=sk-ant-standin-not-a-key ANTHROPIC_BASE_URL=$url \
-    node dist/evokernel.mjs optimize "kernels/$name" --proposer llm --config "$config" \
+    node dist/evokernel.mjs optimize "$task" --proposer llm --config "$config" \
     --candidates "$proposals" --parallel 1 --seed 1 --archive "$dir/archive.jsonl" \
     --out "$dir/out" 2>"$dir/optimize.log"
   echo "optimize exit $?"

@@ -219,7 +219,7 @@ describe("evokernel review", () => {
     await writeFile(file, (await readFile(file, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n"));
     await commit("drop the marker");
     const run = await runCli(
-      ["review", "--out", out, "--optimize", "--seed", "2", "--base", "main"],
+      ["review", "--out", out, "--optimize", "--seed", "5", "--base", "main"],
       {
         cwd: repo,
         env,
