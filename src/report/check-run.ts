@@ -2,7 +2,8 @@
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
 import type { ReviewResult } from "../shared/review.js";
-import { mdText, PLAIN } from "./escape.js";
+import { summaryLine } from "./comment.js";
+import { mdText } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
 import { renderTaskTable } from "./table.js";
 
@@ -34,10 +35,7 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
     };
   }
   const conclusion = failing.length > 0 ? "failure" : "success";
-  const first = failing[0] ?? speaking[0];
-  if (first === undefined) throw new Error("unreachable: speaking is not empty");
-  const more = (failing.length > 0 ? failing : speaking).length - 1;
-  const title = headline(first.task, first.outcome, PLAIN) + (more > 0 ? ` (+${more} more)` : "");
+  const title = summaryLine(ranked, "plain");
   const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
   const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
   const summary = clip([...lines, "", rule].join("\n"));

@@ -1,12 +1,30 @@
 // The one pull-request comment evokernel keeps (found by its hidden marker and edited in
-// place): a first line with the outcome, a table per task, verification, the evolution's
-// progress as a chart, details collapsed. Pure; trimmed to GitHub's comment limit with a
-// link to the full result.
+// place), written to be read in five seconds: one headline sentence with counts (wrong,
+// regressions, improvements, unchanged), then per task its verdict, a table with one unit
+// per column and one signed change column, the evolved kernel and its diff, details
+// collapsed. Pure; trimmed to GitHub's comment limit with a link to the full result.
+import { FILE_HEADERS_ONLY, formatPatch, parsePatch } from "diff";
 import type { Result } from "../shared/result.js";
 import type { ReviewResult, TaskReview } from "../shared/review.js";
-import { codeBlock, codeSpan, htmlText, link, mdText, mermaidLabel } from "./escape.js";
-import { formatError, formatRatio, significant } from "./format.js";
-import { byOutcome, headline, type Outcome } from "./outcome.js";
+import {
+  codeBlock,
+  codeSpan,
+  htmlText,
+  link,
+  MARKDOWN,
+  mdText,
+  mermaidLabel,
+  PLAIN,
+} from "./escape.js";
+import {
+  formatChangeSize,
+  formatError,
+  formatTimeChange,
+  significant,
+  timeChangePercent,
+} from "./format.js";
+import { byOutcome, countsSentence, describeReason, headline, type Outcome } from "./outcome.js";
+import { unifiedDiff } from "./patch.js";
 import { renderTaskTable } from "./table.js";
 
 export const COMMENT_MARKER = "<!-- evokernel:comment -->";
@@ -15,6 +33,8 @@ export const COMMENT_MARKER = "<!-- evokernel:comment -->";
 export const COMMENT_LIMIT = 65_536;
 
 export type CommentLinks = { runUrl?: string; fullResultUrl?: string };
+
+type Ranked = { task: TaskReview; outcome: Outcome }[];
 
 export function renderComment(review: ReviewResult, links: CommentLinks = {}): string {
   const full = compose(review, links, { details: true });
@@ -27,11 +47,11 @@ export function renderComment(review: ReviewResult, links: CommentLinks = {}): s
 
 function compose(review: ReviewResult, links: CommentLinks, options: { details: boolean }): string {
   const ranked = byOutcome(review.tasks, review.threshold);
-  const parts = [COMMENT_MARKER, `### ${icon(ranked)} ${firstLine(ranked)}`];
-  const overview = overviewLine(review, ranked.length);
-  if (overview !== "") parts.push(overview);
+  const parts = [COMMENT_MARKER, `### ${OUTCOME_ICON[worst(ranked)]} ${summaryLine(ranked)}`];
+  // One task: the headline already says its sentence; a heading would repeat it.
+  const headings = ranked.length > 1;
   for (const { task, outcome } of ranked) {
-    parts.push(renderTask(task, outcome, review.threshold, options));
+    parts.push(renderTask(task, outcome, review.threshold, { ...options, headings }));
   }
   if (!options.details) {
     parts.push(`Details were left out to fit GitHub's comment limit: ${fullResultLink(links)}.`);
@@ -40,38 +60,54 @@ function compose(review: ReviewResult, links: CommentLinks, options: { details: 
   return `${parts.join("\n\n")}\n`;
 }
 
-function icon(ranked: { outcome: Outcome }[]): string {
-  const outcomes = new Set(ranked.map(({ outcome }) => outcome));
-  if (outcomes.has("wrong") || outcomes.has("error")) return "❌";
-  if (outcomes.has("slower")) return "⚠️";
-  if (outcomes.has("faster") || outcomes.has("same")) return "✅";
-  return "ℹ️";
+const OUTCOME_ICON: Record<Outcome, string> = {
+  wrong: "❌",
+  error: "❌",
+  slower: "⚠️",
+  faster: "⚡",
+  same: "✅",
+  quiet: "ℹ️",
+};
+
+function worst(ranked: Ranked): Outcome {
+  return ranked.find(({ outcome }) => outcome !== "quiet")?.outcome ?? "quiet";
 }
 
-function firstLine(ranked: { task: TaskReview; outcome: Outcome }[]): string {
+/**
+ * The headline: the counts, and for a single speaking task its own sentence. The same
+ * sentence, without markdown, is the check run's title.
+ */
+export function summaryLine(ranked: Ranked, style: "markdown" | "plain" = "markdown"): string {
   const speaking = ranked.filter(({ outcome }) => outcome !== "quiet");
   if (ranked.length === 0) return "No kernel task changed in this pull request";
-  const shown = (speaking.length > 0 ? speaking : ranked).slice(0, 3);
-  const rest = (speaking.length > 0 ? speaking : ranked).length - shown.length;
-  const text = shown.map(({ task, outcome }) => headline(task, outcome)).join("; ");
-  return rest > 0 ? `${text}; and ${rest} more` : text;
-}
-
-function overviewLine(review: ReviewResult, count: number): string {
-  if (count <= 1) return "";
-  const { sha, baseSha } = review.job;
-  const against = baseSha === undefined ? "" : ` against base ${baseSha.slice(0, 7)}`;
-  return `${count} kernel tasks changed at ${sha.slice(0, 7)}${against}.`;
+  if (speaking.length === 0) {
+    const count = ranked.length;
+    return `${count} kernel task${count === 1 ? "" : "s"} touched, none to check`;
+  }
+  const newTasks = speaking.filter(
+    ({ task, outcome }) => outcome === "same" && !task.inBase,
+  ).length;
+  const counts = countsSentence(
+    speaking.map(({ outcome }) => outcome),
+    newTasks,
+  );
+  const only = speaking.length === 1 ? speaking[0] : undefined;
+  if (only !== undefined) {
+    const sentence = headline(only.task, only.outcome, style === "plain" ? PLAIN : MARKDOWN);
+    return `${counts}: ${sentence}`;
+  }
+  return `${speaking.length} kernels: ${counts}`;
 }
 
 function renderTask(
   task: TaskReview,
   outcome: Outcome,
   threshold: number,
-  options: { details: boolean },
+  options: { details: boolean; headings: boolean },
 ): string {
-  const lines = [`#### ${codeSpan(task.task.name)} · ${codeSpan(task.task.path)}`];
-  lines.push(verificationLine(task));
+  const lines: string[] = [];
+  if (options.headings) lines.push(`#### ${OUTCOME_ICON[outcome]} ${headline(task, outcome)}`);
+  lines.push(`${codeSpan(task.task.path)} · ${verificationLine(task)}`);
   if (task.timings.length > 0) lines.push(renderTaskTable(task, threshold));
   const noise = noiseLine(task, outcome);
   if (noise !== "") lines.push(noise);
@@ -85,19 +121,24 @@ function renderTask(
 
 function verificationLine(task: TaskReview): string {
   const verification = task.verification;
-  if (verification === null) return `Verification: not run (${mdText(task.summary)}).`;
+  if (verification === null) return `**Verification:** not run (${mdText(task.summary)}).`;
   const visible = verification.configs.filter((config) => !config.heldout).length;
   const heldout = verification.configs.length - visible;
   const shapes = `${visible} shape${visible === 1 ? "" : "s"}${heldout > 0 ? ` + ${heldout} held out` : ""}`;
   if (verification.ok) return `**Verification:** passed on ${shapes}.`;
+  const reason = describeReason(verification.reason ?? verification.status);
   const failed = verification.failed;
-  const reason = verification.reason ?? verification.status;
-  if (failed === null)
-    return `**Verification:** ${mdText(reason)} — ${mdText(oneLine(verification.message))}`;
-  const where =
+  if (failed === null) {
+    const message = oneLine(verification.message);
+    return `**Verification:** ${reason}${message === "" ? "" : ` — ${mdText(message)}`}`;
+  }
+  // The harness names an output by name ("out") or by place ("output 0"): say "output" once.
+  const output =
     failed.output === null
-      ? mdText(failed.config)
-      : `${mdText(failed.config)}, ${mdText(/^output\b/.test(failed.output) ? failed.output : `output ${failed.output}`)}`;
+      ? ""
+      : /^output\b/.test(failed.output)
+        ? `, ${mdText(failed.output)}`
+        : `, output ${codeSpan(failed.output)}`;
   const element =
     failed.index.length === 0
       ? ""
@@ -108,25 +149,31 @@ function verificationLine(task: TaskReview): string {
       : ` (atol ${formatError(failed.atol)}, rtol ${formatError(failed.rtol)})`;
   const error =
     failed.maxAbs === null ? "" : `; max abs error ${formatError(failed.maxAbs)}${tolerance}`;
-  return `**Verification:** ${mdText(reason)} on ${where}${element}${error}.`;
+  return `**Verification:** ${reason} on ${mdText(failed.config)}${output}${element}${error}.`;
 }
 
 function noiseLine(task: TaskReview, outcome: Outcome): string {
   if (task.speedup === null) return "";
-  const { lowerBound, upperBound, configs } = task.speedup;
-  const range = `${formatRatio(lowerBound)} – ${formatRatio(upperBound)}`;
+  const { lowerBound, upperBound, median, configs } = task.speedup;
   const counted = `${configs} configuration${configs === 1 ? "" : "s"}`;
-  if (outcome === "same") return `Within the noise: PR vs base ${range} over ${counted}.`;
-  return `PR vs base, noise included: ${range} over ${counted}.`;
+  // A higher speedup is less time: the upper bound gives the low end of the time change.
+  const range = `${formatTimeChange(upperBound)} to ${formatTimeChange(lowerBound)}`;
+  const mean = formatTimeChange(median);
+  if (outcome === "same") return `Within the noise: ${mean} over ${counted} (${range}).`;
+  return `Geometric mean over ${counted}: ${mean}, noise included ${range}.`;
 }
 
 function optimizeSection(result: Result, task: TaskReview, options: { details: boolean }): string {
   const lines: string[] = [];
-  if (result.win && result.speedup.baseline !== null) {
+  const gain = result.speedup.baseline;
+  if (result.win && gain !== null) {
     const suggested = task.suggestion === null ? "" : " — suggested below as a change to the PR";
+    const floor =
+      result.speedup.lowerBound === null
+        ? ""
+        : ` (at least ${formatChangeSize(result.speedup.lowerBound)} beyond the noise)`;
     lines.push(
-      `**Evolved:** ${formatRatio(result.speedup.baseline)} faster than this PR's kernel ` +
-        `(at least ${formatRatio(result.speedup.lowerBound ?? 1)} beyond the noise), verified on every configuration${suggested}.`,
+      `**Evolved:** a kernel ${formatChangeSize(gain)} faster than this PR's${floor}, verified on every configuration${suggested}.`,
     );
   } else {
     lines.push(`**Evolved:** ${mdText(oneLine(result.verdict))}`);
@@ -136,29 +183,64 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
     `${search.candidates} candidates (${search.passed} passed) in ${significant(search.seconds / 60, 2)} min by ${mdText(result.run.proposer)}` +
       `${result.usage.usd > 0 ? `, $${result.usage.usd.toFixed(2)}` : ""}; stopped by ${mdText(search.stoppedBy)}.`,
   );
-  if (options.details && result.history.length > 1) lines.push(progressChart(result));
-  if (options.details && result.best !== null && result.best.diff !== "" && result.win) {
-    lines.push(collapsed("The evolved kernel's diff", codeBlock(result.best.diff, "diff")));
+  const chart = progressChart(result);
+  if (options.details && chart !== null) lines.push(chart);
+  const diff = evolvedDiff(result, task);
+  if (options.details && diff !== "" && result.win) {
+    lines.push(collapsed("The evolved kernel's diff", codeBlock(diff.trimEnd(), "diff")));
   }
   return lines.join("\n\n");
 }
 
-/** The search's best fitness over candidates, as GitHub renders mermaid charts. */
-function progressChart(result: Result): string {
-  const points = result.history;
-  const xs = points.map((point) => String(point.candidate)).join(", ");
-  const ys = points.map((point) => significant(point.fitness, 3)).join(", ");
-  const top = Math.max(...points.map((point) => point.fitness));
+/**
+ * The best kernel's time against the PR's after every candidate, as GitHub renders mermaid
+ * charts; only where it shows a trend (three candidates or more, the best improving at
+ * least once), the y axis fitted to the values, not from 0.
+ */
+export function progressChart(result: Result): string | null {
+  const count = result.search.candidates;
+  const points = [...result.history].sort((a, b) => a.candidate - b.candidate);
+  if (count < 3 || points.length < 2) return null;
+  const first = points[0]?.candidate ?? 0;
+  const ys: number[] = [];
+  for (let candidate = first; candidate < first + count; candidate++) {
+    const best = Math.max(
+      ...points.filter((point) => point.candidate <= candidate).map((point) => point.fitness),
+    );
+    ys.push(Math.round(timeChangePercent(best) * 10) / 10);
+  }
+  const low = Math.min(...ys);
+  const high = Math.max(...ys);
+  const pad = Math.max(1, (high - low) * 0.1);
   const chart = [
     "```mermaid",
     "xychart-beta",
-    `  title "${mermaidLabel(result.task.name)}: best speedup over the PR kernel"`,
-    `  x-axis "candidate" [${xs}]`,
-    `  y-axis "speedup" 0 --> ${significant(Math.max(1, top) * 1.1, 2)}`,
-    `  line [${ys}]`,
+    `  title "${mermaidLabel(result.task.name)}: best kernel's time vs the PR's, %"`,
+    `  x-axis "candidate" 1 --> ${count}`,
+    `  y-axis "time vs PR, %" ${Math.floor(low - pad)} --> ${Math.ceil(high + pad)}`,
+    `  line [${ys.join(", ")}]`,
     "```",
   ].join("\n");
-  return collapsed("Evolution progress", chart);
+  return collapsed(`Search progress: ${count} candidates`, chart);
+}
+
+/** The evolved kernel's diff with the file's path in the repository, as git would name it. */
+function evolvedDiff(result: Result, task: TaskReview): string {
+  if (task.suggestion !== null) {
+    const { path, before, after } = task.suggestion;
+    return unifiedDiff(path, before, after);
+  }
+  const best = result.best;
+  if (best === null || best.diff === "") return "";
+  const path = task.kernel ?? best.file;
+  const patches = parsePatch(best.diff).map((patch) => ({
+    ...patch,
+    oldFileName: `a/${path}`,
+    newFileName: `b/${path}`,
+    oldHeader: undefined,
+    newHeader: undefined,
+  }));
+  return formatPatch(patches, FILE_HEADERS_ONLY);
 }
 
 function detailsSection(task: TaskReview): string {
@@ -166,9 +248,9 @@ function detailsSection(task: TaskReview): string {
   if (verification === null || verification.configs.length === 0) return "";
   const rows = verification.configs.map(
     (config) =>
-      `| ${mdText(config.name)}${config.heldout ? " (held out)" : ""} | ${config.ok ? "✅" : "❌"} | ${config.maxAbs === null ? "—" : formatError(config.maxAbs)} | ${mdText(config.reason ?? "")} |`,
+      `| ${mdText(config.name)}${config.heldout ? " (held out)" : ""} | ${config.ok ? "✅ passed" : `❌ ${describeReason(config.reason ?? "rejected")}`} | ${config.maxAbs === null ? "—" : formatError(config.maxAbs)} |`,
   );
-  const table = ["| configuration | ok | max abs error | reason |", "|---|---|---:|---|", ...rows];
+  const table = ["| configuration | verdict | max abs error |", "|---|---|---:|", ...rows];
   const message =
     verification.ok || verification.message.trim() === ""
       ? ""
@@ -185,10 +267,12 @@ function footer(review: ReviewResult, links: CommentLinks): string {
     device.torch === "" ? null : `torch ${mdText(device.torch)}`,
     `evokernel ${mdText(device.evokernel)}`,
   ].filter((part) => part !== null);
+  const { sha, baseSha } = review.job;
+  const against = baseSha === undefined ? "" : ` against base ${mdText(baseSha.slice(0, 7))}`;
   const run = links.runUrl === undefined ? "" : ` · ${link("run", links.runUrl)}`;
   const full =
     links.fullResultUrl === undefined ? "" : ` · ${link("full result", links.fullResultUrl)}`;
-  return `<sub>${parts.join(" · ")} · head ${mdText(review.job.sha.slice(0, 7))}${run}${full} · times are median ± half the p20–p80 range; slower means beyond the noise and ${review.threshold}%</sub>`;
+  return `<sub>head ${mdText(sha.slice(0, 7))}${against} · ${parts.join(" · ")}${run}${full}</sub>`;
 }
 
 function fullResultLink(links: CommentLinks): string {

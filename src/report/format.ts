@@ -19,7 +19,51 @@ export function formatSpread(spread: Spread | null): string {
   const median = spread.medianMs * scale;
   const half = ((spread.p80Ms - spread.p20Ms) / 2) * scale;
   const decimals = median <= 0 ? 0 : Math.max(0, 2 - Math.floor(Math.log10(median)));
-  return `${median.toFixed(decimals)} ± ${half.toFixed(decimals)} ${micro ? "µs" : "ms"}`;
+  const unit = micro ? "µs" : "ms";
+  // A spread that rounds to nothing at the median's precision says nothing: leave it out.
+  if (Number(half.toFixed(decimals)) === 0) return `${median.toFixed(decimals)} ${unit}`;
+  return `${median.toFixed(decimals)} ± ${half.toFixed(decimals)} ${unit}`;
+}
+
+export type TimeUnit = "ms" | "µs";
+
+/** One unit for a set of times: µs when every one is under 1 ms, else ms. */
+export function unitFor(times: readonly (number | null)[]): TimeUnit {
+  const known = times.filter((time): time is number => time !== null);
+  return known.length > 0 && known.every((time) => time < 1) ? "µs" : "ms";
+}
+
+/** A time in the column's unit, three significant digits, no unit (the header has it). */
+export function formatIn(ms: number | null, unit: TimeUnit): string {
+  if (ms === null) return "—";
+  const value = unit === "µs" ? ms * 1000 : ms;
+  return value >= 1000 ? value.toFixed(0) : value.toPrecision(3);
+}
+
+/** The no-break space between a number and its %: a cell never wraps there. */
+const NBSP = "\u00A0";
+
+/**
+ * How the PR's time compares with base's, signed: `−26 %` (26 % less time), `+39 %`. The
+ * headline's "26 % faster" and "39 % slower" are these numbers, so the two always agree.
+ */
+export function formatTimeChange(speedup: number): string {
+  const percent = timeChangePercent(speedup);
+  const size = Math.abs(percent);
+  const digits = size >= 10 ? String(Math.round(size)) : significant(size, 2);
+  if (digits === "0") return `0${NBSP}%`;
+  return `${percent < 0 ? "\u2212" : "+"}${digits}${NBSP}%`;
+}
+
+/** The time change in percent for a speedup (base over PR): 1.35× → −26. */
+export function timeChangePercent(speedup: number): number {
+  return (1 / speedup - 1) * 100;
+}
+
+/** "26 %" of "26 % faster", from a speedup either way. */
+export function formatChangeSize(speedup: number): string {
+  const size = Math.abs(timeChangePercent(speedup));
+  return `${size >= 10 ? Math.round(size) : significant(size, 2)}${NBSP}%`;
 }
 
 /** 1.8×, 1.25×, 12× */

@@ -3,7 +3,8 @@
 import { isImprovement, isRegression, summarizeSpeedup } from "../shared/speedup.js";
 import type { TaskReview } from "../shared/review.js";
 import { MARKDOWN, type Style } from "./escape.js";
-import { firstLine, formatError, formatRatio, percentSlower, significant } from "./format.js";
+import { firstLine, formatChangeSize } from "./format.js";
+import { reasonWords } from "./reasons.js";
 
 /** wrong and error and slower fail a check; faster and same pass; quiet says nothing. */
 export type Outcome = "wrong" | "error" | "slower" | "faster" | "same" | "quiet";
@@ -36,7 +37,7 @@ export function byOutcome(
     .sort((a, b) => OUTCOME_ORDER.indexOf(a.outcome) - OUTCOME_ORDER.indexOf(b.outcome));
 }
 
-/** One sentence, e.g. "`softmax` 1.8× faster, verified on 6 shapes". */
+/** One sentence, e.g. "`softmax` 26 % faster than base, verified on 6 shapes". */
 export function headline(task: TaskReview, outcome: Outcome, style: Style = MARKDOWN): string {
   const name = style.code(task.task.name);
   const shapes = task.verification?.configs.length ?? 0;
@@ -48,13 +49,13 @@ export function headline(task: TaskReview, outcome: Outcome, style: Style = MARK
     case "error":
       return `${name} could not be checked: ${errorDetail(task, style)}`;
     case "slower":
-      return speedup === null
+      return speedup === null || speedup.median >= 1
         ? `${name} is slower than base on a configuration`
-        : `${name} ${significant(percentSlower(speedup.median), 2)}% slower than base`;
+        : `${name} ${formatChangeSize(speedup.median)} slower than base`;
     case "faster":
       return speedup === null
         ? `${name} faster, ${verified}`
-        : `${name} ${formatRatio(speedup.median, 2)} faster, ${verified}`;
+        : `${name} ${formatChangeSize(speedup.median)} faster than base, ${verified}`;
     case "same":
       if (!task.inBase) return `${name} ${verified} (new: no base to compare with)`;
       if (speedup === null) return `${name} ${verified}`;
@@ -64,35 +65,49 @@ export function headline(task: TaskReview, outcome: Outcome, style: Style = MARK
   }
 }
 
-function wrongDetail(task: TaskReview, { text: mdText }: Style): string {
+/** A reason code in words with the code beside: "its output differs … (`mismatch`)". */
+export function describeReason(code: string, style: Style = MARKDOWN): string {
+  const words = reasonWords(code);
+  return words === null ? `rejected (${style.code(code)})` : `${words} (${style.code(code)})`;
+}
+
+function wrongDetail(task: TaskReview, style: Style): string {
+  const { text } = style;
   const verification = task.verification;
-  if (verification === null) return `: ${mdText(firstLine(task.summary))}`;
+  if (verification === null) return `: ${text(firstLine(task.summary))}`;
   const failed = verification.failed;
-  // The worst element's error says it all, where the harness found one (a mismatch).
-  if (failed !== null && failed.output !== null && failed.maxAbs !== null) {
-    const against = failed.atol === null ? "" : ` > atol ${formatError(failed.atol)}`;
-    return ` on ${mdText(failed.config)}: max abs error ${formatError(failed.maxAbs)}${against}`;
-  }
+  const reason = describeReason(verification.reason ?? verification.status, style);
   const config = failed?.config ?? verification.configs.find((entry) => !entry.ok)?.name;
-  const where = config === undefined ? "" : ` on ${mdText(config)}`;
-  const reason = verification.reason ?? verification.status;
-  const message = firstLine(verification.message, 160);
-  const detail = message === "" || message === reason ? "" : ` (${mdText(message)})`;
-  return `${where}: ${mdText(reason)}${detail}`;
+  const where = config === undefined ? "" : ` on ${text(config)}`;
+  return `${where}: ${reason}`;
 }
 
-function errorDetail(task: TaskReview, { text: mdText }: Style): string {
+function errorDetail(task: TaskReview, style: Style): string {
+  const { text } = style;
   const verification = task.verification;
-  if (verification === null) return mdText(firstLine(task.summary));
-  const reason = verification.reason ?? verification.status;
-  const message = firstLine(verification.message, 160);
-  return message === "" || message === reason
-    ? mdText(reason)
-    : `${mdText(reason)} (${mdText(message)})`;
+  if (verification === null) return text(firstLine(task.summary));
+  return describeReason(verification.reason ?? verification.status, style);
 }
 
-function quietDetail(task: TaskReview, { text: mdText }: Style): string {
+function quietDetail(task: TaskReview, { text }: Style): string {
   if (task.status === "unchanged") return "is unchanged";
   if (task.status === "removed") return "was removed";
-  return `was not checked: ${mdText(firstLine(task.summary))}`;
+  return `was not checked: ${text(firstLine(task.summary))}`;
+}
+
+/** Counts as CodSpeed writes them: "1 wrong, 1 regression, 2 improvements, 1 unchanged". */
+export function countsSentence(outcomes: readonly Outcome[], newTasks: number): string {
+  const count = (outcome: Outcome) => outcomes.filter((entry) => entry === outcome).length;
+  const parts: [number, string, string][] = [
+    [count("wrong"), "wrong", "wrong"],
+    [count("error"), "broken", "broken"],
+    [count("slower"), "regression", "regressions"],
+    [count("faster"), "improvement", "improvements"],
+    [count("same") - newTasks, "unchanged", "unchanged"],
+    [newTasks, "new", "new"],
+  ];
+  return parts
+    .filter(([n]) => n > 0)
+    .map(([n, one, many]) => `${n} ${n === 1 ? one : many}`)
+    .join(", ");
 }

@@ -3,7 +3,7 @@
 // suggestion replaces its whole range: so each change of the file gets exactly its own
 // lines as the range, and a change that falls outside every hunk is returned apart (the
 // app pushes those as a commit or links a patch instead).
-import { diffArrays } from "diff";
+import { diffArrays, parsePatch } from "diff";
 
 export type SuggestionComment = {
   path: string;
@@ -59,13 +59,11 @@ type Change = { start: number; removed: string[]; added: string[] };
 
 /** The RIGHT-side line range of each hunk of a PR file's patch (GitHub's `patch` field). */
 export function hunkRanges(patch: string): Range[] {
-  const ranges: Range[] = [];
-  for (const match of patch.matchAll(/^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@/gm)) {
-    const start = Number(match[1]);
-    const count = match[2] === undefined ? 1 : Number(match[2]);
-    if (count > 0) ranges.push({ start, end: start + count - 1 });
-  }
-  return ranges;
+  if (patch.trim() === "") return [];
+  return parsePatch(patch)
+    .flatMap((file) => file.hunks)
+    .filter((hunk) => hunk.newLines > 0)
+    .map((hunk) => ({ start: hunk.newStart, end: hunk.newStart + hunk.newLines - 1 }));
 }
 
 /**

@@ -1,55 +1,80 @@
-// One task's timings as a markdown table: base against the PR's kernel beside eager
-// PyTorch, torch.compile and the best evolved kernel, each `median ± spread`, with % of the
-// roofline floor. Launch-bound configurations are marked (and kept out of the headline).
+// One task's timings as a markdown table a PR author reads at a glance: per configuration
+// base's and the PR's median, one signed change column (the PR's time against base's,
+// bold where it is beyond the noise and the threshold), then eager PyTorch, torch.compile
+// and the best evolved kernel, and how close the PR comes to the roofline floor. Each time
+// column has one unit, named in its header; every cell is short enough not to wrap at
+// GitHub's width. Launch-bound configurations are marked and kept out of the headline.
 import type { TaskReview, TimingConfig } from "../shared/review.js";
+import type { Spread } from "../shared/result.js";
 import { compareSpreads } from "../shared/speedup.js";
 import { cellText } from "./escape.js";
-import { formatPercent, formatRatio, formatSpread } from "./format.js";
+import { formatIn, formatPercent, formatTimeChange, unitFor } from "./format.js";
 
 export const LAUNCH_BOUND_MARK = "†";
 
+type Column = {
+  header: string;
+  align: "left" | "right";
+  cell: (config: TimingConfig) => string;
+};
+
 export function renderTaskTable(task: TaskReview, threshold: number): string {
-  const evolved = task.timings.some((config) => config.evolved !== null);
-  const header = [
-    "configuration",
-    "base",
-    "PR",
-    "eager",
-    "torch.compile",
-    ...(evolved ? ["best evolved"] : []),
-    "PR % of floor",
-    "PR vs base",
+  const configs = task.timings;
+  // One unit for every time column of the table, so base and PR read side by side.
+  const unit = unitFor(
+    configs.flatMap((config) =>
+      [config.base, config.head, config.eager, config.compile, config.evolved].map(
+        (spread) => spread?.medianMs ?? null,
+      ),
+    ),
+  );
+  const timeColumn = (header: string, pick: (config: TimingConfig) => Spread | null): Column => {
+    return {
+      header: `${header} (${unit})`,
+      align: "right",
+      cell: (config) => formatIn(pick(config)?.medianMs ?? null, unit),
+    };
+  };
+  const columns: Column[] = [
+    {
+      header: "configuration",
+      align: "left",
+      cell: (config) => cellText(config.name) + (config.launchBound ? ` ${LAUNCH_BOUND_MARK}` : ""),
+    },
+    timeColumn("base", (config) => config.base),
+    timeColumn("PR", (config) => config.head),
+    { header: "PR vs base", align: "right", cell: (config) => describeChange(config, threshold) },
+    timeColumn("eager", (config) => config.eager),
+    timeColumn("torch.compile", (config) => config.compile),
   ];
-  const rows = task.timings.map((config) => [
-    cellText(config.name) + (config.launchBound ? ` ${LAUNCH_BOUND_MARK}` : ""),
-    formatSpread(config.base),
-    formatSpread(config.head),
-    formatSpread(config.eager),
-    formatSpread(config.compile),
-    ...(evolved ? [formatSpread(config.evolved)] : []),
-    formatPercent(config.percentOfFloor.head),
-    describeChange(config, threshold),
-  ]);
+  if (configs.some((config) => config.evolved !== null)) {
+    columns.push(timeColumn("evolved", (config) => config.evolved));
+  }
+  columns.push({
+    header: "of floor",
+    align: "right",
+    cell: (config) => formatPercent(config.percentOfFloor.head).replace("%", "\u00A0%"),
+  });
   const lines = [
-    `| ${header.join(" | ")} |`,
-    `|${header.map((_, index) => (index === 0 ? "---" : "---:")).join("|")}|`,
-    ...rows.map((row) => `| ${row.join(" | ")} |`),
+    `| ${columns.map((column) => column.header).join(" | ")} |`,
+    `|${columns.map((column) => (column.align === "left" ? "---" : "---:")).join("|")}|`,
+    ...configs.map((config) => `| ${columns.map((column) => column.cell(config)).join(" | ")} |`),
   ];
-  if (task.timings.some((config) => config.launchBound)) {
-    lines.push(
-      "",
+  const notes = [
+    `Medians of interleaved runs. **PR vs base**: the PR's time against base's (−26\u00A0% = 26\u00A0% less time), bold where beyond the noise and ${threshold}\u00A0%. **of floor**: the roofline floor over the PR's time.`,
+  ];
+  if (configs.some((config) => config.launchBound)) {
+    notes.push(
       `${LAUNCH_BOUND_MARK} launch-bound: the launch, not the kernel, sets this time; not counted in the verdict.`,
     );
   }
-  return lines.join("\n");
+  return [...lines, "", `<sub>${notes.join(" ")}</sub>`].join("\n");
 }
 
 function describeChange(config: TimingConfig, threshold: number): string {
   if (config.base === null || config.head === null || config.speedup === null) return "—";
-  const ratio = formatRatio(config.speedup);
-  if (config.launchBound) return ratio;
-  const change = compareSpreads(config.base, config.head, threshold);
-  if (change === "faster") return `**${ratio}** faster`;
-  if (change === "slower") return `**${ratio}** slower`;
-  return `${ratio} (noise)`;
+  const change = formatTimeChange(config.speedup);
+  if (config.launchBound) return change;
+  const verdict = compareSpreads(config.base, config.head, threshold);
+  return verdict === "same" ? change : `**${change}**`;
 }

@@ -116,7 +116,8 @@ function tokens(markdown: string): Token[] {
 const OWN_HTML =
   /^(?:<!-- evokernel:[a-z]+ -->|<details><summary>[^<]*<\/summary>|<\/details>|<\/?sub>)\s*$/;
 
-const OWN_EMPHASIS = /^(?:Verification:|Evolved:|What you can do|[\d.]+×)$/;
+const OWN_EMPHASIS =
+  /^(?:Verification:|Evolved:|What you can do|[\d.]+×|PR vs base|of floor|[−+][\d.]+\u00A0%)$/;
 
 /** What GitHub links after rendering: @name, #123, owner/repo#123. */
 const REFERENCE = /(?:^|[^\p{L}\p{N}_`])[@#][\p{L}\p{N}_]/u;
@@ -136,13 +137,13 @@ function assertInert(markdown: string, headings: number): void {
       expect((token as Tokens.Text).text, markdown).not.toMatch(REFERENCE);
     }
     if (token.type === "strong" || token.type === "em" || token.type === "del") {
-      // Ours: "**Verification:**", "**Evolved:**", "**1.25×**", "**What you can do**".
+      // Ours: "**Verification:**", "**Evolved:**", "**1.25×**", "**−20 %**", table notes.
       expect((token as Tokens.Strong).text, markdown).toMatch(OWN_EMPHASIS);
     }
     if (token.type === "code" && (token as Tokens.Code).lang === "mermaid") {
       for (const line of (token as Tokens.Code).text.split("\n")) {
         expect(line, line).toMatch(
-          /^(?:xychart-beta|\s+title "[^"\n]*"|\s+x-axis "[^"]*" \[[\d, ]*\]|\s+y-axis "[^"]*"(?: [\d.]+ --> [\d.]+)?|\s+line \[[\d., ]*\])$/,
+          /^(?:xychart-beta|\s+title "[^"\n]*"|\s+[xy]-axis "[^"]*" -?[\d.]+ --> -?[\d.]+|\s+line \[[-\d., ]*\])$/,
         );
       }
     }
@@ -164,11 +165,11 @@ describe("untrusted strings in what evokernel posts", () => {
         (token): token is Tokens.Table => token.type === "table",
       );
       expect(tables[0]?.rows).toHaveLength(2);
-      // The task's heading names it whole, in one code span.
+      // The task's heading (after its icon) names it whole, in one code span.
       const heading = tokens(comment).find(
         (token): token is Tokens.Heading => token.type === "heading" && token.depth === 4,
       );
-      expect(heading?.tokens[0]).toMatchObject({
+      expect(heading?.tokens[1]).toMatchObject({
         type: "codespan",
         text: payload.replace(/[\r\n]+/g, " "),
       });
@@ -179,7 +180,8 @@ describe("untrusted strings in what evokernel posts", () => {
       assertInert(output.summary, 0);
       assertInert(output.text ?? "", 1);
       // A title is plain text: the name as it is, no escapes showing.
-      expect(output.title).toContain(payload.replace(/[\r\n]+/g, " ").slice(0, 20));
+      const single = renderCheckRun(review([evilWrong(payload)]), 3);
+      expect(single.title).toContain(payload.replace(/[\r\n]+/g, " ").slice(0, 20));
     });
 
     it(`the nightly pull request and drift issue: ${name}`, () => {

@@ -1,6 +1,8 @@
 // Snapshots of every comment and check run a person reads, and the rules behind them: the
 // headline, the gate's conclusion, launch-bound rows kept out, GitHub's length limits.
 import { describe, expect, it } from "vitest";
+import { marked, type Token, type Tokens } from "marked";
+import { progressChart } from "../../src/report/comment.js";
 import {
   COMMENT_LIMIT,
   COMMENT_MARKER,
@@ -50,6 +52,16 @@ const evolved = passedTask(
   },
 );
 
+function tokens(markdown: string): Token[] {
+  const all: Token[] = [];
+  void marked.walkTokens(marked.lexer(markdown, { gfm: true }), (token) => {
+    all.push(token);
+  });
+  return all;
+}
+
+const isTable = (token: Token): token is Tokens.Table => token.type === "table";
+
 const CASES = {
   faster: review([faster]),
   slower: review([slower]),
@@ -83,19 +95,58 @@ describe("renderComment", () => {
 
   it("says the outcome on its first line", () => {
     expect(renderComment(CASES.faster).split("\n")[2]).toBe(
-      "### ✅ `softmax` 1.8× faster, verified on 4 shapes",
+      "### ⚡ 1 improvement: `softmax` 45\u00A0% faster than base, verified on 4 shapes",
     );
     expect(renderComment(CASES.slower).split("\n")[2]).toBe(
-      "### ⚠️ `rmsnorm` 12% slower than base",
+      "### ⚠️ 1 regression: `rmsnorm` 12\u00A0% slower than base",
     );
     expect(renderComment(CASES.wrong).split("\n")[2]).toBe(
-      "### ❌ `layernorm` is wrong on odd-4097x5003: max abs error 3.1e-2 > atol 1e-5",
+      "### ❌ 1 wrong: `layernorm` is wrong on odd-4097x5003: its output differs from the reference (`mismatch`)",
     );
+    expect(renderComment(CASES["several tasks, worst first"]).split("\n")[2]).toBe(
+      "### ❌ 3 kernels: 1 wrong, 1 regression, 1 improvement",
+    );
+  });
+
+  it("one unit per time column, no ± anywhere, and the change column agrees with the headline", () => {
+    for (const [name, result] of Object.entries(CASES)) {
+      const comment = renderComment(result);
+      expect(comment, name).not.toContain("±");
+      for (const table of tokens(comment).filter(isTable)) {
+        table.header.forEach((header, column) => {
+          const cells = table.rows.map((row) => row[column]?.text ?? "");
+          if (/\((ms|µs)\)$/.test(header.text)) {
+            for (const cell of cells)
+              expect(cell, `${name}: ${header.text}`).toMatch(/^[\d.]+$|^—$/);
+          }
+        });
+      }
+    }
+    // rmsnorm: 12 % slower in the headline; the rows +12 % each, bold beyond the noise.
+    const slower = renderComment(CASES.slower);
+    expect(slower).toContain("12\u00A0% slower than base");
+    expect(slower.match(/\*\*\+12\u00A0%\*\*/g)).toHaveLength(2);
+  });
+
+  it("a verdict in words with its code beside, never the code alone", () => {
+    const comment = renderComment(CASES.wrong);
+    expect(comment).toContain("its output differs from the reference (`mismatch`)");
+    expect(comment).toContain("❌ its output differs from the reference (`mismatch`)");
+    expect(renderComment(CASES["compile error"])).toContain(
+      "it does not compile (`compile-error`)",
+    );
+  });
+
+  it("the diff names the file by its path in the repository, with no jsdiff banner", () => {
+    const comment = renderComment(CASES["optimized, with a suggestion"]);
+    expect(comment).toContain("--- a/kernels/softmax/kernel.cu\n+++ b/kernels/softmax/kernel.cu");
+    expect(comment).not.toContain("====");
+    expect(comment).not.toContain("a/kernel.cu");
   });
 
   it("names a failed output once, whether the harness calls it by name or 'output N'", () => {
     const named = renderComment(CASES.wrong);
-    expect(named).toContain("on odd-4097x5003, output out at [");
+    expect(named).toContain("on odd-4097x5003, output `out` at [");
     const task = wrongTask("layernorm");
     task.verification!.failed!.output = "output 0";
     const numbered = renderComment(review([task]));
@@ -103,11 +154,18 @@ describe("renderComment", () => {
     expect(numbered).not.toContain("output output");
   });
 
-  it("charts the evolution from the run's history", () => {
+  it("charts every candidate's best so far, the y axis fitted to the values", () => {
     const comment = renderComment(CASES["optimized, with a suggestion"]);
     expect(comment).toContain("xychart-beta");
-    expect(comment).toContain('x-axis "candidate" [0, 3, 7]');
-    expect(comment).toContain("line [1, 1.1, 1.25]");
+    // 12 candidates; the best improved at candidates 3 and 7 (1.1×, then 1.25×).
+    expect(comment).toContain('x-axis "candidate" 1 --> 12');
+    expect(comment).toContain("line [0, 0, 0, -9.1, -9.1, -9.1, -9.1, -20, -20, -20, -20, -20]");
+    expect(comment).toContain('y-axis "time vs PR, %" -22 --> 2');
+  });
+
+  it("draws no chart where there is no trend", () => {
+    const flat = optimizeResult({ history: [{ candidate: 0, id: "c0", seconds: 1, fitness: 1 }] });
+    expect(progressChart(flat)).toBeNull();
   });
 
   it("fits GitHub's limit, with a link to the full result", () => {

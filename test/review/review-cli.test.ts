@@ -75,12 +75,14 @@ describe("evokernel review", () => {
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stderr).toContain("review: kernels/small_softmax (native) changed");
     expect(run.stdout.split("\n")[0]).toBe("<!-- evokernel:comment -->");
-    expect(run.stdout).toContain("### ✅ `small_softmax` 2× faster, verified on 4 shapes");
+    expect(run.stdout).toContain(
+      "### ⚡ 1 improvement: `small_softmax` 50\u00A0% faster than base, verified on 4 shapes",
+    );
 
     const checkRun = JSON.parse(await readFile(join(out, "check-run.json"), "utf8")) as unknown;
     expect(checkRun).toMatchObject({
       conclusion: "success",
-      title: "small_softmax 2× faster, verified on 4 shapes",
+      title: "1 improvement: small_softmax 50\u00A0% faster than base, verified on 4 shapes",
     });
     // The CLI helper drops the last newline of stdout.
     expect(await readFile(join(out, "comment.md"), "utf8")).toBe(`${run.stdout}\n`);
@@ -120,7 +122,7 @@ describe("evokernel review", () => {
     await commit("a slower kernel");
     const run = await review();
     expect(run.exitCode, run.stderr).toBe(1);
-    expect(run.stdout).toContain("`small_softmax` 30% slower than base");
+    expect(run.stdout).toContain("`small_softmax` 30\u00A0% slower than base");
     expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
       conclusion: "failure",
     });
@@ -136,7 +138,7 @@ describe("evokernel review", () => {
     expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
       conclusion: "failure",
       title:
-        "small_softmax is wrong on 8192x8192: mismatch (mismatch on 8192x8192: got 0.5, expected 0.25 (fake))",
+        "1 wrong: small_softmax is wrong on 8192x8192: its output differs from the reference (mismatch)",
     });
   });
 
@@ -266,7 +268,7 @@ describe("evokernel job", () => {
     const result = reviewResultSchema.parse(JSON.parse(await readFile(resultFile, "utf8")));
     expect(result.job).toEqual(spec);
     expect(result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
-    expect(run.stdout).toContain("`small_softmax` 2× faster");
+    expect(run.stdout).toContain("`small_softmax` 50\u00A0% faster");
   });
 
   it("refuses a spec it cannot trust, and a commit the checkout lacks", async () => {

@@ -1,7 +1,7 @@
 // The result of a run, as the app will post it (src/shared/result.ts): built from the
 // search, the final checks and the original kernel, and parsed against the shared schema
 // before anyone sees it.
-import { createTwoFilesPatch } from "diff";
+import { unifiedDiff as sharedUnifiedDiff } from "../../../src/report/patch.js";
 import { resultSchema, type Result, type ResultConfig } from "../../../src/shared/result.js";
 import type { EngineResult } from "./engine.js";
 import type { Final } from "./final.js";
@@ -134,9 +134,7 @@ function positiveOrNull(value: number): number | null {
 
 /** Unified diff of the original kernel against the best, both named by the same path. */
 export function unifiedDiff(file: string, before: string, after: string): string {
-  return createTwoFilesPatch(`a/${file}`, `b/${file}`, before, after, undefined, undefined, {
-    context: 3,
-  });
+  return sharedUnifiedDiff(file, before, after);
 }
 
 /**
