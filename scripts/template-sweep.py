@@ -105,6 +105,11 @@ def space(task_dir, fixed, every):
     return spec, combos, default
 
 
+def task_path(task):
+    """A built-in task's name (kernels/<name>), or a task folder's path."""
+    return os.path.abspath(task) if os.sep in task else os.path.join(ROOT, "kernels", task)
+
+
 def label(combo):
     return " ".join(f"{k}={v}" for k, v in combo.items())
 
@@ -141,7 +146,8 @@ def run_child(task, work, out_json, args):
         lines_path = spec_path + ".lines"
         env = {**os.environ, "PYTHONPATH": HARNESS, "PYTHONUNBUFFERED": "1"}
         argv = [sys.executable, os.path.abspath(__file__), "--child", spec_path, "--lines", lines_path,
-                "--keep", str(args.keep)] + (["--no-compile"] if args.no_compile else [])
+                "--keep", str(args.keep), "--budget", str(args.budget)]
+        argv += (["--no-compile"] if args.no_compile else []) + (["--dry-run"] if args.dry_run else [])
         proc = subprocess.run(argv, env=env, timeout=1800, stdout=sys.stdout, stderr=sys.stderr)
         started = None
         timing = None
@@ -181,7 +187,8 @@ def main_parent(args):
     plans = []
     jobs = []
     for task in tasks:
-        task_dir = os.path.join(ROOT, "kernels", task)
+        task_dir = task_path(task)
+        task = os.path.basename(task_dir.rstrip("/"))
         spec, combos, default = space(task_dir, fixed, args.all)
         kernel = os.path.join(task_dir, spec.get("kernel", "kernel.cu"))
         plans.append((task, task_dir, kernel, combos, default, len(jobs)))
@@ -262,6 +269,9 @@ def main_child(args):
     from evokernel_harness.tasks import load_task
     from evokernel_harness.timing import HEAD_START_CYCLES, SCREEN_HEAD_START_CYCLES, Timer, stats
 
+    if args.dry_run:  # the plumbing on a machine without a GPU: each "combination" is the reference
+        Candidate, Timer, measure_ceilings = _DryCandidate, _DryTimer, _dry_ceilings
+
     with open(args.child) as f:
         work = json.load(f)
     lines = open(args.lines, "a")
@@ -272,11 +282,12 @@ def main_child(args):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cpu" if args.dry_run else "cuda")
     task = load_task(work["taskDir"])
-    task.prune("cuda")
+    task.prune(dev.type)
     ref = task.reference_entry()
     grad = torch.enable_grad if task.backward else torch.no_grad
-    dev = torch.device("cuda")
+
     configs = list(task.configs)
     visible = task.visible_configs()
     odd = [c for c in visible if any(isinstance(v, int) and v % 2 for v in c.dims.values())]
@@ -309,13 +320,15 @@ def main_child(args):
             emit({"kind": "check", "i": i, "ok": False, "reason": "compile-error", "message": "did not build"})
             continue
         emit({"kind": "start", "i": i})
+        if args.dry_run and os.environ.get("EVK_SWEEP_DRY_CRASH") == str(i):
+            os._exit(9)  # the test's stand-in for an illegal address: the child dies mid-check
         try:
             cand = Candidate(work["kernel"], art, task)
             rows, bad = [], None
             for name, case, expected in checks:
                 with grad():
                     got = cand.run(case)
-                torch.cuda.synchronize()
+                _sync(dev)
                 res = [compare(g, e, task.tolerance(dtype_name(e.dtype))) for g, e in zip(got, expected)]
                 rows.append({"name": name, "ok": all(r["ok"] for r in res),
                              "maxAbs": max((r["maxAbs"] or 0.0) for r in res),
@@ -330,7 +343,7 @@ def main_child(args):
         except Exception as err:  # noqa: BLE001 — a launch error is this combination's failure
             emit({"kind": "check", "i": i, "ok": False, "reason": "error", "message": f"{type(err).__name__}: {err}"})
             try:
-                torch.cuda.synchronize()
+                _sync(dev)
             except Exception:  # noqa: BLE001 — a sticky error (illegal address): a fresh child goes on
                 lines.close()
                 os._exit(3)
@@ -343,9 +356,9 @@ def main_child(args):
     ok_ids = sorted(passed)
     default_i = next((i for i, c in enumerate(work["combos"]) if c == work["default"]), None)
 
-    info = device_info("cuda")
+    info = device_info(dev.type)
     ceilings = measure_ceilings(info["name"])
-    compiled = None if args.no_compile else _compiled(task, print)
+    compiled = None if args.no_compile or args.dry_run else _compiled(task, print)
     timer1 = Timer(dev, info.get("l2Bytes"), SCREEN_HEAD_START_CYCLES)
     timer2 = Timer(dev, info.get("l2Bytes"), HEAD_START_CYCLES)
     out_cfgs = []
@@ -411,6 +424,51 @@ def main_child(args):
     lines.close()
 
 
+def _sync(dev):
+    if dev.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class _DryCandidate:
+    """--dry-run: the task's reference stands in for the built kernel."""
+
+    def __init__(self, path, artifact, task):
+        class Entry:
+            reuse_outputs = False
+            reused = {}
+
+        self.entry = Entry()
+        self.task = task
+        self.ref = task.reference_entry()
+
+    def run(self, case):
+        return self.task.invoke(self.ref, case)
+
+
+class _DryTimer:
+    """--dry-run: wall-clock times, the Timer's interface."""
+
+    def __init__(self, device, l2_bytes, head_start_cycles=0):
+        pass
+
+    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None):
+        out = {name: {"event": [], "wall": []} for name in impls}
+        for i in range(min_iters):
+            for name, fn in impls.items():
+                t0 = time.perf_counter()
+                fn(args[i % len(args)])
+                ms = (time.perf_counter() - t0) * 1e3
+                out[name]["event"].append(ms)
+                out[name]["wall"].append(ms)
+        return out
+
+
+def _dry_ceilings(name):
+    return {"bandwidthGBs": 3000.0, "fp32Tflops": 60.0, "bf16Tflops": 900.0, "device": name}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("tasks", nargs="*")
@@ -424,13 +482,16 @@ def main():
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--lines", help=argparse.SUPPRESS)
     p.add_argument("--list", action="store_true", help="print each task's combinations and exit (no GPU)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="the script's plumbing without a GPU: every combination is built, then the reference "
+                        "stands in for it on the CPU (for the script's own test)")
     args = p.parse_args()
     if args.child:
         sys.path.insert(0, HARNESS)
         return main_child(args)
     if args.list:
         for task in args.tasks or ORDER:
-            task_dir = os.path.join(ROOT, "kernels", task)
+            task_dir = task_path(task)
             if not os.path.exists(os.path.join(task_dir, "task.json")):
                 continue
             _, combos, default = space(task_dir, {}, args.all)

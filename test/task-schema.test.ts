@@ -55,6 +55,8 @@ const EXPECTED: Record<string, readonly string[]> = {
   "unbound-flops": ["configs[0].dims", '"K" (used in flops)', 'add "K"'],
   "int-requires-grad": ["inputs[0].requiresGrad", "only float inputs"],
   "not-json": ["not valid JSON"],
+  "constraint-unknown-name": ["constraints[0]", "names no tunable: ROWS_PER_BLOK"],
+  "constraint-syntax": ["constraints[0]", "a ( is not closed"],
 };
 
 const invalid = [
