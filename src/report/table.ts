@@ -30,7 +30,8 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
   );
   const timeColumn = (header: string, pick: (config: TimingConfig) => Spread | null): Column => {
     return {
-      header: `${header} (${unit})`,
+      // A no-break space: a header never wraps between its name and its unit.
+      header: `${header}\u00A0${unit}`,
       align: "right",
       cell: (config) => formatIn(pick(config)?.medianMs ?? null, unit),
     };
@@ -43,15 +44,15 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     },
     timeColumn("base", (config) => config.base),
     timeColumn("PR", (config) => config.head),
-    { header: "PR vs base", align: "right", cell: (config) => describeChange(config, threshold) },
+    { header: "vs base", align: "right", cell: (config) => describeChange(config, threshold) },
     timeColumn("eager", (config) => config.eager),
-    timeColumn("torch.compile", (config) => config.compile),
+    timeColumn("compile", (config) => config.compile),
   ];
   if (configs.some((config) => config.evolved !== null)) {
     columns.push(timeColumn("evolved", (config) => config.evolved));
   }
   columns.push({
-    header: "of floor",
+    header: "floor",
     align: "right",
     cell: (config) => formatPercent(config.percentOfFloor.head).replace("%", "\u00A0%"),
   });
@@ -61,7 +62,7 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     ...configs.map((config) => `| ${columns.map((column) => column.cell(config)).join(" | ")} |`),
   ];
   const notes = [
-    `Medians of interleaved runs. **PR vs base**: the PR's time against base's (−26\u00A0% = 26\u00A0% less time), bold where beyond the noise and ${threshold}\u00A0%. **of floor**: the roofline floor over the PR's time.`,
+    `Medians of interleaved runs; compile is torch.compile. **vs base**: the PR's time against base's (−26\u00A0% = 26\u00A0% less time), bold where beyond the noise and ${threshold}\u00A0%. **floor**: the roofline floor over the PR's time.`,
   ];
   if (configs.some((config) => config.launchBound)) {
     notes.push(

@@ -115,7 +115,7 @@ describe("renderComment", () => {
       for (const table of tokens(comment).filter(isTable)) {
         table.header.forEach((header, column) => {
           const cells = table.rows.map((row) => row[column]?.text ?? "");
-          if (/\((ms|µs)\)$/.test(header.text)) {
+          if (/\u00A0(ms|µs)$/.test(header.text)) {
             for (const cell of cells)
               expect(cell, `${name}: ${header.text}`).toMatch(/^[\d.]+$|^—$/);
           }
