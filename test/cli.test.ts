@@ -80,6 +80,14 @@ describe("misconfiguration: exit 3 with advice, at once", () => {
     expect(run.stderr).not.toMatch(/Traceback|internal error|\n\s+at /);
   });
 
+  it("optimize with the llm proposer and no key: exit 3 naming the setting, before torch", async () => {
+    const run = await runCli(["optimize", "softmax", "--proposer", "llm"], {
+      env: { ANTHROPIC_API_KEY: "", EVOKERNEL_PYTHON: "/no/such/python3" },
+    });
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toContain("set ANTHROPIC_API_KEY, or use --proposer tuner");
+  });
+
   it.skipIf(gpuPossible())(
     "bench without an NVIDIA driver answers before any Python starts",
     async () => {

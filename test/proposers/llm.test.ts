@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { UsageError } from "../../runner/src/errors.js";
+import { EnvironmentError, UsageError } from "../../runner/src/errors.js";
 import type { ProposalContext, ProposalResult } from "../../runner/src/evolve/types.js";
 import { createAnthropicClient } from "../../runner/src/proposers/anthropic-client.js";
 import {
@@ -380,7 +380,8 @@ describe("llm proposer", () => {
       { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } },
       { "content-type": "application/json" },
     );
-    await expect(proposer().propose(softmaxContext())).rejects.toThrow(UsageError);
+    // A setting of this machine, not of the command line: exit 3.
+    await expect(proposer().propose(softmaxContext())).rejects.toThrow(EnvironmentError);
   });
 
   it("gives up at once when the caller aborts", async () => {
@@ -418,7 +419,7 @@ describe("proposer registry", () => {
       /set ANTHROPIC_API_KEY, or use --proposer tuner/,
     );
     expect(() => createProposer("llm", { ...base, env: { ANTHROPIC_API_KEY: "  " } })).toThrow(
-      UsageError,
+      EnvironmentError,
     );
   });
 

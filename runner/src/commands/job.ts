@@ -64,7 +64,7 @@ exit: 0 the check passes (or there was nothing to check), 1 a kernel is wrong or
     );
     const review = await runJob(spec, {
       git,
-      openSession: withSession,
+      openSession: (work) => withSession(work, { say }),
       say,
       onEvent: createProgress(io),
       onPlan(plan) {

@@ -118,91 +118,94 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
     const say = (line: string) => io.stderr(`${clear}${line}\n`);
 
     const interrupt = io.interruptSignal?.();
-    return withSession(async function optimizeWithServer(session) {
-      requireGpu(session);
-      const startedAt = new Date().toISOString();
-      const info = await inspectTask(target.task.path, { runner: session.server.run });
-      const { device } = session.device;
-      const evaluator = createHarnessEvaluator({
-        task: target.task.path,
-        baseline: start,
-        workDir: join(dirname(archivePath), "candidates"),
-        server: session.server,
-        knownDevice: device,
-        ...(io.stderrIsTTY
-          ? { onEvent: (event: EvaluationEvent) => io.stderr(`${clear}${describeEvent(event)}`) }
-          : {}),
-      });
-      const language: Language = extname(start) === ".py" ? "python" : "c";
-      const reference = await referenceSource(target.task, info);
-      const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
-      const engine = await runEngine({
-        task,
-        config,
-        seed,
-        proposer,
-        evaluator,
-        archive: fileArchive(archivePath),
-        clock: { now: () => performance.now() },
-        budget: settings.budget,
-        baseline: { source: baselineSource },
-        language,
-        populationSize: settings.population,
-        parallel: settings.parallel,
-        techniques: TECHNIQUES,
-        onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
-        ...(interrupt === undefined ? {} : { signal: interrupt }),
-      });
-      if (engine.stoppedBy === "interrupted") {
-        say(
-          `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
-            "has each one; run the same command to resume",
-        );
-        return 130;
-      }
-      say(
-        `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
-      );
-      const final = await finalize({
-        population: engine.population,
-        baseline: engine.baseline,
-        rechecker: evaluator,
-      });
-      const file = relative(io.cwd, start);
-      const result = buildResult({
-        task: { name: info.name, format: info.format, path: target.task.path },
-        run: {
+    return withSession(
+      async function optimizeWithServer(session) {
+        requireGpu(session);
+        const startedAt = new Date().toISOString();
+        const info = await inspectTask(target.task.path, { runner: session.server.run });
+        const { device } = session.device;
+        const evaluator = createHarnessEvaluator({
+          task: target.task.path,
+          baseline: start,
+          workDir: join(dirname(archivePath), "candidates"),
+          server: session.server,
+          knownDevice: device,
+          ...(io.stderrIsTTY
+            ? { onEvent: (event: EvaluationEvent) => io.stderr(`${clear}${describeEvent(event)}`) }
+            : {}),
+        });
+        const language: Language = extname(start) === ".py" ? "python" : "c";
+        const reference = await referenceSource(target.task, info);
+        const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
+        const engine = await runEngine({
+          task,
           config,
-          proposer: proposer.name,
-          model,
           seed,
+          proposer,
+          evaluator,
+          archive: fileArchive(archivePath),
+          clock: { now: () => performance.now() },
+          budget: settings.budget,
+          baseline: { source: baselineSource },
+          language,
           populationSize: settings.population,
-          archive: archivePath,
-          startedAt,
-          finishedAt: new Date().toISOString(),
-        },
-        budget: settings.budget,
-        engine,
-        final,
-        original: {
-          file: file.startsWith("..") || isAbsolute(file) ? basename(start) : file,
-          source: baselineSource,
-        },
-        language,
-        device: {
-          gpu: device.name,
-          driver: device.driver,
-          cuda: device.cuda,
-          torch: device.torch,
-          python: device.python,
-          evokernel: packageVersion(),
-        },
-      });
-      const written = await writeOutputs(result, stringOption(parsed, "out"), io.cwd, start);
-      if (json) printJson(io, result);
-      else io.stdout(`${renderOptimizeSummary(result, written)}\n`);
-      return result.win ? 0 : 1;
-    });
+          parallel: settings.parallel,
+          techniques: TECHNIQUES,
+          onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
+          ...(interrupt === undefined ? {} : { signal: interrupt }),
+        });
+        if (engine.stoppedBy === "interrupted") {
+          say(
+            `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
+              "has each one; run the same command to resume",
+          );
+          return 130;
+        }
+        say(
+          `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
+        );
+        const final = await finalize({
+          population: engine.population,
+          baseline: engine.baseline,
+          rechecker: evaluator,
+        });
+        const file = relative(io.cwd, start);
+        const result = buildResult({
+          task: { name: info.name, format: info.format, path: target.task.path },
+          run: {
+            config,
+            proposer: proposer.name,
+            model,
+            seed,
+            populationSize: settings.population,
+            archive: archivePath,
+            startedAt,
+            finishedAt: new Date().toISOString(),
+          },
+          budget: settings.budget,
+          engine,
+          final,
+          original: {
+            file: file.startsWith("..") || isAbsolute(file) ? basename(start) : file,
+            source: baselineSource,
+          },
+          language,
+          device: {
+            gpu: device.name,
+            driver: device.driver,
+            cuda: device.cuda,
+            torch: device.torch,
+            python: device.python,
+            evokernel: packageVersion(),
+          },
+        });
+        const written = await writeOutputs(result, stringOption(parsed, "out"), io.cwd, start);
+        if (json) printJson(io, result);
+        else io.stdout(`${renderOptimizeSummary(result, written)}\n`);
+        return result.win ? 0 : 1;
+      },
+      { say },
+    );
   },
 };
 

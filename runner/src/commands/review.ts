@@ -65,7 +65,7 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
     );
     const review = await runJob(spec, {
       git,
-      openSession: withSession,
+      openSession: (work) => withSession(work, { say }),
       say,
       onEvent: createProgress(io),
       onPlan(plan) {

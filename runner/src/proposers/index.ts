@@ -1,6 +1,6 @@
 // The registry of proposers: a name on the command line → a Proposer. A new proposer is one
 // new file in this folder and one line in REGISTRY.
-import { UsageError } from "../errors.js";
+import { EnvironmentError, UsageError } from "../errors.js";
 import type { Proposer } from "../evolve/types.js";
 import { createAnthropicClient } from "./anthropic-client.js";
 import { createLlmProposer } from "./llm.js";
@@ -69,7 +69,7 @@ export function defaultProposer(env: NodeJS.ProcessEnv): ProposerName {
 function createLlm(options: ProposerOptions): Proposer {
   const apiKey = apiKeyOf(options.env);
   if (apiKey === null) {
-    throw new UsageError(
+    throw new EnvironmentError(
       "the llm proposer needs an Anthropic API key: set ANTHROPIC_API_KEY, or use --proposer tuner",
     );
   }

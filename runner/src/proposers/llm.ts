@@ -2,7 +2,8 @@
 // (anthropic-client.ts), the reply parsed into a kernel (parse-reply.ts), tokens and dollars
 // counted (pricing.ts). An unusable reply, an API that stays overloaded after its retries,
 // a timeout: each is a `{ ok: false }` record with a reason. Only what no later proposal can
-// fix (a key the API refuses, a model it does not know) is thrown, as a UsageError.
+// fix is thrown: a key the API refuses as an EnvironmentError (exit 3), a model it does not
+// know as a UsageError.
 import { z } from "zod";
 import {
   APIConnectionError,
@@ -10,7 +11,7 @@ import {
   APIError,
   APIUserAbortError,
 } from "@anthropic-ai/sdk";
-import { UsageError } from "../errors.js";
+import { EnvironmentError, UsageError } from "../errors.js";
 import {
   ZERO_USAGE,
   type ProposalContext,
@@ -162,7 +163,7 @@ function apiFailure(error: unknown, model: string, signal?: AbortSignal): Propos
     const status = typeof failed.status === "number" ? failed.status : 0;
     const detail = errorDetail(failed, status);
     if (status === 401 || status === 403) {
-      throw new UsageError(
+      throw new EnvironmentError(
         `the Anthropic API refused the key (${detail}): set a valid ANTHROPIC_API_KEY, or use --proposer tuner`,
         { cause: error },
       );
