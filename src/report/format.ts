@@ -1,29 +1,5 @@
-// Numbers as a reader sees them in comments and check runs: times, spreads, ratios,
-// percentages. Escaping of untrusted text lives in escape.ts.
-import type { Spread } from "../shared/result.js";
-
-/** A time in ms with three significant digits (µs below 0.1 ms). */
-export function formatMs(ms: number): string {
-  if (ms < 0.1) return `${significant(ms * 1000)} µs`;
-  return `${significant(ms)} ms`;
-}
-
-/**
- * `median ± half the p20–p80 range`, the spread the timer reports: the median to three
- * significant digits, the spread to the same decimals (µs below 0.1 ms).
- */
-export function formatSpread(spread: Spread | null): string {
-  if (spread === null) return "—";
-  const micro = spread.medianMs < 0.1;
-  const scale = micro ? 1000 : 1;
-  const median = spread.medianMs * scale;
-  const half = ((spread.p80Ms - spread.p20Ms) / 2) * scale;
-  const decimals = median <= 0 ? 0 : Math.max(0, 2 - Math.floor(Math.log10(median)));
-  const unit = micro ? "µs" : "ms";
-  // A spread that rounds to nothing at the median's precision says nothing: leave it out.
-  if (Number(half.toFixed(decimals)) === 0) return `${median.toFixed(decimals)} ${unit}`;
-  return `${median.toFixed(decimals)} ± ${half.toFixed(decimals)} ${unit}`;
-}
+// Numbers as a reader sees them in comments and check runs: times in one unit per table,
+// signed time changes, ratios, percentages, errors. Escaping of untrusted text: escape.ts.
 
 export type TimeUnit = "ms" | "µs";
 
@@ -69,11 +45,6 @@ export function formatChangeSize(speedup: number): string {
 /** 1.8×, 1.25×, 12× */
 export function formatRatio(ratio: number, digits = 3): string {
   return `${significant(ratio, ratio >= 10 ? 2 : digits)}×`;
-}
-
-/** A speedup under 1 as "12% slower" reads better than 0.89×: head over base, minus one. */
-export function percentSlower(speedup: number): number {
-  return (1 / speedup - 1) * 100;
 }
 
 export function formatPercent(percent: number | null): string {

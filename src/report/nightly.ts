@@ -5,7 +5,7 @@
 import type { Drift, Night, Proposal } from "../shared/nightly.js";
 import type { Spread } from "../shared/result.js";
 import { cellText, codeSpan, link, mdText } from "./escape.js";
-import { formatMs, formatRatio, formatSpread } from "./format.js";
+import { formatIn, formatRatio, unitFor } from "./format.js";
 
 export const NIGHTLY_MARKER = "<!-- evokernel:nightly -->";
 export const DRIFT_MARKER = "<!-- evokernel:drift -->";
@@ -50,11 +50,12 @@ function composePull(view: NightlyView, nights: number): string {
 }
 
 function proposalTable(proposals: readonly Proposal[]): string {
-  const header =
-    "| task | kernel | before | after | speedup (lower bound) | vs eager | vs torch.compile | found |";
+  // One unit for the table's times, named in the headers (never ms beside µs in a column).
+  const unit = unitFor(proposals.flatMap((proposal) => [proposal.beforeMs, proposal.afterMs]));
+  const header = `| task | kernel | before\u00A0${unit} | after\u00A0${unit} | speedup (lower bound) | vs eager | vs torch.compile | found |`;
   const rows = proposals.map(
     (proposal) =>
-      `| ${codeSpan(proposal.task, "cell")} | ${codeSpan(proposal.path, "cell")} | ${formatMs(proposal.beforeMs)} | ${formatMs(proposal.afterMs)} | **${formatRatio(proposal.speedup)}** (≥ ${formatRatio(proposal.lowerBound)}) | ${ratioOrDash(proposal.eager)} | ${ratioOrDash(proposal.compile)} | ${cellText(proposal.night.slice(0, 10))} |`,
+      `| ${codeSpan(proposal.task, "cell")} | ${codeSpan(proposal.path, "cell")} | ${formatIn(proposal.beforeMs, unit)} | ${formatIn(proposal.afterMs, unit)} | **${formatRatio(proposal.speedup)}** (≥ ${formatRatio(proposal.lowerBound)}) | ${ratioOrDash(proposal.eager)} | ${ratioOrDash(proposal.compile)} | ${cellText(proposal.night.slice(0, 10))} |`,
   );
   return [
     header,
@@ -68,18 +69,26 @@ function proposalTable(proposals: readonly Proposal[]): string {
 function driftSection(drift: readonly Drift[], changes: readonly string[]): string {
   const why =
     changes.length === 0 ? "" : ` after the runner changed (${mdText(changes.join(", "))})`;
+  const unit = unitFor(
+    drift.flatMap((entry) =>
+      [entry.before.kernel, entry.now.kernel, entry.before.compile, entry.now.compile].map(
+        (spread) => spread?.medianMs ?? null,
+      ),
+    ),
+  );
+  const time = (spread: Spread | null) => formatIn(spread?.medianMs ?? null, unit);
   const rows = drift.map(
     (entry) =>
-      `| ${codeSpan(entry.task, "cell")} | ${cellText(entry.config)} | ${formatSpread(entry.before.kernel)} | ${formatSpread(entry.now.kernel)} | ${formatSpread(entry.before.compile)} | ${formatSpread(entry.now.compile)} | ${describeDrift(entry)} |`,
+      `| ${codeSpan(entry.task, "cell")} | ${cellText(entry.config)} | ${time(entry.before.kernel)} | ${time(entry.now.kernel)} | ${time(entry.before.compile)} | ${time(entry.now.compile)} | ${describeDrift(entry)} |`,
   );
   return [
     `### ⚠️ Drift watch: ${drift.length} configuration${drift.length === 1 ? "" : "s"} moved${why}`,
     "",
-    "| task | configuration | kernel before | kernel now | torch.compile before | torch.compile now | what changed |",
+    `| task | configuration | kernel before\u00A0${unit} | kernel now\u00A0${unit} | torch.compile before\u00A0${unit} | torch.compile now\u00A0${unit} | what changed |`,
     "|---|---|---:|---:|---:|---:|---|",
     ...rows,
     "",
-    "Beyond the noise means the p20–p80 ranges do not overlap (and differ by more than the threshold). Re-tune with `/optimize` on a pull request, or let the next night try.",
+    "Times are medians. Beyond the noise means the p20–p80 ranges do not overlap (and differ by more than the threshold). Re-tune with `/optimize` on a pull request, or let the next night try.",
   ].join("\n");
 }
 
