@@ -255,6 +255,14 @@ describe("escape helpers", () => {
     });
   });
 
+  it("a code block holds any backtick run: a runner's output cannot close it", () => {
+    const tail = "error\n```\n@everyone [x](http://evil.example)\n````\nmore";
+    const parsed = marked.lexer(`before\n\n${codeBlock(tail, "")}\n\nafter`, { gfm: true });
+    expect(parsed.filter((token) => token.type === "code")).toEqual([
+      expect.objectContaining({ text: tail }),
+    ]);
+  });
+
   it("html text has no tag and no mention", () => {
     expect(htmlText('<b>"x"</b> @me')).toBe("&lt;b&gt;&quot;x&quot;&lt;/b&gt; @\u200Dme");
   });

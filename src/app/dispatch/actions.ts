@@ -6,6 +6,7 @@ import { parseReviewResult, type ReviewResult } from "../../shared/review.js";
 import type { GitHub } from "../github.js";
 import { readZip, ZipError } from "../zip.js";
 import type { Dispatcher } from "./types.js";
+import { codeSpan, mdText } from "../../report/escape.js";
 
 /** The artifact the Action uploads (action/). */
 export const RESULT_ARTIFACT = "evokernel-result";
@@ -60,14 +61,14 @@ export async function readResultArtifact(github: GitHub, runId: number): Promise
   } catch {
     return {
       ok: false,
-      message: `${json[0].name} in the artifact is not JSON; check the runner's output in the run's log`,
+      message: `${codeSpan(json[0].name)} in the artifact is not JSON; check the runner's output in the run's log`,
     };
   }
   const parsed = parseReviewResult(data);
   if (!parsed.ok) {
     return {
       ok: false,
-      message: `${json[0].name} does not match the review result schema (${parsed.errors.slice(0, 3).join("; ")}); are the runner and the app the same version?`,
+      message: `${codeSpan(json[0].name)} does not match the review result schema (${mdText(parsed.errors.slice(0, 3).join("; "))}); are the runner and the app the same version?`,
     };
   }
   return { ok: true, review: parsed.result };

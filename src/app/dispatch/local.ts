@@ -9,6 +9,7 @@ import type { JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
 import type { Dispatcher, JobOutcome } from "./types.js";
+import { codeBlock, mdText } from "../../report/escape.js";
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -158,7 +159,8 @@ async function readOutcome(
   } catch {
     return {
       kind: "failed",
-      message: `the runner exited with ${exitCode ?? "a signal"} and wrote no result${explainExit(exitCode)}.\n\n\`\`\`\n${tail}\n\`\`\``,
+      // The tail may hold a candidate's output: a fence longer than any backtick run in it.
+      message: `the runner exited with ${exitCode ?? "a signal"} and wrote no result${explainExit(exitCode)}.\n\n${codeBlock(tail, "")}`,
     };
   }
   let data: unknown;
@@ -175,7 +177,7 @@ async function readOutcome(
   if (!parsed.ok)
     return {
       kind: "failed",
-      message: `the runner's result does not match the review schema (${parsed.errors.slice(0, 3).join("; ")}); update the runner`,
+      message: `the runner's result does not match the review schema (${mdText(parsed.errors.slice(0, 3).join("; "))}); update the runner`,
     };
   if (parsed.result.job.id !== spec.id || parsed.result.job.sha !== spec.sha) {
     return { kind: "failed", message: "the runner's result is for another job; re-run this one" };
