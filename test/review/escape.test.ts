@@ -7,7 +7,14 @@ import { marked, type Token, type Tokens } from "marked";
 import { describe, expect, it } from "vitest";
 import { renderCheckRun, renderComment } from "../../src/report/index.js";
 import { renderDriftIssue, renderNightlyPull } from "../../src/report/nightly.js";
-import { codeSpan, htmlText, mdText, mermaidLabel, safeUrl } from "../../src/report/escape.js";
+import {
+  codeBlock,
+  codeSpan,
+  htmlText,
+  mdText,
+  mermaidLabel,
+  safeUrl,
+} from "../../src/report/escape.js";
 import type { Drift, Night, Proposal } from "../../src/shared/nightly.js";
 import type { TaskReview } from "../../src/shared/review.js";
 import {
