@@ -28,5 +28,9 @@ describe("docs/examples", () => {
       expect(text).not.toContain("±");
       expect(text).not.toContain("output output");
     });
+
+    it(`${name} as HTML, the way GitHub's GFM renders it (mermaid left as code)`, () => {
+      expect(marked.parse(text, { gfm: true, async: false })).toMatchSnapshot();
+    });
   }
 });
