@@ -162,9 +162,17 @@ function checkOutcome(check, label, reply, entry, script) {
   check(entry.duplicateOf === null, `${label}: not a duplicate (${entry.duplicateOf ?? "-"})`);
   checkSource(check, label, reply, individual.source, script);
   if (expect.passes) {
+    // raced out: verified, then timed only until it was slower than the leader beyond the noise
+    const raced = evaluation.raced;
     check(
-      evaluation.ok && evaluation.fitness !== null,
-      `${label}: passed and was timed (${evaluation.stage} ${evaluation.reason ?? ""} ${evaluation.fitness ?? ""})`,
+      evaluation.ok &&
+        (raced === undefined
+          ? evaluation.fitness !== null
+          : evaluation.fitness === null && raced.speedupUpper < raced.leaderLower),
+      `${label}: passed and was timed (${evaluation.stage} ${evaluation.reason ?? ""} ${evaluation.fitness ?? ""}` +
+        (raced === undefined
+          ? ")"
+          : `; raced out after ${raced.config}: at most ${raced.speedupUpper}x, leader ${raced.leaderLower}x)`),
     );
     return;
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Where a search's seconds went, from its archives (optimize --archive): per task, the median
 // (min-max) of each candidate's compile, verify and time seconds and of bench's phases, over
-// the candidates that were timed, and the search's rate in evaluated candidates a minute.
+// the candidates that were timed (raced-out ones included), the search's rate in evaluated
+// candidates a minute, and how many the screen raced out.
 //   node scripts/search-phases.mjs ARCHIVE.jsonl...   (a task is named by its archive's folder)
 import { readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
@@ -30,9 +31,15 @@ function summarise(path) {
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line));
+  // timed: every candidate the screen timed, raced-out ones (stopped after a configuration,
+  // slower than the leader beyond the noise) included
   const timed = entries
     .map((entry) => entry.individual?.evaluation)
-    .filter((evaluation) => evaluation !== undefined && evaluation.stage === "done");
+    .filter(
+      (evaluation) =>
+        evaluation !== undefined && (evaluation.stage === "done" || evaluation.raced !== undefined),
+    );
+  const raced = timed.filter((evaluation) => evaluation.raced !== undefined).length;
   const baseline = entries.find((entry) => entry.generation === 0);
   const last = Math.max(...entries.map((entry) => entry.elapsedS));
   const evaluated = entries.filter(
@@ -50,7 +57,8 @@ function summarise(path) {
     wall:
       `${entries.length} archive lines in ${last.toFixed(0)} s; after the baseline ` +
       `${evaluated} evaluated (${proposals} proposals) in ${after.toFixed(0)} s: ` +
-      `${((evaluated / Math.max(after, 1e-9)) * 60).toFixed(1)} evaluated candidates a minute`,
+      `${((evaluated / Math.max(after, 1e-9)) * 60).toFixed(1)} evaluated candidates a minute; ` +
+      `${raced} of the ${timed.length} timed raced out after a configuration`,
   };
 }
 

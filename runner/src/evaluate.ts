@@ -72,7 +72,14 @@ export type EvaluateOptions = {
    */
   oneChild?: boolean;
   /** Time each candidate that passes; `baseline` is timed beside it when it builds. */
-  bench?: false | { baseline?: string; compile?: boolean; budgetS?: number };
+  bench?:
+    | false
+    | {
+        baseline?: string;
+        compile?: boolean;
+        budgetS?: number;
+        race?: Readonly<Record<string, number>>;
+      };
   /** Written into records of runs that never described the device. */
   knownDevice?: Device;
   /** Verification and timing run in its children when given. */
@@ -278,6 +285,7 @@ async function inOneChild(
       ...beside,
       ...pick(bench, "compile"),
       ...pick(bench, "budgetS"),
+      ...pick(bench, "race"),
       ...context.gpuCall,
       ...(options.timeouts?.verifyMs === undefined
         ? {}
@@ -304,7 +312,12 @@ async function inOneChild(
   });
 }
 
-type BenchOptions = { baseline?: string; compile?: boolean; budgetS?: number };
+type BenchOptions = {
+  baseline?: string;
+  compile?: boolean;
+  budgetS?: number;
+  race?: Readonly<Record<string, number>>;
+};
 
 /** The baseline, built (shared by every candidate through the pool), to time beside. */
 async function baselineBeside(

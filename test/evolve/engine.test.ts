@@ -868,3 +868,80 @@ describe("the pipeline: proposal n begins once 1 … n−P have finished", () =>
     expect(again.spent.candidates).toBe(10);
   });
 });
+
+describe("racing (issue 20)", () => {
+  /** An evaluator that races as the harness does: slower than the race's bound → raced. */
+  function racingEvaluator() {
+    const races: (Readonly<Record<string, number>> | undefined)[] = [];
+    const evaluator: Evaluator = {
+      async evaluate({ source }, _signal, race) {
+        races.push(race);
+        await Promise.resolve();
+        const evaluation = evaluationOf(source);
+        const [timing] = evaluation.timings;
+        if (race === undefined || timing === undefined || !evaluation.ok) return evaluation;
+        const upper = timing.baselineP80Ms / timing.p20Ms;
+        const bound = race[timing.config];
+        if (bound === undefined || upper >= bound) return evaluation;
+        return {
+          ...evaluation,
+          stage: "time",
+          reason: "raced",
+          fitness: null,
+          raced: {
+            config: timing.config,
+            timed: [timing.config],
+            speedupUpper: upper,
+            leaderLower: bound,
+          },
+        };
+      },
+    };
+    return { evaluator, races };
+  }
+
+  it("races each candidate against its context's best; the raced ones pass but never survive", async () => {
+    const { evaluator, races } = racingEvaluator();
+    const { proposer, contexts } = fakeProposer();
+    const result = await runEngine(engineOptions({ evaluator, proposer, parallel: 1 }));
+    expect(races[0]).toBeUndefined(); // the kernel to beat is timed in full
+    contexts.forEach((context, i) => {
+      const [timing] = context.best.evaluation.timings;
+      expect(races[i + 1], `proposal ${i + 1}`).toEqual(
+        timing === undefined ? undefined : { [timing.config]: timing.baselineP20Ms / timing.p80Ms },
+      );
+    });
+    const raced = result.entries.filter(
+      (entry) => entry.individual?.evaluation.raced !== undefined,
+    );
+    expect(raced.length).toBeGreaterThan(0);
+    for (const entry of raced) {
+      expect(entry.individual?.evaluation).toMatchObject({
+        ok: true,
+        fitness: null,
+        reason: "raced",
+      });
+    }
+    const ids = new Set(raced.map((entry) => entry.individual?.id));
+    expect(result.population.some((individual) => ids.has(individual.id))).toBe(false);
+    expect(result.counts.passed).toBeGreaterThanOrEqual(raced.length);
+    expect(result.counts.failedAt["time"]).toBeUndefined();
+  });
+
+  it("does not race for a proposer that judges configurations apart, nor when turned off", async () => {
+    for (const setup of [{ racing: false }, { engineRace: false }]) {
+      const { evaluator, races } = racingEvaluator();
+      const { proposer } = fakeProposer();
+      if ("racing" in setup) proposer.racing = false;
+      await runEngine(
+        engineOptions({
+          evaluator,
+          proposer,
+          parallel: 1,
+          ...("engineRace" in setup ? { race: false } : {}),
+        }),
+      );
+      expect(races.every((race) => race === undefined)).toBe(true);
+    }
+  });
+});

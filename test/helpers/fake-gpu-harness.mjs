@@ -191,13 +191,29 @@ const COMMANDS = {
   bench: (argv) => {
     const candidate = option(argv, "--candidate");
     const speed = speedOf(option(argv, "--artifact"), candidate);
+    // --race (the screen): the first configuration decides, as the real harness's
+    // successive halving does when a candidate is slower than the leader beyond the noise
+    const race = option(argv, "--race") === undefined ? null : JSON.parse(option(argv, "--race"));
+    const first = visible[0];
+    const upper = stat(1).p80Ms / stat(speed).p20Ms;
+    const raced =
+      candidate !== undefined && race !== null && upper < race[first.name]
+        ? {
+            config: first.name,
+            timed: [first.name],
+            speedupUpper: upper,
+            leaderLower: race[first.name],
+            message: `at most ${upper.toFixed(3)}x, under the leader's ${race[first.name]}x`,
+          }
+        : null;
     return {
+      race: raced,
       schema: 1,
       kind: "bench",
       task: "softmax",
       ok: true,
       reason: null,
-      message: "",
+      message: raced === null ? "" : `raced out after ${first.name}: ${raced.message}`,
       device,
       ceilings: {
         bandwidthGBs: 3000,
@@ -206,7 +222,7 @@ const COMMANDS = {
         measuredAt: "2026-11-21T00:00:00Z",
         device: device.name,
       },
-      configs: visible.map((c) => ({
+      configs: (raced === null ? visible : [first]).map((c) => ({
         name: c.name,
         dims: c.dims,
         bytes: 8 * c.dims.M * c.dims.N,
@@ -218,7 +234,7 @@ const COMMANDS = {
         candidate: candidate === undefined ? null : stat(speed),
         reason: null,
       })),
-      profile: candidate === undefined ? null : profileOf(candidate, speed),
+      profile: candidate === undefined || raced !== null ? null : profileOf(candidate, speed),
       seconds: 0.1,
     };
   },

@@ -245,6 +245,7 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
       checks: 0.2,
     },
     probeCache: null,
+    race: null,
     seconds: 41.7,
     ...overrides,
   };

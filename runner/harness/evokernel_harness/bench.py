@@ -1,6 +1,7 @@
 """Benchmark a task: eager, torch.compile, the baseline kernel and a candidate, interleaved
 per configuration in one process, against the roofline floor."""
 
+import math
 import time
 
 import torch
@@ -17,6 +18,39 @@ from .verify import refill_case, within_float64
 TINY_MS = 0.02        # a reference faster than this measures launch overhead, not the kernel
 BELOW_FLOOR = 0.85    # a time under 85 % of the floor is physically implausible
 ROTATE = 4
+# The search's screen takes as many samples as the spread needs: it stops once the candidate's
+# and the baseline's p20-p80 spreads are within SCREEN_SPREAD of their medians (after at least
+# SCREEN_MIN_ROUNDS rounds), or once the candidate is slower than the leader beyond the noise
+# (after RACE_MIN_ROUNDS); never more than the budget gives. Bench's own timing is untouched.
+SCREEN_MIN_ROUNDS = 10
+SCREEN_SPREAD = 0.03
+RACE_MIN_ROUNDS = 6
+
+
+def _geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _upper_speedup(base, cand):
+    """The candidate's speedup at its most favourable within the noise: baseline p80 over
+    candidate p20."""
+    return base["p80Ms"] / cand["p20Ms"] if cand["p20Ms"] > 0 else math.inf
+
+
+def screen_stop(leader_lower):
+    """stop(out, n) for Timer.interleaved in the screen. leader_lower: the leader's speedup on
+    this configuration at its least favourable (its baseline p20 over its p80), or None."""
+    def stop(out, n):
+        if "candidate" not in out or "baseline" not in out or n < RACE_MIN_ROUNDS:
+            return False
+        cand, base = stats(out["candidate"]["event"]), stats(out["baseline"]["event"])
+        if leader_lower is not None and _upper_speedup(base, cand) < leader_lower:
+            return True  # decided: slower than the leader beyond the noise
+        if n < SCREEN_MIN_ROUNDS:
+            return False
+        return all(s["medianMs"] > 0 and (s["p80Ms"] - s["p20Ms"]) / s["medianMs"] <= SCREEN_SPREAD
+                   for s in (cand, base))
+    return stop
 
 
 def _compiled(task, log):
@@ -59,12 +93,18 @@ def rotation(case, device):
 
 
 def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True,
-          probe_cache=None, head_start_cycles=HEAD_START_CYCLES, time_eager=True):
+          probe_cache=None, head_start_cycles=HEAD_START_CYCLES, time_eager=True, adaptive=False, race=None):
     """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
     time per configuration across processes; None profiles the reference every time.
     head_start_cycles: the timer's head start (timing.py); the search's screen passes a short
     one, every other timing keeps the full one. time_eager=False (the screen, which compares
-    with the baseline only) leaves eager untimed: its row's "eager" is None."""
+    with the baseline only) leaves eager untimed: its row's "eager" is None.
+    adaptive (the screen): as many samples as the spread needs (screen_stop), at most the
+    budget's. race (the screen): configuration name → the leader's speedup there at its least
+    favourable; after each configuration, a candidate whose most favourable speedup over the
+    configurations timed so far (geometric mean) is under the leader's least favourable one
+    over the same configurations stops there: the record's "race" says where and by how much,
+    the rest is not timed (nor checked after timing, nor profiled: it is no contender)."""
     start = time.perf_counter()
     phases = _Phases()
     device = torch.device("cuda")
@@ -76,6 +116,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     compiled = _compiled(task, log) if compile_baseline else None
     phases.lap("start")
     configs_out, reasons, notes = [], [], []
+    raced = None
     profile = None
     task_hash = None
     for ci, config in enumerate(task.visible_configs()):
@@ -146,8 +187,11 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
             if c is not None and hasattr(c.entry, "reuse_outputs"):
                 c.entry.reuse_outputs = True
         phases.lap("compile")
+        stop = None
+        if adaptive:
+            stop = screen_stop(None if race is None else race.get(config.name))
         with grad_ctx():
-            raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values)
+            raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values, stop=stop)
         phases.lap("timing")
         overhead = timer.overhead_ms(timer.last_head_start)
         if timer.last_head_start != head_start_cycles:
@@ -171,6 +215,12 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
             # marked, and kept out of the headline speedup and the search's fitness
             notes.append(f"{config.name}: launch-bound: the reference's kernels run {device_ms * 1e3:.1f} µs a call "
                          f"(under {TINY_MS * 1e3:.0f} µs), so its times measure launch overhead; not in the headline speedup")
+        if race is not None and candidate is not None and baseline is not None and not launch_bound:
+            raced = _race(race, configs_out + [row])
+        if raced is not None:
+            configs_out.append(row)
+            log(f"bench {config.name}: raced out: {raced['message']}")
+            break
         if candidate is not None:
             cand = row["candidate"]
             wall = stats(raw["candidate"]["wall"])["medianMs"] - overhead
@@ -227,6 +277,25 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                    "no headline speedup; add a larger configuration to measure the kernel")
     cache = None if probe_cache is None else {"hits": probe_cache.hits, "misses": probe_cache.misses,
                                               "costHits": probe_cache.cost_hits, "costMisses": probe_cache.cost_misses}
+    if raced is not None and reason is None:
+        message = f"raced out after {raced['config']}: {raced['message']}"
+        notes.append(message)
     return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out, "notes": notes,
             "profile": profile, "phases": phases.seconds, "probeCache": cache, "headStart": head_start,
-            "seconds": time.perf_counter() - start}
+            "race": raced, "seconds": time.perf_counter() - start}
+
+
+def _race(race, rows):
+    """The race's verdict after the configurations in `rows` (timed, not launch-bound): a dict
+    when the candidate is slower than the leader beyond the noise, else None."""
+    timed = [r for r in rows if not r["launchBound"] and r["candidate"] and r["baseline"] and r["name"] in race]
+    if not timed:
+        return None
+    upper = _geomean([_upper_speedup(r["baseline"], r["candidate"]) for r in timed])
+    leader = _geomean([race[r["name"]] for r in timed])
+    if upper is None or leader is None or upper >= leader:
+        return None
+    return {"config": timed[-1]["name"], "timed": [r["name"] for r in rows], "speedupUpper": upper,
+            "leaderLower": leader,
+            "message": f"at most {upper:.3f}x the kernel to beat on {', '.join(r['name'] for r in timed)} "
+                       f"(baseline p80 / candidate p20), under the leader's {leader:.3f}x (its p20 / p80)"}

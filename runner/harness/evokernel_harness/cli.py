@@ -346,15 +346,30 @@ def _bench_run(args, started, task, candidate=None, screen=False):
         from .probe_cache import ProbeCache
 
         probes = ProbeCache(os.path.join(args.cache or _default_cache(), "probe"))
+    race = None
+    if screen and getattr(args, "race", None):
+        race = _race_arg(args.race)
     result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget,
                    compile_baseline=not args.no_compile, probe_cache=probes,
                    head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
-                   time_eager=not screen)
+                   time_eager=not screen, adaptive=screen, race=race)
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
     return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
             "baseline": os.path.abspath(baseline_path) if baseline_path else None,
             "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}
+
+
+def _race_arg(text):
+    """--race: a JSON object, configuration name → the leader's least favourable speedup there."""
+    try:
+        race = json.loads(text)
+    except ValueError:
+        race = None
+    if not isinstance(race, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and v > 0
+                                             for k, v in race.items()):
+        raise SystemExit("--race takes a JSON object: configuration name → a positive speedup")
+    return {k: float(v) for k, v in race.items()}
 
 
 def cmd_bench(args):
@@ -489,7 +504,12 @@ def build_parser():
                             help="profile the reference on every configuration, never reading the probe cache")
         if name == "bench":
             sp.add_argument("--screen", action="store_true",
-                            help="time as the search's screen does: beside the baseline only, short head start")
+                            help="time as the search's screen does: beside the baseline only, short head start, "
+                                 "as many samples as the spread needs")
+        if name in ("bench", "evaluate"):
+            sp.add_argument("--race", help="the screen only: a JSON object, configuration → the leader's least "
+                                           "favourable speedup there; a candidate slower than it beyond the noise "
+                                           "stops after that configuration")
         if name == "evaluate":
             for stage in STAGES:
                 sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")

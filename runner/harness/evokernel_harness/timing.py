@@ -108,11 +108,15 @@ class Timer:
             self._overhead[cycles] = sorted(w - e for e, w, _ in samples)[len(samples) // 2]
         return self._overhead[cycles]
 
-    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None):
+    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None,
+                    stop=None):
         """impls: name → fn(arg). args: rotating inputs. prepare(arg, i) runs before each
         call, outside the timed region (new input values). Returns name → {event, wall}.
         With a short head start, timed again with the full one when too many calls were
-        exposed (last_head_start, last_exposed say how it ended)."""
+        exposed (last_head_start, last_exposed say how it ended). stop(out, n), when given,
+        is asked after each round of calls (n rounds so far) whether the samples already
+        decide what they are for (the search's screen: bench.py); True ends the timing early,
+        so the count is at most what the budget gives, never more."""
         for name, fn in impls.items():
             for w in range(warmup):
                 fn(args[w % len(args)])
@@ -124,20 +128,21 @@ class Timer:
         # the count depends on the budget alone, never on the head start: a screen with a short
         # one takes as many samples as with the full one, in less time
         iters = int(min(max_iters, max(min_iters, math.ceil(budget_s / max(per_iter, 1e-6)))))
-        out, exposed = self._run(impls, args, iters, seed, prepare, self.head_start_cycles)
+        out, exposed = self._run(impls, args, iters, seed, prepare, self.head_start_cycles, stop)
         self.last_head_start = self.head_start_cycles
         if self.head_start_cycles < HEAD_START_CYCLES and max(exposed.values(), default=0.0) > EXPOSED_LIMIT:
-            out, exposed = self._run(impls, args, iters, seed, prepare, HEAD_START_CYCLES)
+            out, exposed = self._run(impls, args, iters, seed, prepare, HEAD_START_CYCLES, stop)
             self.last_head_start = HEAD_START_CYCLES
         self.last_exposed = exposed
         return out
 
-    def _run(self, impls, args, iters, seed, prepare, cycles):
+    def _run(self, impls, args, iters, seed, prepare, cycles, stop=None):
         out = {name: {"event": [], "wall": []} for name in impls}
         late = {name: 0 for name in impls}
         limit = covered_ms(cycles, self.cycles_per_ms)
         order = list(impls)
         rng = random.Random(seed)
+        done = 0
         for i in range(iters):
             rng.shuffle(order)  # no implementation always runs right after another
             arg = args[i % len(args)]
@@ -146,4 +151,7 @@ class Timer:
                 out[name]["event"].append(e)
                 out[name]["wall"].append(w)
                 late[name] += q > limit
-        return out, {name: late[name] / max(1, iters) for name in impls}
+            done = i + 1
+            if stop is not None and stop(out, done):
+                break
+        return out, {name: late[name] / max(1, done) for name in impls}

@@ -31,6 +31,12 @@ import { candidatesFor, loadTarget } from "./target.js";
 const CONFIGS: readonly EvoConfig[] = ["free", "insight", "full"];
 const DEFAULT_CONFIG: EvoConfig = "insight";
 const DEFAULT_BUDGET: Budget = { candidates: 45, seconds: 60 * 60, usd: 10 };
+/**
+ * Proposals in flight: EvoEngineer's 4 for the llm; 8 for the offline tuners, whose
+ * proposals cost nothing: with a build taking 2-3 s and the GPU's part of a candidate under
+ * one, 4 in flight leave the GPU waiting for builds.
+ */
+const OFFLINE_PARALLEL = 8;
 
 export const optimizeCommand: Command = {
   name: "optimize",
@@ -58,7 +64,8 @@ again to resume. Needs a CUDA GPU. Method and defaults: docs/OPTIMIZE.md.
       --minutes M     stop after M minutes of search (default ${DEFAULT_BUDGET.seconds / 60})
       --usd D         stop after D dollars of proposals (default ${DEFAULT_BUDGET.usd})
       --population N  the fittest candidates kept as parents and insights (default ${DEFAULTS.populationSize})
-      --parallel N    proposals in flight at once; proposal n sees the results of 1..n-N (default ${DEFAULTS.parallel})
+      --parallel N    proposals in flight at once; proposal n sees the results of 1..n-N
+                      (default ${DEFAULTS.parallel} for the llm, ${OFFLINE_PARALLEL} for the tuners)
       --seed N        seed of every random choice (default: the archive's, else random)
       --archive FILE  the run's archive (default .evokernel/<task>/archive.jsonl)
       --out DIR       write result.json there, and the winner as best.cu (or best.py)
@@ -149,7 +156,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
           baseline: { source: baselineSource },
           language,
           populationSize: settings.population,
-          parallel: settings.parallel,
+          parallel: parallelFor(settings.parallel, proposerName),
           techniques: TECHNIQUES,
           onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
           ...(interrupt === undefined ? {} : { signal: interrupt }),
@@ -216,7 +223,8 @@ type Settings = {
   model: string | undefined;
   budget: Budget;
   population: number;
-  parallel: number;
+  /** --parallel; absent: parallelFor's default for the proposer. */
+  parallel: number | undefined;
 };
 
 /** Every flag checked before anything starts: a usage error costs no GPU time. */
@@ -242,8 +250,12 @@ function readSettings(parsed: Parsed): Settings {
       usd: number(parsed, "usd", { min: 0 }) ?? DEFAULT_BUDGET.usd,
     },
     population: number(parsed, "population", { integer: true, min: 1 }) ?? DEFAULTS.populationSize,
-    parallel: number(parsed, "parallel", { integer: true, min: 1 }) ?? DEFAULTS.parallel,
+    parallel: number(parsed, "parallel", { integer: true, min: 1 }),
   };
+}
+
+function parallelFor(given: number | undefined, proposer: string): number {
+  return given ?? (proposer === "llm" ? DEFAULTS.parallel : OFFLINE_PARALLEL);
 }
 
 function number(

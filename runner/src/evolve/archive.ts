@@ -38,6 +38,14 @@ export const evaluationSchema = z.object({
       full: z.record(z.string(), z.number().nonnegative()).optional(),
     })
     .optional(),
+  raced: z
+    .object({
+      config: z.string(),
+      timed: z.array(z.string()),
+      speedupUpper: z.number().nonnegative(),
+      leaderLower: z.number().positive(),
+    })
+    .optional(),
 }) satisfies z.ZodType<Evaluation>;
 
 export const individualSchema = z.object({

@@ -50,6 +50,12 @@ export type EngineOptions = {
   parallel?: number;
   /** Insights shown per proposal (insight and full configurations). */
   insights?: number;
+  /**
+   * Race candidates (on unless false, or the proposer says racing: false): each is timed
+   * against its context's best, and one slower than it beyond the noise after a
+   * configuration is not timed on the rest (Evaluation.raced).
+   */
+  race?: boolean;
   techniques?: string;
   signal?: AbortSignal;
   onEvent?: (event: EngineEvent) => void;
@@ -90,6 +96,22 @@ export type EngineResult = {
 };
 
 export const DEFAULTS = { populationSize: 5, parallel: 4, insights: 3 } as const;
+
+/**
+ * What a candidate races against: the leader's speedup on each configuration at its least
+ * favourable (its baseline's p20 over its own p80), from the leader's own screen; undefined
+ * when the leader has no timings to race against.
+ */
+export function raceAgainst(leader: Individual): Record<string, number> | undefined {
+  const { evaluation } = leader;
+  if (!evaluation.ok || evaluation.fitness === null) return undefined;
+  const race = Object.fromEntries(
+    evaluation.timings
+      .filter((t) => t.launchBound !== true && t.p80Ms > 0 && t.baselineP20Ms > 0)
+      .map((t) => [t.config, t.baselineP20Ms / t.p80Ms]),
+  );
+  return Object.keys(race).length > 0 ? race : undefined;
+}
 
 export async function runEngine(options: EngineOptions): Promise<EngineResult> {
   const run = new Run(options, await options.archive.load());
@@ -412,7 +434,11 @@ class Run {
     // one evaluation per fingerprint: a proposal of one in flight or done waits for it
     let evaluation = this.seen.get(hash);
     if (evaluation === undefined) {
-      evaluation = options.evaluator.evaluate({ source, defines, flags }, options.signal);
+      const race =
+        options.race === false || options.proposer.racing === false
+          ? undefined
+          : raceAgainst(context.best);
+      evaluation = options.evaluator.evaluate({ source, defines, flags }, options.signal, race);
       this.seen.set(hash, evaluation);
     }
     const parents = context.parents.length > 0 ? context.parents : [context.best];

@@ -98,14 +98,17 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
   }
 
   return {
-    async evaluate(variant) {
+    async evaluate(variant, _signal, race) {
+      const oneChild = options.oneChild ?? true;
       const result = await cascade(variant, {
         quick: true,
-        oneChild: options.oneChild ?? true,
+        oneChild,
         bench: {
           baseline: options.baseline,
           compile: false,
           budgetS: options.searchBudgetS ?? SEARCH_BUDGET_S,
+          // the screen races in the one child (evaluate); a bench of its own times everything
+          ...(race === undefined || !oneChild ? {} : { race }),
         },
       });
       return toEvaluation(result);
@@ -170,6 +173,26 @@ export function toEvaluation(result: CandidateResult): Evaluation {
     };
   }
   const timings = timingsOf(result.bench);
+  const race = result.bench?.race ?? null;
+  if (race !== null) {
+    return {
+      ok: true,
+      stage: "time",
+      reason: "raced",
+      message,
+      timings,
+      fitness: null,
+      profile: null,
+      seconds,
+      ...timePhases,
+      raced: {
+        config: race.config,
+        timed: race.timed,
+        speedupUpper: race.speedupUpper,
+        leaderLower: race.leaderLower,
+      },
+    };
+  }
   const judged = judgeSpeedup(
     timings.map((timing) => ({
       baseline: {

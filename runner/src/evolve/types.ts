@@ -43,6 +43,20 @@ export type Evaluation = {
   verifyPhases?:
     | { quick?: Record<string, number> | undefined; full?: Record<string, number> | undefined }
     | undefined;
+  /**
+   * The screen stopped timing it: after `config`, its most favourable speedup over the
+   * kernel to beat (`speedupUpper`, over the configurations in `timed`) was under the
+   * leader's least favourable one (`leaderLower`). It passed verification (ok) but has no
+   * fitness: it is no contender, so the configurations after `config` were not timed.
+   */
+  raced?:
+    | {
+        config: string;
+        timed: string[];
+        speedupUpper: number;
+        leaderLower: number;
+      }
+    | undefined;
 };
 
 /** A kernel in the population: source, where it came from, and how it did. */
@@ -145,6 +159,12 @@ export type ProposalResult =
 
 export type Proposer = {
   name: string;
+  /**
+   * false: the search must time every candidate on every configuration (the shape-keyed
+   * tuner judges each class of configurations on its own, so one that loses on the first may
+   * win on the others); otherwise candidates slower than the leader are raced out.
+   */
+  racing?: boolean;
   propose(context: ProposalContext, signal?: AbortSignal): Promise<ProposalResult>;
   /**
    * Optional: told of every evaluated candidate, failed ones and duplicates included (the
@@ -157,9 +177,18 @@ export type Proposer = {
   observe?(individual: Individual): void;
 };
 
-/** Evaluates one candidate source (cascade: static → compile → quick → verify → time). */
+/**
+ * Evaluates one candidate source (cascade: static → compile → quick → verify → time).
+ * `race`: configuration → the leader's least favourable speedup there (noise.ts's lower
+ * bound of one configuration); a candidate slower than that beyond the noise may stop being
+ * timed early (Evaluation.raced). Absent: every configuration is timed.
+ */
 export type Evaluator = {
-  evaluate(variant: Variant, signal?: AbortSignal): Promise<Evaluation>;
+  evaluate(
+    variant: Variant,
+    signal?: AbortSignal,
+    race?: Readonly<Record<string, number>>,
+  ): Promise<Evaluation>;
 };
 
 /** When the search stops: whichever runs out first. */

@@ -236,6 +236,11 @@ export type BenchOptions = CallOptions & {
   compile?: boolean;
   /** Seconds of timing per configuration (the harness's default, 1.5, when not given). */
   budgetS?: number;
+  /**
+   * The search's screen (evaluate) only: configuration → the leader's least favourable
+   * speedup there; a candidate slower than the leader beyond the noise stops early.
+   */
+  race?: Readonly<Record<string, number>>;
   knownDevice?: Device;
 };
 
@@ -318,6 +323,7 @@ export async function evaluate(
     ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
     ...(options.compile === false ? ["--no-compile"] : []),
     ...(options.budgetS === undefined ? [] : ["--budget", String(options.budgetS)]),
+    ...(options.race === undefined ? [] : ["--race", JSON.stringify(options.race)]),
     ...["--ceilings", join(cacheDir(), "ceilings.json")],
     ...EVALUATE_STAGES.flatMap((stage) => [`--${stage}-out`, outs[stage]]),
   ];

@@ -117,6 +117,7 @@ export function failedBench(
     profile: null,
     phases: {},
     probeCache: null,
+    race: null,
     seconds: 0,
   };
 }

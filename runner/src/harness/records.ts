@@ -267,6 +267,22 @@ export const benchRecordSchema = z.object({
     })
     .nullable()
     .default(null),
+  /**
+   * The search's screen raced the candidate out: after `config` (the configurations in
+   * `timed` were timed, the rest not), its most favourable speedup over the kernel to beat
+   * (baseline p80 / candidate p20, geometric mean) was under the leader's least favourable
+   * one (`leaderLower`). Null: not raced (every configuration timed).
+   */
+  race: z
+    .object({
+      config: z.string(),
+      timed: z.array(z.string()),
+      speedupUpper: z.number().nonnegative(),
+      leaderLower: z.number().positive(),
+      message: z.string(),
+    })
+    .nullable()
+    .default(null),
   seconds: z.number().nonnegative(),
 });
 export type BenchRecord = z.infer<typeof benchRecordSchema>;

@@ -226,5 +226,7 @@ export function createShapeTuner(options: ShapeTunerOptions): Proposer & {
       : changed.map((t) => `${t.id}=${String(values[t.id])}`).join(" ");
   }
 
-  return { name: "shape-tuner", propose, observe };
+  // each class is judged on its own configurations: a candidate that loses on the first may
+  // win another class's, so the search times every candidate everywhere
+  return { name: "shape-tuner", racing: false, propose, observe };
 }

@@ -23,7 +23,10 @@ export function describeEngineEvent(event: EngineEvent, budget: Budget): string 
   let what: string;
   if (individual === null) what = `no proposal: ${entry.failure?.reason ?? "failed"}`;
   else if (entry.duplicateOf !== null) what = `duplicate of ${entry.duplicateOf}`;
-  else if (individual.evaluation.ok) what = `ok ${formatRatio(individual.evaluation.fitness)}`;
+  else if (individual.evaluation.raced !== undefined) {
+    const { raced } = individual.evaluation;
+    what = `ok, raced out after ${raced.config} (≤ ${formatRatio(raced.speedupUpper)}, leader ≥ ${formatRatio(raced.leaderLower)})`;
+  } else if (individual.evaluation.ok) what = `ok ${formatRatio(individual.evaluation.fitness)}`;
   else {
     const evaluation = individual.evaluation;
     what = `FAILED at ${evaluation.stage}: ${evaluation.reason ?? "failed"}`;
