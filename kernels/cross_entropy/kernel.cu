@@ -129,7 +129,8 @@ __device__ __forceinline__ Split split_of(const E* row, int64_t N) {
     s.head = 0;
     s.npack = N;
   } else {
-    const int mis = (int)((reinterpret_cast<uintptr_t>(row) % 16) / sizeof(E));
+    // elements past the last pack boundary (a pack is V elements: 16 bytes, or 4 for bf16x2)
+    const int mis = (int)((reinterpret_cast<uintptr_t>(row) % (sizeof(E) * V)) / sizeof(E));
     s.head = (int)min((int64_t)((V - mis) % V), N);
     s.npack = (N - s.head) / V;
   }
