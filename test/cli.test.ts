@@ -80,6 +80,15 @@ describe("misconfiguration: exit 3 with advice, at once", () => {
     expect(run.stderr).not.toMatch(/Traceback|internal error|\n\s+at /);
   });
 
+  it("a build cache that cannot be written: exit 3 naming EVOKERNEL_CACHE", async () => {
+    const run = await runCli(["tasks", "--probe", "test/fixtures/tasks"], {
+      env: { EVOKERNEL_CACHE: "/proc/evokernel-cache" },
+    });
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toContain("EVOKERNEL_CACHE=/proc/evokernel-cache cannot be written");
+    expect(run.stderr).not.toMatch(/Traceback|internal error/);
+  });
+
   it("optimize with the llm proposer and no key: exit 3 naming the setting, before torch", async () => {
     const run = await runCli(["optimize", "softmax", "--proposer", "llm"], {
       env: { ANTHROPIC_API_KEY: "", EVOKERNEL_PYTHON: "/no/such/python3" },

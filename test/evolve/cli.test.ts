@@ -30,7 +30,6 @@ describe("evokernel optimize", () => {
     [["--candidates", "2.5"], "--candidates is a whole number"],
     [["--usd", "lots"], "--usd is a number, not lots"],
     [["--proposer", "oracle"], "--proposer is one of"],
-    [["--proposer", "llm"], "ANTHROPIC_API_KEY"],
   ])("refuses %j with exit 2", async (args, message) => {
     const run = await runCli(["optimize", "softmax", ...args], { env: noKey });
     expect(run.exitCode, run.stderr).toBe(2);

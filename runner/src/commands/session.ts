@@ -1,5 +1,8 @@
 // One fork server per command run (torch imported once), and what it says about the machine.
+import { constants } from "node:fs";
+import { access, mkdir } from "node:fs/promises";
 import { EnvironmentError } from "../errors.js";
+import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
 import type { DeviceRecord } from "../harness/records.js";
 import { gpuPossible } from "../gpu/presence.js";
@@ -23,6 +26,7 @@ export async function withSession<T>(
   options: SessionOptions = {},
 ): Promise<T> {
   if (options.needGpu === true && !gpuPossible()) throw new EnvironmentError(NO_GPU);
+  await requireWritableCache();
   options.say?.("starting the harness: Python imports torch (10–30 s) …");
   const server = new ForkServer();
   try {
@@ -30,6 +34,24 @@ export async function withSession<T>(
     return await work({ server, device: record });
   } finally {
     await server.close();
+  }
+}
+
+/**
+ * The build cache ($EVOKERNEL_CACHE, else .cache/evokernel) can be written: a setting that
+ * points elsewhere is exit 3 with what to change, not a traceback from every build.
+ */
+export async function requireWritableCache(cache = cacheDir()): Promise<void> {
+  try {
+    await mkdir(cache, { recursive: true });
+    await access(cache, constants.W_OK);
+  } catch (error) {
+    const why = error instanceof Error && "code" in error ? String(error.code) : String(error);
+    const setting = process.env["EVOKERNEL_CACHE"] === undefined ? "" : "EVOKERNEL_CACHE=";
+    throw new EnvironmentError(
+      `the build cache ${setting}${cache} cannot be written (${why}): point EVOKERNEL_CACHE at a folder you can write`,
+      { cause: error },
+    );
   }
 }
 

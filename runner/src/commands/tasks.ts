@@ -9,6 +9,7 @@ import { renderTasks, type TaskRow } from "../report/tasks-table.js";
 import { checkNativeTask } from "../tasks/check-native.js";
 import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
 import { flag, printJson, type Command } from "./command.js";
+import { requireWritableCache } from "./session.js";
 
 export const tasksCommand: Command = {
   name: "tasks",
@@ -104,6 +105,7 @@ type Say = (line: string) => void;
 async function harnessRows(checked: Checked, probe: boolean, say: Say): Promise<TaskRow[]> {
   // The first answer waits for torch's import; say so at once rather than sit silent.
   await requirePython();
+  await requireWritableCache();
   say("starting the harness: Python imports torch (10–30 s) …");
   const server = new ForkServer();
   try {
