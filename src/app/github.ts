@@ -90,6 +90,14 @@ export interface DispatchedRun {
 
 export type Reaction = "+1" | "rocket" | "eyes" | "confused";
 
+/** One entry of a git tree: mode 100644 a file, 100755 an executable, 120000 a symlink, 040000 a folder, 160000 a submodule. */
+export interface TreeEntry {
+  readonly name: string;
+  readonly mode: string;
+  readonly type: string;
+  readonly sha: string;
+}
+
 /** What the app does to GitHub, for one repository. */
 export interface GitHub {
   readonly repo: RepoRef;
@@ -125,6 +133,15 @@ export interface GitHub {
     files: readonly { path: string; content: string }[],
     message: string,
   ): Promise<string>;
+  /** One tree's entries, not recursive; a commit SHA reads its root tree. */
+  readTree(treeish: string): Promise<TreeEntry[]>;
+  /** A blob's content as UTF-8 text. */
+  readBlob(sha: string): Promise<string>;
+  /**
+   * The full SHA GitHub resolves a commit name (a hex prefix) to, or undefined when it finds
+   * no such commit or the prefix is ambiguous.
+   */
+  resolveCommit(name: string): Promise<string | undefined>;
   /** The commit a branch points at, or undefined when there is no such branch. */
   branchHead(branch: string): Promise<string | undefined>;
   /** Moves a branch to `sha` only if that is a fast-forward; false when it is not. */
@@ -475,6 +492,54 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         );
       }
       return commitSha;
+    },
+    async readTree(treeish) {
+      const { data } = await call(`read the tree ${treeish}`, () =>
+        octokit.rest.git.getTree({ ...base, tree_sha: treeish }),
+      );
+      return z
+        .object({
+          tree: z.array(
+            z.object({ path: z.string(), mode: z.string(), type: z.string(), sha: z.string() }),
+          ),
+        })
+        .parse(data)
+        .tree.map((entry) => ({
+          name: entry.path,
+          mode: entry.mode,
+          type: entry.type,
+          sha: entry.sha,
+        }));
+    },
+    async readBlob(sha) {
+      const { data } = await call(`read the blob ${sha}`, () =>
+        octokit.rest.git.getBlob({ ...base, file_sha: sha }),
+      );
+      const blob = z.object({ content: z.string(), encoding: z.string() }).parse(data);
+      if (blob.encoding !== "base64" && blob.encoding !== "utf-8")
+        throw new GitHubError(`GitHub: blob ${sha} came in ${blob.encoding}`, undefined, {
+          cause: undefined,
+        });
+      return blob.encoding === "base64"
+        ? Buffer.from(blob.content, "base64").toString("utf8")
+        : blob.content;
+    },
+    async resolveCommit(name) {
+      try {
+        // The sha media type answers the full SHA as plain text, without the commit's diff.
+        const { data } = await octokit.rest.repos.getCommit({
+          ...base,
+          ref: name,
+          mediaType: { format: "sha" },
+        });
+        const sha = z.string().trim().parse(data).toLowerCase();
+        return /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/.test(sha) ? sha : undefined;
+      } catch (error) {
+        // 404: no such commit; 422: not a commit name GitHub can resolve (ambiguous, say).
+        const status = statusOf(error);
+        if (status === 404 || status === 422) return undefined;
+        throw new GitHubError(`GitHub: resolve commit ${name} failed`, status, { cause: error });
+      }
     },
     async branchHead(branch) {
       try {

@@ -5,12 +5,13 @@
 import type { ReviewResult } from "../shared/review.js";
 import { COMMENT_MARKER, mapSuggestions, renderCheckRun, renderComment } from "../report/index.js";
 import type { AppState } from "./app-state.js";
-import type { CheckAction, GitHub, ReviewComment } from "./github.js";
+import type { CheckAction, GitHub, Pull, ReviewComment } from "./github.js";
 import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
 import { reportNight } from "./nightly/report-night.js";
 import { isNightlyJob } from "./nightly/spec.js";
 import { codeSpan } from "../report/escape.js";
+import { droppedNote, type DroppedSuggestion, screenSuggestions } from "./suggestion-policy.js";
 
 /** The check run becomes a failure with `message`; the job is done. */
 export async function failJob(
@@ -36,11 +37,13 @@ export async function reportResult(
   state: AppState,
   github: GitHub,
   job: ActiveJob,
-  review: ReviewResult,
+  result: ReviewResult,
 ): Promise<void> {
   const { spec } = job;
   const links = job.runUrl === undefined ? {} : { runUrl: job.runUrl, fullResultUrl: job.runUrl };
   const pull = spec.pr === undefined ? undefined : await github.getPull(spec.pr);
+  // The artifact's suggestions are untrusted: only what the app's own plan allows stays.
+  const { review, dropped } = await screenReview(github, job, result);
   // A push since the job started: the result still belongs on its own commit's check run,
   // but suggestions against an old diff would land on the wrong lines.
   const current = pull !== undefined && pull.headSha === spec.sha;
@@ -48,12 +51,16 @@ export async function reportResult(
     await github.upsertComment(
       spec.pr,
       COMMENT_MARKER,
-      trimTo(renderComment(review, links), COMMENT_LIMIT, job.runUrl),
+      trimTo(
+        withNote(renderComment(review, links), droppedNote(dropped)),
+        COMMENT_LIMIT,
+        job.runUrl,
+      ),
     );
   }
   let actions: CheckAction[] = [];
   if (current && pull !== undefined) {
-    const branch = await postSuggestions(github, pull.number, spec.sha, review);
+    const branch = await postSuggestions(github, pull, spec.sha, review, dropped);
     // Only the app can push to a branch of this repository; a fork's branch is its owner's.
     if (branch !== undefined && !pull.fork) actions = [APPLY_ACTION];
   }
@@ -80,16 +87,44 @@ export async function reportResult(
   }
 }
 
+/** The result with every suggestion the policy refuses taken out, and what was taken out. */
+async function screenReview(
+  github: GitHub,
+  job: ActiveJob,
+  review: ReviewResult,
+): Promise<{ review: ReviewResult; dropped: DroppedSuggestion[] }> {
+  const suggestions = review.tasks.flatMap((task) => (task.suggestion ? [task.suggestion] : []));
+  if (suggestions.length === 0) return { review, dropped: [] };
+  const plan = { tasks: job.spec.tasks, roots: job.spec.roots ?? [] };
+  const { kept, dropped } = await screenSuggestions(github, job.spec.sha, plan, suggestions);
+  const allowed = new Set(kept);
+  return {
+    review: {
+      ...review,
+      tasks: review.tasks.map((task) =>
+        task.suggestion && !allowed.has(task.suggestion) ? { ...task, suggestion: null } : task,
+      ),
+    },
+    dropped,
+  };
+}
+
+function withNote(body: string, note: string): string {
+  return note === "" ? body : `${body}\n\n${note}`;
+}
+
 /**
  * One review with every suggestion of the job; the whole evolved kernels also go on a branch
  * when a change lies outside the diff. Returns that branch, if any.
  */
 async function postSuggestions(
   github: GitHub,
-  pr: number,
+  pull: Pull,
   sha: string,
   review: ReviewResult,
+  dropped: readonly DroppedSuggestion[],
 ): Promise<string | undefined> {
+  const pr = pull.number;
   const suggestions = review.tasks.flatMap((task) => (task.suggestion ? [task.suggestion] : []));
   if (suggestions.length === 0) return undefined;
   const files = await github.listPullFiles(pr);
@@ -102,7 +137,9 @@ async function postSuggestions(
     if (mapped.outside.length > 0) outsideFiles.push(suggestion.path);
   }
   let branch: string | undefined;
-  if (outsideFiles.length > 0) {
+  // A fork's head never becomes a branch of this repository (its workflows would run here,
+  // with this repository's secrets): for a fork the whole diff stays in the comment.
+  if (outsideFiles.length > 0 && !pull.fork) {
     branch = suggestionBranch(pr, sha);
     await github.commitFiles(
       branch,
@@ -111,11 +148,20 @@ async function postSuggestions(
       `evokernel: evolved kernels for #${pr} at ${sha.slice(0, 7)}\n\n${suggestions.map((s) => `- ${s.path}`).join("\n")}`,
     );
   }
-  await github.createReview(pr, sha, reviewBody(comments.length, branch, outsideFiles), comments);
+  const body = withNote(
+    reviewBody(comments.length, branch, outsideFiles, pull.fork),
+    droppedNote(dropped),
+  );
+  await github.createReview(pr, sha, body, comments);
   return branch;
 }
 
-function reviewBody(count: number, branch: string | undefined, outside: readonly string[]): string {
+function reviewBody(
+  count: number,
+  branch: string | undefined,
+  outside: readonly string[],
+  fork: boolean,
+): string {
   const lines = [
     count > 0
       ? `evokernel found faster kernels that still verify: ${count} suggested change${count === 1 ? "" : "s"} below. Commit them from the review, or ignore them.`
@@ -126,6 +172,12 @@ function reviewBody(count: number, branch: string | undefined, outside: readonly
       "",
       `Some changes lie outside this PR's diff (${outside.map((path) => codeSpan(path)).join(", ")}), where GitHub takes no suggestion. ` +
         `The whole evolved kernels are on branch ${codeSpan(branch)}: press **Apply** on the evokernel check run, or merge that branch yourself.`,
+    );
+  } else if (outside.length > 0 && fork) {
+    lines.push(
+      "",
+      `Some changes lie outside this PR's diff (${outside.map((path) => codeSpan(path)).join(", ")}), where GitHub takes no suggestion. ` +
+        "This PR comes from a fork, whose code evokernel never pushes to this repository: the evolved kernel's whole diff is in evokernel's comment.",
     );
   }
   return lines.join("\n");

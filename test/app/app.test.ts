@@ -4,6 +4,7 @@
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { writeZip } from "../helpers/zip-writer.js";
+import { headTree } from "../helpers/git-tree.js";
 import {
   API,
   BASE,
@@ -237,10 +238,16 @@ describe("results from a workflow run", () => {
 
   it("posts the comment, one review with suggestions, the outside-the-diff branch and the check run", async () => {
     const jobId = await openPullWithJob();
-    mockArtifact(writeZip({ "evokernel-result.json": JSON.stringify(reviewFixture(jobId)) }));
-    github()
-      .get(`${R}/pulls/7`)
-      .reply(200, pull())
+    const review = reviewFixture(jobId) as { tasks: { suggestion: { before: string } | null }[] };
+    mockArtifact(writeZip({ "evokernel-result.json": JSON.stringify(review) }));
+    const scope = github().get(`${R}/pulls/7`).reply(200, pull());
+    // The app checks the suggested path against the head commit's tree itself.
+    headTree(HEAD, {
+      "kernels/softmax/task.json": '{"kernel": "kernel.cu", "reference": "reference.py"}',
+      "kernels/softmax/kernel.cu": review.tasks[0]?.suggestion?.before ?? "",
+      "kernels/softmax/reference.py": "import torch\n",
+    }).mockWalk(scope, R, ["kernels/softmax/kernel.cu"], ["kernels/softmax/task.json"]);
+    scope
       .get(`${R}/issues/7/comments`)
       .query({ per_page: 100 })
       .reply(200, [{ id: 1, body: "nice", user: { type: "User" } }])
