@@ -3,6 +3,11 @@
 // Octokit's errors become GitHubError (with the status and the original as cause) here, once.
 import type { ProbotOctokit } from "probot";
 import { z } from "zod";
+import { boundedChunks, checkAnnounced } from "./bounded-read.js";
+import { ConfigFileError, fetchConfig } from "./config-file.js";
+
+/** A result artifact is small; its download (from blob storage) gets two minutes at most. */
+const ARTIFACT_DOWNLOAD_TIMEOUT_MS = 120_000;
 
 export class GitHubError extends Error {
   override readonly name = "GitHubError";
@@ -118,8 +123,15 @@ export interface GitHub {
     inputs: Record<string, string>,
   ): Promise<DispatchedRun>;
   cancelWorkflowRun(runId: number): Promise<void>;
-  /** The named artifact's zip, or undefined when the run has none by that name. */
-  downloadArtifact(runId: number, name: string): Promise<Buffer | undefined>;
+  /**
+   * The named artifact's zip as a stream of bytes, or undefined when the run has none by that
+   * name. Over `maxBytes` (as listed, as announced, or as it arrives): TooLargeError.
+   */
+  downloadArtifact(
+    runId: number,
+    name: string,
+    maxBytes: number,
+  ): Promise<AsyncIterable<Uint8Array> | undefined>;
   createReview(
     pr: number,
     commitId: string,
@@ -149,7 +161,10 @@ export interface GitHub {
   createPull(head: string, base: string, title: string, body: string): Promise<string>;
   /** The repository's default branch. */
   defaultBranch(): Promise<string>;
-  /** `.github/evokernel.yml` from the default branch, outside a webhook (the nightly tick). */
+  /**
+   * `.github/evokernel.yml` from the default branch (null when there is none); a file the
+   * user must fix throws ConfigFileError.
+   */
   readConfig(): Promise<unknown>;
   /**
    * Creates `refs/<ref>` at `sha` if no such ref exists: true for exactly one caller, false
@@ -396,7 +411,7 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         });
       }
     },
-    async downloadArtifact(runId, artifactName) {
+    async downloadArtifact(runId, artifactName, maxBytes) {
       const { data } = await call(`list the artifacts of run ${runId}`, () =>
         octokit.rest.actions.listWorkflowRunArtifacts({
           ...base,
@@ -408,28 +423,53 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       const listed = z
         .object({
           artifacts: z.array(
-            z.object({ id: z.number().int(), name: z.string(), expired: z.boolean() }),
+            z.object({
+              id: z.number().int(),
+              name: z.string(),
+              expired: z.boolean(),
+              size_in_bytes: z.number().optional(),
+            }),
           ),
         })
         .parse(data);
       const artifact = listed.artifacts.find((item) => item.name === artifactName && !item.expired);
       if (!artifact) return undefined;
+      // The listed size first: an oversized artifact is refused without a byte downloaded.
+      checkAnnounced(artifact.size_in_bytes, maxBytes, `artifact ${artifactName}`);
       const download = await call(`download artifact ${artifact.id}`, () =>
-        octokit.rest.actions.downloadArtifact({
-          ...base,
-          artifact_id: artifact.id,
-          archive_format: "zip",
-        }),
+        octokit.request(
+          "GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}",
+          {
+            ...base,
+            artifact_id: artifact.id,
+            archive_format: "zip",
+            // The body as a stream (Octokit would buffer it whole), read under the cap below.
+            request: {
+              parseSuccessResponseBody: false,
+              signal: AbortSignal.timeout(ARTIFACT_DOWNLOAD_TIMEOUT_MS),
+            },
+          },
+        ),
       );
       const body: unknown = download.data;
-      if (body instanceof ArrayBuffer) return Buffer.from(body);
-      if (Buffer.isBuffer(body)) return body;
-      throw new GitHubError(
-        `GitHub: artifact ${artifact.id} came back as ${typeof body}, not bytes`,
-        undefined,
-        {
-          cause: undefined,
-        },
+      if (!(body instanceof ReadableStream))
+        throw new GitHubError(
+          `GitHub: artifact ${artifact.id} came back without a body`,
+          undefined,
+          {
+            cause: undefined,
+          },
+        );
+      try {
+        checkAnnounced(download.headers["content-length"], maxBytes, `artifact ${artifactName}`);
+      } catch (error) {
+        await body.cancel().catch(() => undefined);
+        throw error;
+      }
+      return boundedChunks(
+        body as ReadableStream<Uint8Array>,
+        maxBytes,
+        `artifact ${artifactName}`,
       );
     },
     async createReview(pr, commitId, body, comments) {
@@ -570,12 +610,17 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       return z.object({ default_branch: z.string() }).parse(data).default_branch;
     },
     async readConfig() {
-      // Probot's config plugin: the default branch, the org's .github repository, _extends.
-      const { config } = await call("read .github/evokernel.yml", () =>
-        octokit.config.get({ ...base, path: ".github/evokernel.yml" }),
-      );
-      // The plugin answers {} for a missing file; evokernel reads that as "not configured".
-      return Object.keys(config).length === 0 ? null : config;
+      // The default branch, the org's .github repository, _extends; bounded (config-file.ts).
+      try {
+        const config = await fetchConfig(octokit, repo);
+        // An empty file, like a missing one, reads as "not configured" (the plugin's rule).
+        return config === null || Object.keys(config).length === 0 ? null : config;
+      } catch (error) {
+        if (error instanceof ConfigFileError) throw error;
+        throw new GitHubError("GitHub: read .github/evokernel.yml failed", statusOf(error), {
+          cause: error,
+        });
+      }
     },
     async claimRef(ref, sha) {
       try {

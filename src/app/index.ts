@@ -137,16 +137,15 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           () => true,
           async (event) => {
             const github = createGitHub(context.octokit, repoOf(event));
-            await handlePullRequest(current, github, event, await loadConfig(context));
+            await handlePullRequest(current, github, event, await loadConfig(github));
           },
         );
       },
     );
     app.on("issue_comment.created", (context) => {
       enqueue(context, issueCommentEventSchema, isCommandComment, async (event) => {
-        await handleIssueComment(current, createGitHub(context.octokit, repoOf(event)), event, () =>
-          loadConfig(context),
-        );
+        const github = createGitHub(context.octokit, repoOf(event));
+        await handleIssueComment(current, github, event, () => loadConfig(github));
       });
     });
     app.on("workflow_run.completed", (context) => {
@@ -155,12 +154,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         workflowRunEventSchema,
         (event) => event.workflow_run.event === "workflow_dispatch",
         async (event) => {
-          await handleWorkflowRun(
-            current,
-            createGitHub(context.octokit, repoOf(event)),
-            event,
-            () => loadConfig(context),
-          );
+          const github = createGitHub(context.octokit, repoOf(event));
+          await handleWorkflowRun(current, github, event, () => loadConfig(github));
         },
       );
     });
@@ -170,9 +165,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         checkRunEventSchema,
         (event) => event.check_run.name.startsWith(CHECK_NAME_PREFIX),
         async (event) => {
-          await handleRerun(current, createGitHub(context.octokit, repoOf(event)), event, () =>
-            loadConfig(context),
-          );
+          const github = createGitHub(context.octokit, repoOf(event));
+          await handleRerun(current, github, event, () => loadConfig(github));
         },
       );
     });

@@ -1,26 +1,21 @@
-// The repository's `.github/evokernel.yml`, read from the default branch through Probot's
-// context.config (so a pull request cannot change what runs on it), then checked with the
-// shared schema. A file that is not YAML is an invalid config, not a crash.
-import type { Context } from "probot";
+// The repository's `.github/evokernel.yml`, read from the default
+// branch (so a pull request cannot change what runs on it) by config-file.ts, bounded, then
+// checked with the shared schema. A file that is not YAML is an invalid config, not a crash.
 import { parseConfig, type ConfigParse } from "../shared/config.js";
+import { ConfigFileError } from "./config-file.js";
+import type { GitHub } from "./github.js";
 
 export const CONFIG_FILE = "evokernel.yml";
 
-export async function loadConfig(context: Context): Promise<ConfigParse> {
+export async function loadConfig(github: Pick<GitHub, "readConfig">): Promise<ConfigParse> {
   let raw: unknown;
   try {
-    raw = await context.config(CONFIG_FILE);
+    raw = await github.readConfig();
   } catch (error) {
-    const status =
-      typeof error === "object" && error !== null && "status" in error ? error.status : undefined;
-    // Only a file we could not parse is the user's to fix; anything else (5xx, 401) is ours.
-    if (typeof status === "number")
-      throw new Error("reading .github/evokernel.yml failed", { cause: error });
-    const detail = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    return {
-      ok: false,
-      errors: [`the file is not valid YAML (${detail}); fix the syntax, e.g. with \`yamllint\``],
-    };
+    // Only a file we could not read as a config is the user's to fix; anything else (5xx,
+    // 401, a timeout) is ours.
+    if (error instanceof ConfigFileError) return { ok: false, errors: [error.message] };
+    throw new Error("reading .github/evokernel.yml failed", { cause: error });
   }
   return parseConfig(raw);
 }

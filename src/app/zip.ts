@@ -1,7 +1,11 @@
-// A small reader for the zip archives GitHub serves for workflow artifacts: the central
-// directory, stored and deflated entries, nothing else. It only reads bytes; nothing in an
-// artifact is ever executed.
-import { inflateRawSync } from "node:zlib";
+// The result artifact's zip, unzipped by fflate as its bytes stream in, under caps on the
+// number of entries, each entry's size, the total and the ratio of inflated to compressed
+// bytes: a 68 KB zip bomb stops after its first megabyte, not at 3 GiB. Compressed input is
+// fed in 16 KB pieces, so one push inflates at most about 16 MB (deflate's ratio tops out
+// near 1032:1) before the caps are checked. Only entries the caller keeps are held; the
+// rest are counted and dropped. Nothing in an artifact is ever executed.
+import { Unzip, UnzipInflate, type UnzipFile } from "fflate";
+import type { ZipLimits } from "./input-limits.js";
 
 export class ZipError extends Error {
   override readonly name = "ZipError";
@@ -12,76 +16,101 @@ export interface ZipEntry {
   readonly data: Buffer;
 }
 
-const EOCD_SIGNATURE = 0x06054b50;
-const CENTRAL_SIGNATURE = 0x02014b50;
-const LOCAL_SIGNATURE = 0x04034b50;
-// An entry larger than this is not a result file: refuse it rather than inflate a zip bomb.
-const MAX_ENTRY_BYTES = 64 * 1024 * 1024;
+const PIECE = 16 * 1024;
+const RATIO_AFTER = 1024 * 1024;
+const LOCAL_SIGNATURE = [0x50, 0x4b, 0x03, 0x04];
 
-/** Every file entry of the archive, inflated. Throws ZipError on anything it cannot read. */
-export function readZip(archive: Buffer): ZipEntry[] {
-  const eocd = findEndOfCentralDirectory(archive);
-  const count = archive.readUInt16LE(eocd + 10);
-  let offset = archive.readUInt32LE(eocd + 16);
-  const entries: ZipEntry[] = [];
-  for (let i = 0; i < count; i++) {
-    if (offset + 46 > archive.length || archive.readUInt32LE(offset) !== CENTRAL_SIGNATURE)
-      throw new ZipError(`central directory entry ${i} is damaged`);
-    const method = archive.readUInt16LE(offset + 10);
-    const compressedSize = archive.readUInt32LE(offset + 20);
-    const size = archive.readUInt32LE(offset + 24);
-    const nameLength = archive.readUInt16LE(offset + 28);
-    const extraLength = archive.readUInt16LE(offset + 30);
-    const commentLength = archive.readUInt16LE(offset + 32);
-    const localOffset = archive.readUInt32LE(offset + 42);
-    const name = archive.toString("utf8", offset + 46, offset + 46 + nameLength);
-    offset += 46 + nameLength + extraLength + commentLength;
-    if (name.endsWith("/")) continue;
-    if (size > MAX_ENTRY_BYTES)
-      throw new ZipError(`${name} is ${size} bytes, over the ${MAX_ENTRY_BYTES} allowed`);
-    entries.push({
-      name,
-      data: readEntry(archive, localOffset, method, compressedSize, size, name),
-    });
+/**
+ * The file entries of the zip streamed from `source` whose names `keep` accepts, inflated.
+ * Throws ZipError on an archive it cannot read or one past `limits`; the source is released
+ * (the download cancelled) as soon as that is known.
+ */
+export async function unzipBounded(
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  limits: ZipLimits,
+  keep: (name: string) => boolean = () => true,
+): Promise<ZipEntry[]> {
+  const kept: { name: string; parts: Uint8Array[] }[] = [];
+  let failure: ZipError | undefined;
+  let compressed = 0;
+  let inflated = 0;
+  let files = 0;
+  const open = new Set<UnzipFile>();
+
+  function fail(message: string): void {
+    failure ??= new ZipError(message);
+    for (const file of open) file.terminate();
+    open.clear();
   }
-  return entries;
-}
 
-function findEndOfCentralDirectory(archive: Buffer): number {
-  // The record is 22 bytes plus a comment of up to 65535 bytes, at the very end.
-  const stop = Math.max(0, archive.length - 22 - 0xffff);
-  for (let at = archive.length - 22; at >= stop; at--) {
-    if (archive.readUInt32LE(at) === EOCD_SIGNATURE) return at;
+  const unzip = new Unzip((file) => {
+    if (failure || file.name.endsWith("/")) return;
+    files++;
+    if (files > limits.entries) return fail(`more than ${limits.entries} entries`);
+    if (file.originalSize !== undefined && file.originalSize > limits.entryBytes)
+      return fail(
+        `${file.name} is ${file.originalSize} bytes, over the ${limits.entryBytes} allowed`,
+      );
+    const entry = keep(file.name) ? { name: file.name, parts: [] as Uint8Array[] } : undefined;
+    if (entry) kept.push(entry);
+    let size = 0;
+    open.add(file);
+    file.ondata = (error, chunk, final) => {
+      if (failure) return;
+      if (error) return fail(`${file.name}: cannot inflate (${error.message})`);
+      size += chunk.length;
+      inflated += chunk.length;
+      if (size > limits.entryBytes)
+        return fail(`${file.name} inflates past the ${limits.entryBytes} bytes allowed`);
+      if (inflated > limits.totalBytes)
+        return fail(`the archive inflates past the ${limits.totalBytes} bytes allowed`);
+      if (inflated > RATIO_AFTER && inflated > limits.ratio * compressed)
+        return fail(`the archive inflates more than ${limits.ratio} times its size (a zip bomb?)`);
+      entry?.parts.push(chunk);
+      if (!final) return;
+      open.delete(file);
+      if (file.originalSize !== undefined && size !== file.originalSize)
+        fail(`${file.name}: inflated to ${size} bytes, its header says ${file.originalSize}`);
+    };
+    try {
+      file.start();
+    } catch {
+      fail(`${file.name}: compression method ${file.compression} is not supported`);
+    }
+  });
+  unzip.register(UnzipInflate);
+
+  for await (const chunk of source) {
+    if (compressed === 0 && !startsLikeZip(chunk)) fail("not a zip archive");
+    for (let at = 0; at < chunk.length && !failure; at += PIECE) {
+      const piece = chunk.subarray(at, at + PIECE);
+      compressed += piece.length;
+      try {
+        unzip.push(piece);
+      } catch (error) {
+        fail(`the archive is damaged (${error instanceof Error ? error.message : String(error)})`);
+      }
+    }
+    if (failure) throw failure;
   }
-  throw new ZipError("not a zip archive (no end of central directory)");
-}
-
-function readEntry(
-  archive: Buffer,
-  localOffset: number,
-  method: number,
-  compressedSize: number,
-  size: number,
-  name: string,
-): Buffer {
-  if (localOffset + 30 > archive.length || archive.readUInt32LE(localOffset) !== LOCAL_SIGNATURE)
-    throw new ZipError(`${name}: local header is damaged`);
-  const start =
-    localOffset +
-    30 +
-    archive.readUInt16LE(localOffset + 26) +
-    archive.readUInt16LE(localOffset + 28);
-  const raw = archive.subarray(start, start + compressedSize);
-  if (raw.length !== compressedSize) throw new ZipError(`${name}: truncated`);
-  if (method === 0) return Buffer.from(raw);
-  if (method !== 8) throw new ZipError(`${name}: compression method ${method} is not supported`);
   try {
-    const data = inflateRawSync(raw, { maxOutputLength: MAX_ENTRY_BYTES });
-    if (data.length !== size)
-      throw new ZipError(`${name}: inflated to ${data.length} bytes, expected ${size}`);
-    return data;
+    unzip.push(new Uint8Array(0), true);
   } catch (error) {
-    if (error instanceof ZipError) throw error;
-    throw new ZipError(`${name}: cannot inflate`, { cause: error });
+    fail(`the archive is damaged (${error instanceof Error ? error.message : String(error)})`);
   }
+  if (!failure && compressed === 0) fail("the archive is empty");
+  if (!failure && open.size > 0) fail("the archive ends inside an entry (truncated)");
+  if (failure) throw failure;
+  return kept.map((entry) => ({ name: entry.name, data: Buffer.concat(entry.parts) }));
+}
+
+function startsLikeZip(chunk: Uint8Array): boolean {
+  return chunk.length < 4 || LOCAL_SIGNATURE.every((byte, i) => chunk[i] === byte);
+}
+
+/** One buffer as chunks: for archives already in memory (tests). */
+export function chunksOf(data: Uint8Array, size = 64 * 1024): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  for (let at = 0; at < data.length; at += size) chunks.push(data.subarray(at, at + size));
+  return chunks;
 }

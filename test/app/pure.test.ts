@@ -8,12 +8,10 @@ import { trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
-import { readZip, ZipError } from "../../src/app/zip.js";
 import { parseConfig } from "../../src/shared/config.js";
 import { selectChangedTasks } from "../../src/shared/changed-tasks.js";
 import { globMatcher } from "../../src/shared/glob.js";
 import { jobSpecSchema } from "../../src/shared/job.js";
-import { writeZip } from "../helpers/zip-writer.js";
 
 describe("parseComment", () => {
   it.each([
@@ -160,24 +158,6 @@ describe("planTasks", () => {
       "kernels/softmax",
       "other/gemm",
     ]);
-  });
-});
-
-describe("readZip", () => {
-  it("reads deflated and stored entries", () => {
-    const body = JSON.stringify({ a: 1 }).repeat(100);
-    expect(readZip(writeZip({ "result.json": body, "dir/x.txt": "x" }))).toEqual([
-      { name: "result.json", data: Buffer.from(body) },
-      { name: "dir/x.txt", data: Buffer.from("x") },
-    ]);
-    expect(readZip(writeZip({ "r.json": "{}" }, "store"))[0]?.data.toString()).toBe("{}");
-  });
-
-  it("refuses what is not a zip, or is damaged", () => {
-    expect(() => readZip(Buffer.from("not a zip at all, just some bytes here"))).toThrow(ZipError);
-    const zip = writeZip({ "r.json": "{}".repeat(50) });
-    zip.writeUInt32LE(0, zip.length - 22 - 46 - 6);
-    expect(() => readZip(zip)).toThrow(ZipError);
   });
 });
 

@@ -4,7 +4,9 @@
 import { encodeJobInputs } from "../../shared/job.js";
 import { parseReviewResult, type ReviewResult } from "../../shared/review.js";
 import type { GitHub } from "../github.js";
-import { readZip, ZipError } from "../zip.js";
+import { TooLargeError } from "../bounded-read.js";
+import { ARTIFACT_LIMITS } from "../input-limits.js";
+import { unzipBounded, ZipError, type ZipEntry } from "../zip.js";
 import type { Dispatcher } from "./types.js";
 import { codeSpan, mdText } from "../../report/escape.js";
 
@@ -32,20 +34,26 @@ export type ArtifactRead =
  * Artifacts are untrusted (code from the PR ran beside them): only parsed, never executed.
  */
 export async function readResultArtifact(github: GitHub, runId: number): Promise<ArtifactRead> {
-  const zip = await github.downloadArtifact(runId, RESULT_ARTIFACT);
-  if (!zip)
-    return {
-      ok: false,
-      message: `the run uploaded no \`${RESULT_ARTIFACT}\` artifact; open the run's log to see where it stopped`,
-    };
-  let entries;
+  let entries: ZipEntry[];
   try {
-    entries = readZip(zip);
+    const zip = await github.downloadArtifact(runId, RESULT_ARTIFACT, ARTIFACT_LIMITS.zipBytes);
+    if (!zip)
+      return {
+        ok: false,
+        message: `the run uploaded no \`${RESULT_ARTIFACT}\` artifact; open the run's log to see where it stopped`,
+      };
+    // Only JSON is read; the other entries are counted against the caps and dropped.
+    entries = await unzipBounded(zip, ARTIFACT_LIMITS, (name) => name.endsWith(".json"));
   } catch (error) {
+    if (error instanceof TooLargeError)
+      return {
+        ok: false,
+        message: `the \`${RESULT_ARTIFACT}\` artifact was not downloaded: ${error.message}; a result is a few hundred KB, so check what the workflow uploads`,
+      };
     if (!(error instanceof ZipError)) throw error;
     return {
       ok: false,
-      message: `the \`${RESULT_ARTIFACT}\` artifact is not a readable zip (${error.message}); re-run the job`,
+      message: `the \`${RESULT_ARTIFACT}\` artifact is not a readable zip within the app's limits (${mdText(error.message)}); re-run the job`,
     };
   }
   const json = entries.filter((entry) => entry.name.endsWith(".json"));
