@@ -6,9 +6,10 @@ import { codeSpan } from "../report/escape.js";
 export type Proposer = "llm" | "tuner";
 
 /**
- * `sha`: the commit the command names (`@1a2b3c4`), the one its author reviewed. A fork's PR
- * runs only a named commit, and only while it is still the head: a push in the moment
- * between a maintainer's comment and its handling cannot slip unreviewed code onto a GPU.
+ * `sha`: the commit the command names (`@1a2b3c4` or in full), the one its author reviewed. A
+ * fork's PR runs only a named commit, and only while it is still exactly the head
+ * (approvals.ts): a push in the moment between a maintainer's comment and its handling
+ * cannot slip unreviewed code onto a GPU.
  */
 export type Command =
   | {
@@ -31,8 +32,8 @@ export type ParsedComment =
 
 // `/word` at the start of a line, then a space or the end: "/path/to/file" is prose, not a command.
 const COMMAND_LINE = /^\/([a-z][a-z-]*)(?:\s+(.*))?$/i;
-// `@` and 7 to 40 hex digits: the commit a command is for.
-const SHA_ARG = /^@([0-9a-f]{7,40})$/i;
+// `@` and 7 to 40 hex digits (or 64, SHA-256): the commit a command is for.
+const SHA_ARG = /^@([0-9a-f]{64}|[0-9a-f]{7,40})$/i;
 // Task names reach a job spec and a shell-free argv on the runner; keep them to path characters.
 const TASK_NAME = /^(?!.*\.\.)[\w][\w./-]{0,199}$/;
 
@@ -49,8 +50,9 @@ export const HELP_TEXT = [
   "",
   "Without task names a command covers the tasks whose files this PR changes. A job runs on the",
   "PR's head commit at the time of the command; after a new push, comment again. `@SHA` after a",
-  "command (e.g. `/bench @1a2b3c4`) runs it only if that commit is still the head; a pull request",
-  "from a fork needs it: name the commit you reviewed.",
+  "command runs it only if that commit is exactly the head (a short SHA is resolved by GitHub and",
+  "must give the head's full SHA); a pull request from a fork needs it: name the commit you",
+  "reviewed, best in full (`/bench @<40 hex digits>`).",
 ].join("\n");
 
 /** Reads the first command line of a comment (lines in quotes and code blocks are skipped). */

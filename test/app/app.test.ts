@@ -427,6 +427,14 @@ describe("commands", () => {
     return github().get(`${R}/collaborators/${login}/permission`).reply(200, { permission });
   }
 
+  /** GitHub resolving a short commit name (the sha media type answers the SHA as text). */
+  function mockResolve(scope: nock.Scope, name: string, full: string): nock.Scope {
+    return scope
+      .get(`${R}/commits/${name}`)
+      .matchHeader("accept", /application\/vnd\.github\.(v3\.)?sha/)
+      .reply(200, full, { "content-type": "application/vnd.github.sha; charset=utf-8" });
+  }
+
   it("answers someone without write access, and runs nothing", async () => {
     github()
       .get(`${R}/collaborators/stranger/permission`)
@@ -459,9 +467,13 @@ describe("commands", () => {
   });
 
   it("binds /optimize to the head SHA at the command, once per comment and per command+SHA", async () => {
-    mockWriter()
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true }))
+    mockResolve(
+      mockWriter()
+        .get(`${R}/pulls/7`)
+        .reply(200, pull({ fork: true })),
+      "aaaaaaa",
+      HEAD,
+    )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
       .get(`${R}/pulls/7`)
@@ -507,9 +519,13 @@ describe("commands", () => {
       .reply(201, { id: 4 });
     await harness.receive("issue_comment", commentPayload("/bench softmax"));
     expect(bodies.unnamed).toMatchSnapshot("a fork's command without a commit");
-    mockWriter()
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true, head: NEW_HEAD }))
+    mockResolve(
+      mockWriter()
+        .get(`${R}/pulls/7`)
+        .reply(200, pull({ fork: true, head: NEW_HEAD })),
+      "aaaaaaa",
+      HEAD,
+    )
       .post(`${R}/issues/7/comments`, record("moved"))
       .reply(201, { id: 5 });
     await harness.receive(
@@ -520,9 +536,13 @@ describe("commands", () => {
   });
 
   it("runs nothing when a fork's head moved between the command and the dispatch", async () => {
-    mockWriter()
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true }))
+    mockResolve(
+      mockWriter()
+        .get(`${R}/pulls/7`)
+        .reply(200, pull({ fork: true })),
+      "aaaaaaa",
+      HEAD,
+    )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
       .get(`${R}/pulls/7`)

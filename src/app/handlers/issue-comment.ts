@@ -4,6 +4,7 @@
 // code gets approved to run: that commit only.
 import type { EvokernelConfig } from "../../shared/config.js";
 import type { AppState } from "../app-state.js";
+import { namedCommitProblem } from "../approvals.js";
 import { type Command, commandKey, HELP_TEXT, parseComment } from "../commands.js";
 import type { GitHub, Pull } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
@@ -69,7 +70,7 @@ export async function handleIssueComment(
     await github.addReaction(event.comment.id, "+1");
     return;
   }
-  const unbound = namedCommitProblem(command, pull);
+  const unbound = await namedCommitProblem(github, command, pull);
   if (unbound !== undefined) {
     await github.createComment(pr, `@${login} ${unbound}`);
     return;
@@ -122,28 +123,6 @@ export async function handleIssueComment(
     defaultBranch: event.repository.default_branch,
     recheckHead: true,
   });
-}
-
-/**
- * Why the command may not run on the PR's head: a fork's PR runs only the commit its
- * command names (the one the maintainer read), and a named commit must still be the head.
- */
-function namedCommitProblem(command: Command, pull: Pull): string | undefined {
-  if (command.name !== "optimize" && command.name !== "verify" && command.name !== "bench")
-    return undefined;
-  const head = pull.headSha.slice(0, 7);
-  if (command.sha === undefined) {
-    if (!pull.fork) return undefined;
-    return (
-      `this pull request comes from a fork, so a command runs only the commit it names, the one you reviewed: ` +
-      `the head is \`${head}\` now; to run it, comment \`/${command.name} @${head}\`.`
-    );
-  }
-  if (pull.headSha.toLowerCase().startsWith(command.sha)) return undefined;
-  return (
-    `the head of this pull request is \`${head}\` now, not \`${command.sha.slice(0, 7)}\`: nothing ran. ` +
-    `Review the new commits, then comment \`/${command.name} @${head}\`.`
-  );
 }
 
 async function tasksFor(

@@ -3,6 +3,7 @@
 // Drafts wait until they are ready for review (GPU time is scarce; a command still runs on
 // a draft). A fork's code runs only on a maintainer's command: the check run says so.
 import type { AppState } from "../app-state.js";
+import { approvalCommand } from "../approvals.js";
 import type { GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
 import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs.js";
@@ -48,7 +49,7 @@ export async function handlePullRequest(
         title: "Waiting for a maintainer",
         summary:
           "This pull request comes from a fork, and evokernel runs no fork's code on its own. " +
-          `A maintainer who has read the change can comment \`/bench @${pr.head.sha.slice(0, 7)}\` (or \`/verify\`, \`/optimize\` with the same \`@\` commit) ` +
+          `A maintainer who has read the change can comment ${approvalCommand("bench", pr.head.sha)} (or \`/verify\`, \`/optimize\` with the same \`@\` commit) ` +
           "to run it on this commit; each later push needs a new command naming its commit.",
       },
     });

@@ -1,0 +1,145 @@
+// Issue 16.5, "approvals": a maintainer's command runs a fork's code only for the commit it
+// names, and that commit is compared with the PR's head by its full SHA. A short name is
+// resolved through GitHub's commits API; the full SHA it gives must equal the head. The
+// attacker here ground a commit whose first 7 hex digits equal the reviewed one's and
+// force-pushed it after the maintainer's `/bench @abc1234`.
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  API,
+  BASE,
+  CONFIG_PATH,
+  OWNER,
+  REPO,
+  commentPayload,
+  startHarness,
+  strictNock,
+  type Harness,
+} from "../helpers/app-harness.js";
+
+const R = `/repos/${OWNER}/${REPO}`;
+/** The commit the maintainer read. */
+const REVIEWED = `abc1234${"0".repeat(33)}`;
+/** The attacker's ground commit: the same 7-hex prefix (and more), another commit. */
+const GROUND = `abc1234${"0".repeat(32)}1`;
+
+let mocks: { done(): void };
+let harness: Harness;
+let bodies: Record<string, unknown[]>;
+
+beforeEach(async () => {
+  mocks = strictNock();
+  bodies = {};
+  harness = await startHarness();
+});
+
+afterEach(() => {
+  mocks.done();
+});
+
+function record(key: string) {
+  return (body: nock.Body) => {
+    (bodies[key] ??= []).push(body);
+    return true;
+  };
+}
+
+function forkPull(head: string) {
+  return {
+    number: 7,
+    state: "open",
+    draft: false,
+    head: { sha: head, ref: "faster", repo: { full_name: `mallory/${REPO}` } },
+    base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+  };
+}
+
+/** The maintainer's permission and the PR as GitHub answers at the command. */
+function atCommand(head: string): nock.Scope {
+  return nock(API)
+    .get(`${R}/collaborators/maintainer/permission`)
+    .reply(200, { permission: "write" })
+    .get(`${R}/pulls/7`)
+    .reply(200, forkPull(head));
+}
+
+function resolves(scope: nock.Scope, name: string, status: number, full?: string): nock.Scope {
+  return scope
+    .get(`${R}/commits/${name}`)
+    .matchHeader("accept", /application\/vnd\.github\.(v3\.)?sha/)
+    .reply(
+      status,
+      full ?? { message: "No commit found for SHA: " + name },
+      full === undefined ? {} : { "content-type": "application/vnd.github.sha; charset=utf-8" },
+    );
+}
+
+function refused(scope: nock.Scope): void {
+  scope.post(`${R}/issues/7/comments`, record("reply")).reply(201, { id: 2 });
+}
+
+function reply(): string {
+  return (bodies.reply?.[0] as { body: string }).body;
+}
+
+/** The job starts: config read, reaction, the head checked again, dispatch, check run. */
+function runs(scope: nock.Scope, head: string, comment = 501): void {
+  scope
+    .get(CONFIG_PATH)
+    .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+    .post(`${R}/issues/comments/${comment}/reactions`, { content: "rocket" })
+    .reply(201, {})
+    .get(`${R}/pulls/7`)
+    .reply(200, forkPull(head))
+    .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+    .reply(204)
+    .post(`${R}/check-runs`)
+    .reply(201, { id: 901 });
+}
+
+function dispatchedSha(): string {
+  const spec = (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec;
+  return (JSON.parse(spec) as { sha: string }).sha;
+}
+
+describe("a fork's approval binds the full head SHA", () => {
+  it("refuses a short SHA that GitHub resolves to the reviewed commit while a ground twin is the head", async () => {
+    refused(resolves(atCommand(GROUND), "abc1234", 200, REVIEWED));
+    await harness.receive("issue_comment", commentPayload("/bench softmax @abc1234"));
+    expect(bodies.dispatch).toBeUndefined();
+    expect(reply()).toContain(`is \`${GROUND}\` now, not \`${REVIEWED}\`: nothing ran`);
+    expect(reply()).toContain(`\`/bench @${GROUND}\``);
+  });
+
+  it("refuses a short SHA GitHub cannot resolve to one commit (ambiguous or unknown)", async () => {
+    refused(resolves(atCommand(GROUND), "abc1234", 422));
+    await harness.receive("issue_comment", commentPayload("/bench softmax @abc1234"));
+    expect(bodies.dispatch).toBeUndefined();
+    expect(reply()).toMatch(/no single commit named `abc1234`.*nothing ran/);
+  });
+
+  it("refuses a full SHA that differs from the head in its last digit, without asking GitHub", async () => {
+    refused(atCommand(GROUND));
+    await harness.receive("issue_comment", commentPayload(`/bench softmax @${REVIEWED}`));
+    expect(bodies.dispatch).toBeUndefined();
+    expect(reply()).toContain("nothing ran");
+  });
+
+  it("runs the head named in full, or by a short name GitHub resolves to exactly it", async () => {
+    runs(atCommand(GROUND), GROUND);
+    await harness.receive("issue_comment", commentPayload(`/bench softmax @${GROUND}`));
+    expect(dispatchedSha()).toBe(GROUND);
+
+    bodies = {};
+    runs(resolves(atCommand(REVIEWED), "abc1234", 200, REVIEWED), REVIEWED, 502);
+    await harness.receive("issue_comment", commentPayload("/bench softmax @abc1234", { id: 502 }));
+    expect(dispatchedSha()).toBe(REVIEWED);
+  });
+
+  it("refuses a fork's command that names no commit, and offers the full SHA to name", async () => {
+    refused(atCommand(GROUND));
+    await harness.receive("issue_comment", commentPayload("/bench softmax"));
+    expect(bodies.dispatch).toBeUndefined();
+    expect(reply()).toContain(`\`/bench @${GROUND}\``);
+  });
+});
