@@ -1,14 +1,24 @@
-// The app's process: Probot's server with evokernel's Octokit limits. Without APP_ID and a
+// The app's process: Probot's middleware behind evokernel's server (server.ts: webhook bodies
+// bounded before they are read) with evokernel's Octokit limits. Without APP_ID and a
 // private key (in the environment or .env) it serves evokernel's setup page instead, which
 // registers the App from app.yml (src/app/setup/).
 import { run } from "probot";
 import app from "./index.js";
 import { evokernelOctokit, limitsFromEnv } from "./octokit.js";
+import { startAppServer } from "./server.js";
 import { hasCredentials, readDotEnv, startSetupServer } from "./setup/server.js";
 
 const env = { ...process.env, ...readDotEnv(process.cwd()) };
-if (hasCredentials(env, process.cwd())) {
+if (hasCredentials(env, process.cwd()) && env.WEBHOOK_PROXY_URL) {
+  // Development through a smee.io proxy: Probot's own server, which starts the proxy client.
   await run(app, { Octokit: evokernelOctokit(limitsFromEnv(process.env)) });
+} else if (hasCredentials(env, process.cwd())) {
+  const server = await startAppServer(app, {
+    env,
+    Octokit: evokernelOctokit(limitsFromEnv(process.env)),
+  });
+  for (const signal of ["SIGINT", "SIGTERM"] as const)
+    process.once(signal, () => void server.close().then(() => process.exit(0)));
 } else {
   await startSetupServer({ env, cwd: process.cwd() });
 }
