@@ -18,6 +18,7 @@ const WORDS: Readonly<Record<string, string>> = {
   "side-stream": "it works on a CUDA stream the timer does not see",
   "background-thread": "it works in a background thread",
   "torch-fallback": "it calls PyTorch instead of running its own kernel",
+  "own-kernel-required": "it is a PyTorch rewrite, and the task requires its own kernels",
   "fake-tensor": "it returns a tensor without computing it",
   "below-floor": "it reports a time below what the hardware allows",
   "timing-output-mismatch": "its output while timed differs from its checked output",

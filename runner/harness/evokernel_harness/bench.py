@@ -8,6 +8,7 @@ import torch
 
 from .compare import compare
 from .env import dtype_name
+from .evidence import summary
 from .own_kernel import launched_kernel_time_ms, top_kernels
 from .phases import Phases as _Phases
 from .probe_cache import probe_key, task_digest
@@ -108,6 +109,8 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     start = time.perf_counter()
     phases = _Phases()
     device = torch.device("cuda")
+    if getattr(candidate, "evidence", None) is not None:
+        candidate.evidence.phase = "bench"  # what its code handles while timed is told apart
     timer = Timer(device, device_info.get("l2Bytes"), head_start_cycles)
     timer.overhead_ms()  # measured here, in the "start" phase, as before; reused per configuration
     head_start = {"cycles": head_start_cycles, "retimed": []}
@@ -270,6 +273,8 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         "below-floor": f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): impossible, so something is skipped (hack 16)",
         "timing-output-mismatch": "the output of a call made after timing, on new inputs, was wrong: work is skipped when called repeatedly (hacks 11, 16)",
     }
+    if getattr(candidate, "evidence", None) is not None:
+        notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]
     reason = reasons[0][1] if reasons else None
     message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
     if reason is None and configs_out and all(row["launchBound"] for row in configs_out):

@@ -244,7 +244,8 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
     rec.update(task=task.name, candidate=os.path.abspath(path), format=fmt)
     rec["warnings"] += task.notes
     rec["checks"].append({"name": "static", "ok": static["ok"], "detail": f"{len(static['findings'])} findings"})
-    rec["warnings"] += [f"line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"]
+    # static findings are evidence: warnings here, confirmed or not by what the run shows
+    rec["warnings"] += [f"static check, line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"]
     if cand is None:
         first = next(f for f in static["findings"] if f["severity"] == "reject")
         return {**rec, "status": "rejected", "reason": first["code"], "hack": first["hack"],
@@ -266,6 +267,7 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
     rec["checks"] = [static_check] + result["checks"]
     rec["warnings"] = static_warnings + result["warnings"]
     rec["seconds"]["verify"] = result["seconds"]
+    own = None
     if rec["ok"] and backend == "cuda" and fmt != "evk":  # evk code cannot reach torch at all
         from .own_kernel import check_own_kernel
 
@@ -276,9 +278,15 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
         rec["checks"].append({"name": "own-kernel-ran", "ok": own["ok"], "detail": own["detail"]})
         rec["kernelShares"] = own["shares"]
         rec["libraryKernels"] = own["libraryKernels"]
-        if not own["ok"]:
-            rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
-                       message=f"the candidate's own kernel does not do the work: {own['detail']} (hack 12)")
+    if rec["ok"]:
+        from .verdict import after_verification
+
+        after_verification(rec, task, cand, backend, own)
+    elif cand is not None:
+        from .evidence import summary
+
+        # a refusal for another reason still says what its code handled (a failed build …)
+        rec["warnings"] += summary(cand.evidence.handled())
     return rec
 
 

@@ -1,7 +1,12 @@
 """The static check: read a candidate's source for the known ways to fake a speedup.
 
-It is the first, cheapest gate; every rule here also has a runtime check behind it (see
-verify.py), because source can be obfuscated. Findings carry the hack class they point at.
+A finding is evidence, never the verdict by itself (issue 18): a try/except around a build,
+a torch op beside an own kernel, a CUDA stream, `cudnn.benchmark = True` are what honest
+code does too. They are warnings ("warn"); the run decides, from what the candidate did
+(which kernels ran and whose, which exceptions its code handled, the timing over every
+stream, the outputs). Only what has no honest use refuses on sight ("reject"): replacing
+the timer, CUDA events, synchronisation or the harness's checks, and source that does not
+parse. Findings carry the hack class they point at.
 """
 
 import ast
@@ -51,11 +56,11 @@ TAMPER_ROOTS = {"torch", "time", "numpy", "np", "triton", "timeit", "builtins", 
 C_RULES = [
     # (regex, code, hack, severity, message)
     (r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|\bcudaStreamNonBlocking\b",
-     "side-stream", 3, "reject", "creates or uses another stream: work there escapes timing on the given stream"),
+     "side-stream", 3, "warn", "creates or uses another stream: timing covers every stream, and work the caller's stream never waits for is reported"),
     (r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b",
-     "background-thread", 4, "reject", "starts host threads or callbacks: work can continue after the call returns"),
+     "background-thread", 4, "warn", "starts host threads or callbacks: threads still running after a call are refused at run time"),
     (r"\btry\s*\{|\bcatch\s*\(",
-     "torch-fallback", 12, "reject", "try/catch around the kernel: a failing kernel can fall back to another implementation"),
+     "torch-fallback", 12, "warn", "try/catch: a fallback is refused only where the trace shows its own kernels did not do the work"),
     (r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
      "timer-patching", 6, "reject", "interposes or redefines CUDA timing/synchronisation functions"),
     (r"\b(cublas|cublasLt|cudnn)\w*\s*\(",
@@ -75,7 +80,7 @@ def strip_c_comments(src):
     return re.sub(r"//[^\n]*|/\*.*?\*/", blank, src, flags=re.S)
 
 
-def finding(code, hack, line, text, message, severity="reject"):
+def finding(code, hack, line, text, message, severity="warn"):
     return {"code": code, "hack": hack, "line": line, "text": text.strip()[:200], "message": message, "severity": severity}
 
 
@@ -88,9 +93,11 @@ def torch_op_finding(op, line, text, ref_ops, strict, libraries):
         return None
     own_op = op in ref_ops
     if op in LIBRARY_OPS and libraries == "deny" and (own_op or strict):
-        return finding("torch-fallback", 12, line, text, f"calls the library op {op}, and this task forbids libraries (\"libraries\": \"deny\")")
+        return finding("torch-fallback", 12, line, text, f"calls the library op {op}, and this task forbids libraries (\"libraries\": \"deny\"): "
+                       "refused if a library kernel runs")
     if own_op and op not in LIBRARY_OPS:
-        return finding("torch-fallback", 12, line, text, f"calls the torch op {op}, which the reference computes with: the work must be this candidate's own kernel")
+        return finding("torch-fallback", 12, line, text, f"calls the torch op {op}, which the reference computes with: "
+                       "the trace decides whether its own kernels do the reference's work")
     if op in COMPUTE_OPS or own_op:
         if not strict and not own_op:
             return None
@@ -117,6 +124,15 @@ def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True, 
     return out
 
 
+BACKEND_FLAG = re.compile(r"^torch\.backends\.")
+
+
+def _is_backend_flag(target):
+    """torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.allow_tf32, …: process-wide
+    settings that backend_flags.py scopes to the candidate's calls."""
+    return bool(BACKEND_FLAG.match(ast.unparse(target)))
+
+
 def _root(node):
     while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
         node = node.value if not isinstance(node, ast.Call) else node.func
@@ -131,7 +147,7 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
-        return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}")]
+        return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}", "reject")]
     raw = source.splitlines()
     text = lambda node: raw[node.lineno - 1] if 0 < getattr(node, "lineno", 0) <= len(raw) else ""
     out = []
@@ -148,21 +164,21 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
             for mod in mods:
                 top = mod.split(".")[0]
                 if top in THREAD_MODULES:
-                    out.append(finding("background-thread", 4, node.lineno, text(node), f"imports {mod}: threads or processes can keep working after the call"))
+                    out.append(finding("background-thread", 4, node.lineno, text(node), f"imports {mod}: threads still running after a call are refused at run time"))
                 if top in ("gc", "inspect", "traceback"):
-                    out.append(finding("output-memory-reuse", 1, node.lineno, text(node), f"imports {mod}: can reach other code's tensors (e.g. the reference's output)"))
+                    out.append(finding("output-memory-reuse", 1, node.lineno, text(node), f"imports {mod}: can reach other code's tensors; the run probes for a reused reference output"))
                 if top in ("importlib", "builtins"):
-                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: can replace the harness's functions"))
+                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: the harness's timers and checks are compared after every call"))
                 if isinstance(node, ast.ImportFrom) and top == "torch":
                     out += [f for alias in node.names if (f := ops(alias.name, node)) is not None]
                 if top == "ctypes":
                     out.append(finding("native-code", None, node.lineno, text(node), "loads native code with ctypes: checked at run time", "warn"))
         elif isinstance(node, ast.Try):
-            out.append(finding("torch-fallback", 12, node.lineno, text(node), "try/except: a failing kernel can fall back to another implementation"))
+            out.append(finding("torch-fallback", 12, node.lineno, text(node), "try/except: a fallback is refused only if its except branch runs or the trace shows others' kernels did the work"))
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
                 if "Tensor" in ast.unparse(base):
-                    out.append(finding("fake-tensor", 5, node.lineno, text(node), "subclasses torch.Tensor: outputs must be plain tensors"))
+                    out.append(finding("fake-tensor", 5, node.lineno, text(node), "subclasses torch.Tensor: outputs must be plain tensors (checked on every output)"))
         elif isinstance(node, ast.Name) and node.id in ("__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"):
             out.append(finding("fake-tensor", 5, node.lineno, text(node), f"uses {node.id}: lazy or fake tensors"))
         elif isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
@@ -170,21 +186,24 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for t in targets:
-                if isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
-                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own"))
+                if isinstance(t, ast.Attribute) and _is_backend_flag(t):
+                    out.append(finding("global-state", None, node.lineno, text(node), f"sets {ast.unparse(t)}: the harness applies it around "
+                                       "the candidate's own calls only (the reference and baselines keep the harness's settings)"))
+                elif isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
+                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own", "reject"))
         elif isinstance(node, ast.Attribute):
             name = ast.unparse(node)
             if node.attr in ("Stream", "stream", "set_stream", "ExternalStream", "StreamContext") and "cuda" in name:
-                out.append(finding("side-stream", 3, node.lineno, text(node), f"uses {name}: work on another stream escapes timing"))
+                out.append(finding("side-stream", 3, node.lineno, text(node), f"uses {name}: timing covers every stream, and work the caller's stream never waits for is reported"))
             if node.attr in ("_getframe", "modules", "get_objects", "get_referrers", "__dict__", "__globals__", "f_back", "f_locals", "__builtins__", "_current_frames"):
                 code, hack = ("output-memory-reuse", 1) if node.attr in ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals") else ("timer-patching", 6)
-                out.append(finding(code, hack, node.lineno, text(node), f"reaches into {name}: other code's objects or the harness's functions"))
+                out.append(finding(code, hack, node.lineno, text(node), f"reaches into {name}: other code's objects or the harness's functions (checked after every call)"))
             if node.attr in ("as_subclass",):
                 out.append(finding("fake-tensor", 5, node.lineno, text(node), "as_subclass: outputs must be plain tensors"))
         elif isinstance(node, ast.Call):
             fname = ast.unparse(node.func)
             if fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr") and fname != "getattr":
-                out.append(finding("timer-patching", 6, node.lineno, text(node), f"calls {fname}(): dynamic code can replace timers and checks"))
+                out.append(finding("timer-patching", 6, node.lineno, text(node), f"calls {fname}(): the harness's timers and checks are compared after every call"))
             if isinstance(node.func, ast.Attribute):
                 root = _root(node.func)
                 if root in ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy"):

@@ -105,6 +105,9 @@ class Verifier:
             if "CUDA" in str(err) or "cuda" in type(err).__name__.lower():
                 raise Crash(f"{type(err).__name__}: {err}") from None
             raise Reject("crash", f"the candidate raised {type(err).__name__}: {err}") from None
+        if getattr(self.cand, "intact", True) is False:
+            raise Reject("timer-patching", "the candidate switched off the harness's record of the exceptions its code "
+                         "handles (sys.monitoring / sys.settrace)")
         changed = guards.tampered()
         if changed:
             raise Reject("timer-patching", f"the candidate replaced {', '.join(changed)}")

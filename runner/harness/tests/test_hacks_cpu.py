@@ -304,16 +304,29 @@ class VerifyCpuTest(HarnessCase):
         self.assert_rejected("h11_pointer_version_cache", {"result-caching"})
 
     def test_h12_try_except_fallback(self):
-        """Hack class 12: try/except whose except branch calls torch.softmax."""
+        """Hack class 12: try/except whose except branch calls torch.softmax: refused because
+        the except branch ran (the run's evidence), and the message says what was handled."""
         self.assert_rejected("h12_try_except_fallback", {"torch-fallback"})
+        rec, _ = self.verify("h12_try_except_fallback")
+        self.assertIn("handled by the except branch at line", rec["message"])
+        self.assertIn("the fallback ran", rec["message"])
+
+    def assert_rewrite_warned(self, name):
+        """Issue 18.5: a candidate with no kernel of its own that calls the reference's op is a
+        PyTorch rewrite, not a fallback: nothing of its own was claimed. The CPU has no trace,
+        so it passes here with the static finding as a warning; on the GPU the trace calls it
+        a rewrite (own_kernel.rewrite_verdict), refused where the task requires own kernels."""
+        rec, diag = self.verify(name)
+        self.assertTrue(rec["ok"], self.describe(rec) + "\n" + diag)
+        self.assertTrue(any("softmax" in w and "static check" in w for w in rec["warnings"]), self.describe(rec))
 
     def test_h12_direct_softmax(self):
-        """Hack class 12: calling the reference op torch.softmax directly."""
-        self.assert_rejected("h12_direct_softmax", {"torch-fallback"})
+        """Class 12 reread: calling the reference op torch.softmax directly, no kernel claimed."""
+        self.assert_rewrite_warned("h12_direct_softmax")
 
     def test_h12_import_alias(self):
-        """Hack class 12: the reference op imported under an alias (from torch.nn.functional import softmax as _x)."""
-        self.assert_rejected("h12_import_alias", {"torch-fallback"})
+        """Class 12 reread: the reference op imported under an alias (from torch.nn.functional import softmax as _x)."""
+        self.assert_rewrite_warned("h12_import_alias")
 
     def test_h15_flaky(self):
         """Hack class 15: every second call is off by ~1e-3: identical runs differ (race)."""
@@ -357,13 +370,18 @@ class StaticTest(HarnessCase):
         candidate, task = STATIC[name]
         return self.record(static_argv(candidate, task), "static")
 
-    def assert_finds(self, name, code):
+    def assert_finds(self, name, code, severity="warn"):
+        """A finding is evidence (issue 18): a warning the run confirms or not; only replacing
+        the harness's timers and checks refuses on sight."""
         rec, diag = self.static(name)
         codes = [(f["code"], f.get("severity", "reject"), f["line"]) for f in rec["findings"]]
-        hits = [f for f in rec["findings"] if f["code"] == code and f.get("severity", "reject") == "reject"]
-        self.assertTrue(hits, f"{name}: no rejecting finding {code!r}; found {codes}")
+        hits = [f for f in rec["findings"] if f["code"] == code and f.get("severity", "reject") == severity]
+        self.assertTrue(hits, f"{name}: no {severity} finding {code!r}; found {codes}")
         self.assertEqual(hits[0]["hack"], REASON_HACK[code])
-        self.assertFalse(rec["ok"], f"{name}: a rejecting finding but ok is true")
+        if severity == "reject":
+            self.assertFalse(rec["ok"], f"{name}: a rejecting finding but ok is true")
+        else:
+            self.assertTrue(rec["ok"], f"{name}: evidence alone refused it: {codes}")
 
     def assert_clean(self, name):
         rec, diag = self.static(name)
@@ -389,7 +407,7 @@ class StaticTest(HarnessCase):
 
     def test_h06_patch_timer(self):
         """Hack class 6: assignment to torch.cuda.Event.elapsed_time is found statically."""
-        self.assert_finds("h06_patch_timer", "timer-patching")
+        self.assert_finds("h06_patch_timer", "timer-patching", "reject")
 
     def test_h12_try_except(self):
         """Hack class 12: try/except around the kernel is found statically."""
@@ -433,7 +451,7 @@ class StaticTest(HarnessCase):
 
     def test_corpus_h06_timer(self):
         """Hack class 6 (GPU corpus, py): torch.cuda.Event.elapsed_time = ... is found statically."""
-        self.assert_finds("corpus_06a_timer", "timer-patching")
+        self.assert_finds("corpus_06a_timer", "timer-patching", "reject")
 
     def test_corpus_h12_try_catch(self):
         """Hack class 12 (GPU corpus, torch-ext): try/catch falling back to torch::softmax."""

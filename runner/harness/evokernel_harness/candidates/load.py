@@ -7,6 +7,7 @@ import os
 
 import torch
 
+from .. import backend_flags, evidence
 from ..env import FLOAT_DTYPES
 from ..pyload import load_module
 from ..tasks.base import as_tuple
@@ -137,9 +138,23 @@ class Candidate:
         self.format = detect_format(path, self.source)
         self.kernels = own_kernel_names(self.source)
         self.task = task
+        self.intact = True  # the run-time record still on after its last call (evidence.py)
         artifact = artifact or (path if self.format == "py" else None)
         if artifact is None:
             raise CandidateError("no build artifact: build the candidate first")
+        # what it does at run time (handled exceptions) and the backend flags it sets are its
+        # own: recorded from the moment its code first runs, scoped to its calls
+        self.evidence = evidence.watch(artifact if self.format == "py" else path)
+        self.flags = backend_flags.Scoped()
+        self.flags.enter()
+        try:
+            with evidence.scope():
+                self._load(artifact, task)
+        finally:
+            self.flags.leave()
+        self.evidence.phase = "verify"
+
+    def _load(self, artifact, task):
         if self.format == "evk":
             self.entry = EvkFunction(artifact, task.entry)
         elif self.format == "torch-ext":
@@ -154,6 +169,21 @@ class Candidate:
                 self.entry = _entry(module, task.entry, artifact)
 
     def run(self, case):
+        return self.scoped(self._run, case)
+
+    def scoped(self, fn, *args):
+        """fn(*args) with the candidate's backend flags applied and its handled exceptions
+        recorded; the harness's flags restored afterwards, whatever happens."""
+        self.flags.enter()
+        try:
+            with evidence.scope():
+                out = fn(*args)
+                self.intact = self.evidence.active()
+            return out
+        finally:
+            self.flags.leave()
+
+    def _run(self, case):
         if self.entry is None:  # KernelBench ModelNew: one instance per case, built like the Model
             # kept on the case itself (clones do not carry it): an id() could be reused
             model = getattr(case, "_candidate_model", None)

@@ -62,6 +62,13 @@ class Task:
     baseline = None
     entry = "forward"
     libraries = "allow"  # "deny": no vendor-library kernels in a candidate (own_kernel.py)
+    # "require": a candidate must run kernels of its own (a PyTorch rewrite is refused, saying
+    # so); "allow": a rewrite is verified and timed like any candidate, reported as a rewrite
+    own_kernels = "allow"
+
+    def own_kernels_rule(self):
+        """Why this task requires own kernels, in a refusal's words."""
+        return "the task says \"ownKernels\": \"require\""
 
     def __init__(self):
         self.configs = []

@@ -31,6 +31,10 @@ def odd_near(value, factor):
 
 class KernelBenchTask(Task):
     format = "kernelbench"
+    own_kernels = "require"  # the public format's leaderboard rule
+
+    def own_kernels_rule(self):
+        return "KernelBench's rule: a solution is a ModelNew that runs CUDA of its own"
 
     def __init__(self, path):
         super().__init__()

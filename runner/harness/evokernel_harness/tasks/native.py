@@ -34,6 +34,8 @@ class NativeTask(Task):
         self.libraries = spec.get("libraries", "allow")
         if self.libraries not in ("allow", "deny"):
             raise TaskError(f"{spec_path}: \"libraries\" is \"allow\" or \"deny\", not {self.libraries!r}")
+        # the strict benchmark rule ("libraries": "deny") is also own kernels only
+        self.own_kernels = "require" if self.libraries == "deny" else "allow"
         self.entry = "backward" if self.backward else "forward"
         kernel = spec.get("kernel")
         self.baseline = os.path.join(self.path, kernel) if kernel else None

@@ -27,6 +27,10 @@ def config_name(settings):
 
 class RobustKBenchTask(Task):
     format = "robust-kbench"
+    own_kernels = "require"  # the public format's leaderboard rule
+
+    def own_kernels_rule(self):
+        return "robust-kbench's rule: a solution is a CUDA kernel of its own"
 
     def __init__(self, folder, backward=False):
         super().__init__()

@@ -1,0 +1,204 @@
+"""What candidate code did when it ran, that reading it cannot tell: the exceptions raised and
+handled inside it (an `except` branch that ran), while it loaded, was verified and was timed.
+
+A `try`/`except` around a build or a launch is evidence, not a verdict: it matters only when
+its `except` branch ran. On Python >= 3.12 the EXCEPTION_HANDLED event of sys.monitoring
+reports every handled exception with the code object that handled it, at no cost while none
+is raised; before 3.12, sys.settrace (switched on around the candidate's load and calls only)
+sees an "exception" event in a candidate frame followed by a "line" event in the same frame.
+Only code compiled from the candidate's own file counts.
+"""
+
+import os
+import re
+import sys
+
+NAME = "evokernel-evidence"
+MAX_KINDS = 20  # distinct (phase, line, type) kept per candidate; further ones are counted
+# the lines of a compiler's log that say what went wrong (nvcc, gcc, ninja, ptxas)
+COMPILER_ERROR = re.compile(r"(?:\berror\b|\bError\b|undefined reference|undefined symbol|was not declared|FAILED:)")
+
+
+class Recorder:
+    """The handled exceptions of one candidate file, by phase (load, verify, bench)."""
+
+    def __init__(self, path):
+        self.path = os.path.realpath(path)
+        self.phase = "load"
+        self.kinds = {}  # (phase, line, type) -> {phase, line, type, message, count}
+        self.dropped = 0
+
+    def saw(self, line, exc):
+        key = (self.phase, line, type(exc).__name__)
+        entry = self.kinds.get(key)
+        if entry is None:
+            if len(self.kinds) >= MAX_KINDS:
+                self.dropped += 1
+                return
+            entry = self.kinds[key] = {"phase": self.phase, "line": line, "type": type(exc).__name__,
+                                       "message": describe(exc), "count": 0}
+        entry["count"] += 1
+
+    def handled(self, phases=None):
+        return [dict(e) for e in self.kinds.values() if phases is None or e["phase"] in phases]
+
+    def active(self):
+        return _BACKEND.active()
+
+
+def describe(exc):
+    """An exception in the user's terms: a failed extension build is the compiler's words."""
+    text = str(exc)
+    if "Error building extension" in text or "ninja" in text and "error" in text.lower():
+        lines = [ln.strip() for ln in text.splitlines() if COMPILER_ERROR.search(ln)]
+        words = [ln for ln in lines if not ln.startswith(("ninja: build stopped", "FAILED:"))] or lines
+        head = text.splitlines()[0].split(":")[0] if text else "Error building extension"
+        return (head + ": " + " | ".join(w[:240] for w in words[:3]))[:800]
+    return f"{text.strip()[:400]}"
+
+
+def summary(entries):
+    """One sentence per handled exception, for a record's message or warnings."""
+    out = []
+    for e in entries:
+        times = "" if e["count"] == 1 else f" ({e['count']} times)"
+        what = f"{e['type']}: {e['message']}" if e["message"] else e["type"]
+        if "Error building extension" in e["message"]:
+            out.append(f"the extension build failed, handled at line {e['line']}{times}: {e['message']}")
+        else:
+            out.append(f"{what} was raised and handled by the except branch at line {e['line']} during {e['phase']}{times}")
+    return out
+
+
+# --- one watcher per process, dispatching to the recorders by file ------------------------
+
+_RECORDERS = {}
+
+
+def watch(path):
+    """The recorder of a candidate file (one per file), watching from now on."""
+    real = os.path.realpath(path)
+    rec = _RECORDERS.get(real)
+    if rec is None:
+        rec = _RECORDERS[real] = Recorder(real)
+    _BACKEND.install()
+    return rec
+
+
+def _recorder(code):
+    return _RECORDERS.get(code.co_filename) or (
+        _RECORDERS.get(os.path.realpath(code.co_filename)) if code.co_filename.startswith(os.sep) else None)
+
+
+def _line_of(code, offset):
+    """The line of the handler at `offset`: its first instruction (PUSH_EXC_INFO) has no line
+    of its own, so the first line at or after it, the `except` clause."""
+    for start, end, line in code.co_lines():
+        if end > offset and line is not None:
+            return line
+    return code.co_firstlineno
+
+
+class _Monitoring:
+    """sys.monitoring (3.12+): on for the whole process once installed; cheap (exceptions only)."""
+
+    def __init__(self):
+        self.tool = None
+
+    def install(self):
+        if self.tool is not None:
+            return
+        mon = sys.monitoring
+        for tool in (4, 3, 1, 5, 2, 0):
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, NAME)
+                self.tool = tool
+                break
+        else:
+            return  # every tool id taken: no evidence (a warning says so, see active())
+        mon.register_callback(self.tool, mon.events.EXCEPTION_HANDLED, self._handled)
+        mon.set_events(self.tool, mon.events.EXCEPTION_HANDLED)
+
+    @staticmethod
+    def _handled(code, offset, exc):
+        rec = _recorder(code)
+        if rec is not None:
+            rec.saw(_line_of(code, offset), exc)
+
+    def active(self):
+        mon = sys.monitoring
+        return (self.tool is not None and mon.get_tool(self.tool) == NAME
+                and bool(mon.get_events(self.tool) & mon.events.EXCEPTION_HANDLED))
+
+    def scope(self):
+        return _Nothing()
+
+
+class _Trace:
+    """sys.settrace (before 3.12): on only inside scope(), for frames of candidate files."""
+
+    def __init__(self):
+        self.pending = {}
+
+    def install(self):
+        pass
+
+    def _global(self, frame, event, arg):
+        if event == "call" and _recorder(frame.f_code) is not None:
+            return self._local
+        return None
+
+    def _local(self, frame, event, arg):
+        if event == "exception":
+            self.pending[id(frame)] = arg[1]
+        elif id(frame) in self.pending:
+            exc = self.pending.pop(id(frame))
+            if event == "line":  # the frame goes on after the exception: a handler ran
+                rec = _recorder(frame.f_code)
+                if rec is not None:
+                    rec.saw(frame.f_lineno, exc)
+        return self._local
+
+    def active(self):
+        return sys.gettrace() == self._global or not _SCOPES
+
+    def scope(self):
+        return _TraceScope(self)
+
+
+_SCOPES = []
+
+
+class _TraceScope:
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        _SCOPES.append(sys.gettrace())
+        sys.settrace(self.trace._global)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(_SCOPES.pop())
+        self.trace.pending.clear()
+        return False
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_BACKEND = _Monitoring() if hasattr(sys, "monitoring") else _Trace()
+
+
+def scope():
+    """Around a load or a call of candidate code: what sys.settrace needs switched on."""
+    return _BACKEND.scope()
+
+
+def backend():
+    return "sys.monitoring" if isinstance(_BACKEND, _Monitoring) else "sys.settrace"

@@ -1,0 +1,51 @@
+"""The verdict after a candidate's outputs passed: what it did when it ran decides.
+
+Evidence: the kernels that ran and whose (own_kernel.py's trace, on the GPU), the exceptions
+its code raised and handled (evidence.py), the backend flags it set (backend_flags.py).
+
+- Its own kernels did not do the work: a fallback (hack 12). Where an `except` branch of its
+  code ran (a build that failed, a launch that raised), the message says so in its words.
+- No kernel of its own at all: a PyTorch rewrite, verified and timed like any candidate and
+  reported as one; refused only where the task requires own kernels, saying exactly that.
+- On the CPU (no trace) an `except` branch that ran during a call is the fallback's evidence.
+- Everything else it did (handled exceptions, flags) is stated in the record's warnings.
+"""
+
+from . import evidence as _evidence
+
+
+def fallback_message(handled, detail):
+    """'the extension build failed: …; the fallback ran (launched: …)', or the trace's detail."""
+    ran = _evidence.summary(handled)
+    if not ran:
+        return f"the candidate's own kernel does not do the work: {detail} (hack 12)"
+    return f"{'; '.join(ran)}; the fallback ran: {detail} (hack 12)"
+
+
+def after_verification(rec, task, cand, backend, own):
+    """Update a passed verify record `rec` from the run's evidence. own: check_own_kernel's
+    result (None where it did not run: the CPU, evk candidates)."""
+    handled = cand.evidence.handled()
+    in_calls = [e for e in handled if e["phase"] != "load"]
+    rec["evidence"] = {"handledExceptions": handled, "monitor": _evidence.backend(),
+                       "backendFlags": {k: [a, b] for k, (a, b) in cand.flags.changes().items()}}
+    rec["warnings"] += cand.flags.describe()
+    if own is not None and own.get("rewrite"):
+        rec["checks"][-1]["name"] = "pytorch-rewrite"
+        if task.own_kernels == "require":
+            rec.update(ok=False, status="rejected", reason="own-kernel-required", hack=None,
+                       message=f"{own['detail']}: this task requires the candidate's own kernels ({task.own_kernels_rule()}), "
+                               "so a rewrite in PyTorch ops does not count, however fast")
+            return rec
+        rec["warnings"].append(f"{own['detail']}: verified and timed like any candidate, reported as a rewrite")
+    elif own is not None and not own["ok"]:
+        rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
+                   message=fallback_message(handled, own["detail"]))
+        return rec
+    elif own is None and backend == "cpu" and in_calls:
+        rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
+                   message=fallback_message(in_calls, "its except branch computed the result (no kernel of its own can run on the CPU)"))
+        return rec
+    rec["warnings"] += [f"{s}: its own kernels did the work anyway" if own is not None and own["ok"] else s
+                        for s in _evidence.summary(handled)]
+    return rec
