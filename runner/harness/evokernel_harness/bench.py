@@ -9,6 +9,7 @@ import torch
 from .compare import compare
 from .env import dtype_name
 from .evidence import summary
+from .streams import check as stream_check
 from .own_kernel import launched_kernel_time_ms, top_kernels
 from .phases import Phases as _Phases
 from .probe_cache import probe_key, task_digest
@@ -119,6 +120,7 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     compiled = _compiled(task, log) if compile_baseline else None
     phases.lap("start")
     configs_out, reasons, notes = [], [], []
+    details = {}  # configuration -> what a check found, in the user's words
     raced = None
     profile = None
     task_hash = None
@@ -254,6 +256,13 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                         i, res = next((i, r) for i, r in enumerate(results) if not r["ok"])
                         row["reason"] = "timing-output-mismatch"
                         log(f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}")
+        if candidate is not None and not row["reason"]:
+            # all of a call's work, on every stream, must lie where the events time it
+            with grad_ctx():
+                streamed = stream_check(lambda: candidate.run(cases[-1]))
+            if not streamed["ok"]:
+                row["reason"] = "side-stream"
+                details[config.name] = streamed["detail"]
         phases.lap("checks")
         if candidate is not None and profile is None and not row["reason"]:
             # where the candidate spends its time, on the first configuration: for the next proposal
@@ -277,6 +286,8 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]
     reason = reasons[0][1] if reasons else None
     message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
+    if reason and reasons[0][0] in details:
+        message = f"configuration {reasons[0][0]}: {details[reasons[0][0]]}"
     if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
         message = (f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
                    "no headline speedup; add a larger configuration to measure the kernel")

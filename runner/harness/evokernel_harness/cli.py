@@ -282,6 +282,12 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
         from .verdict import after_verification
 
         after_verification(rec, task, cand, backend, own)
+        if rec["ok"] and backend == "cuda":
+            from .verdict import check_streams
+
+            profiled = time.perf_counter()
+            check_streams(rec, task, cand, seed)
+            rec["phases"]["profiler"] = round(rec["phases"].get("profiler", 0.0) + time.perf_counter() - profiled, 4)
     elif cand is not None:
         from .evidence import summary
 

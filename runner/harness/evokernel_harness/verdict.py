@@ -49,3 +49,24 @@ def after_verification(rec, task, cand, backend, own):
     rec["warnings"] += [f"{s}: its own kernels did the work anyway" if own is not None and own["ok"] else s
                         for s in _evidence.summary(handled)]
     return rec
+
+
+def check_streams(rec, task, cand, seed):
+    """On the GPU: one call placed as the timer places it (streams.py); work outside the timed
+    window refuses it as side-stream, naming the work, its stream and its time."""
+    import torch
+
+    from . import streams
+
+    config = task.visible_configs()[0]
+    case = task.make_case(config, seed, "cuda")
+    grad = torch.enable_grad if task.backward else torch.no_grad
+    with grad():
+        staged = task.staged_candidate(cand, case)
+        result = streams.check(lambda: cand.scoped(staged))
+    rec["checks"].append({"name": "all-work-timed", "ok": result["ok"], "detail": f"{config.name}: {result['detail']}"})
+    rec.setdefault("evidence", {})["streams"] = result["streams"]
+    if not result["ok"]:
+        rec.update(ok=False, status="rejected", reason="side-stream", hack=3,
+                   message=f"configuration {config.name}: {result['detail']}")
+    return rec

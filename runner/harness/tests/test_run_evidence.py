@@ -19,7 +19,7 @@ import unittest
 
 import torch
 
-from evokernel_harness import backend_flags, evidence, own_kernel, static_check, verdict
+from evokernel_harness import backend_flags, evidence, own_kernel, static_check, streams, verdict
 from evokernel_harness.pyload import load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -324,6 +324,40 @@ class StaticFindingsAreEvidenceTest(unittest.TestCase):
         rec = self.check("import torch\ntorch.cuda.Event.elapsed_time = lambda a, b: 0.001\n")
         self.assertFalse(rec["ok"])
         self.assertEqual(rec["findings"][0]["code"], "timer-patching")
+
+
+SPIN = "spin_kernel(long)"
+
+
+class StreamsTest(unittest.TestCase):
+    """streams.escaped on traces of one call placed as the timer places it: a head-start sleep
+    on the caller's stream (7), the call, a short sleep where the end event goes."""
+
+    def test_a_side_stream_joined_both_ways_is_timed_in_full(self):
+        events = [(SPIN, 7, 0.0, 500.0), ("own_rows(float*)", 7, 501.0, 600.0), ("own_cols(float*)", 13, 502.0, 590.0),
+                  (SPIN, 7, 601.0, 602.0)]
+        out = streams.escaped(events)
+        self.assertEqual(out["escaped"], [])
+        self.assertEqual(out["streams"], ["13", "7"])
+
+    def test_work_beside_the_head_start_escaped(self):
+        """A side stream that never waits for the caller's: it runs while the timer's sleep does."""
+        events = [(SPIN, 7, 0.0, 500.0), ("softmax_kernel(float*)", 21, 12.0, 412.0), (SPIN, 7, 501.0, 502.0)]
+        out = streams.escaped(events)
+        self.assertEqual(len(out["escaped"]), 1)
+        text = streams.describe(out)
+        self.assertIn("stream 21: softmax_kernel(float*) (0.400 ms; started before the caller's stream reached the call)", text)
+        self.assertIn("never waited for it", text)
+
+    def test_work_the_caller_never_joined_escaped(self):
+        """A CUDA graph of the reference replayed on a side stream, wait_stream called inside
+        the side stream's own block (it waits on itself): the caller's stream ends first."""
+        events = [(SPIN, 7, 0.0, 500.0), ("cunn_SoftMaxForward", 21, 501.0, 900.0), (SPIN, 7, 502.0, 503.0)]
+        out = streams.escaped(events)
+        self.assertEqual([e[3] for e in out["escaped"]], ["ended after the caller's stream had finished the call"])
+
+    def test_no_markers_no_verdict(self):
+        self.assertIsNone(streams.escaped([("k", 7, 0.0, 1.0)]))
 
 
 if __name__ == "__main__":

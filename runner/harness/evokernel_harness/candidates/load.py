@@ -139,6 +139,7 @@ class Candidate:
         self.kernels = own_kernel_names(self.source)
         self.task = task
         self.intact = True  # the run-time record still on after its last call (evidence.py)
+        self._depth = 0
         artifact = artifact or (path if self.format == "py" else None)
         if artifact is None:
             raise CandidateError("no build artifact: build the candidate first")
@@ -173,7 +174,11 @@ class Candidate:
 
     def scoped(self, fn, *args):
         """fn(*args) with the candidate's backend flags applied and its handled exceptions
-        recorded; the harness's flags restored afterwards, whatever happens."""
+        recorded; the harness's flags restored afterwards, whatever happens. Re-entrant: a call
+        inside a scoped one (a ModelNew built on its first call) keeps the outer scope."""
+        if self._depth:
+            return fn(*args)
+        self._depth += 1
         self.flags.enter()
         try:
             with evidence.scope():
@@ -181,6 +186,7 @@ class Candidate:
                 self.intact = self.evidence.active()
             return out
         finally:
+            self._depth -= 1
             self.flags.leave()
 
     def _run(self, case):

@@ -1,0 +1,94 @@
+"""Did all of a call's GPU work run where the timer sees it? (hack 3, without a rule on streams)
+
+The timer (timing.py) keeps the caller's stream busy with a head start (a sleep kernel),
+records its start event, makes the call, records its end event. Work on the caller's stream,
+and on any stream the caller's stream waits for before the end event, lies between the two:
+honest multi-stream code (a side stream that waits for the caller's stream and is joined back
+with wait_stream or an event) is timed in full. Work on a stream nobody joins escapes: it
+runs beside the head start, or after the end event.
+
+One call is profiled as the timer makes it: a sleep on the caller's stream, the call, a
+second short sleep where the end event would be. Any of the call's kernels (on any stream)
+that starts before the first sleep ends or ends after the second one starts ran outside the
+timed window; the record names them, their streams and their time.
+"""
+
+import torch
+
+from . import guards
+
+MARK = "spin_kernel"  # ATen's kernel behind torch.cuda._sleep
+EPS_US = 1.0  # clock alignment between streams
+HEAD_START_CYCLES = 1_000_000
+END_CYCLES = 1_000
+
+
+def profile_call(fn, head_start_cycles=HEAD_START_CYCLES):
+    """[(name, stream, start µs, end µs)] of the GPU activity of one call placed as the timer
+    places it, with the two marker sleeps on the caller's stream."""
+    from torch.profiler import ProfilerActivity, profile
+
+    guards.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        guards.sleep(head_start_cycles)
+        fn()
+        guards.sleep(END_CYCLES)
+        guards.synchronize()
+    out = []
+    for e in prof.events():
+        if getattr(e, "device_type", None) != torch.autograd.DeviceType.CUDA:
+            continue
+        stream = getattr(e, "device_resource_id", None)
+        out.append((e.name, stream, float(e.time_range.start), float(e.time_range.end)))
+    return out
+
+
+def escaped(events):
+    """The work outside the timed window: {window, streams, escaped: [(name, stream, µs, why)]},
+    or None when the markers are not in the trace (no profiler activity: nothing to say)."""
+    marks = sorted((e for e in events if MARK in e[0]), key=lambda e: e[2])
+    if len(marks) < 2:
+        return None
+    first, last = marks[0], marks[-1]
+    lo, hi = first[3], last[2]
+    work = [e for e in events if e is not first and e is not last]
+    out = []
+    for name, stream, start, end in work:
+        if start < lo - EPS_US:
+            out.append((name, stream, end - start, "started before the caller's stream reached the call"))
+        elif end > hi + EPS_US:
+            out.append((name, stream, end - start, "ended after the caller's stream had finished the call"))
+    return {"windowUs": hi - lo, "streams": sorted({str(e[1]) for e in work if e[1] is not None}),
+            "escaped": out}
+
+
+def describe(result):
+    """The user's words for escaped work, with numbers."""
+    total = sum(us for _, _, us, _ in result["escaped"])
+    by_stream = {}
+    for name, stream, us, why in result["escaped"]:
+        by_stream.setdefault(stream, []).append((name, us, why))
+    parts = []
+    for stream, items in by_stream.items():
+        names = ", ".join(sorted({n[:80] for n, _, _ in items})[:3])
+        whys = sorted({w for _, _, w in items})
+        parts.append(f"stream {stream}: {names} ({sum(us for _, us, _ in items) / 1e3:.3f} ms; {'; '.join(whys)})")
+    return (f"{total / 1e3:.3f} ms of its GPU work ran outside the timed window on the caller's stream "
+            f"({result['windowUs'] / 1e3:.3f} ms): {'; '.join(parts)}: the caller's stream never waited for it, "
+            "so events on it do not time it (hack 3)")
+
+
+def check(fn, head_start_cycles=HEAD_START_CYCLES):
+    """{ok, detail, streams} for one call; ok when the profiler is unavailable (said so)."""
+    try:
+        result = escaped(profile_call(fn, head_start_cycles))
+    except Exception as err:  # noqa: BLE001 — no profiler: the wall-clock check still stands
+        return {"ok": True, "detail": f"profiler unavailable ({type(err).__name__}); stream check skipped", "streams": []}
+    if result is None:
+        return {"ok": True, "detail": "no GPU activity seen; stream check inconclusive", "streams": []}
+    if result["escaped"]:
+        return {"ok": False, "detail": describe(result), "streams": result["streams"]}
+    many = len(result["streams"]) > 1
+    return {"ok": True, "streams": result["streams"],
+            "detail": (f"its work on {len(result['streams'])} streams lies within the timed window" if many
+                       else "its work lies within the timed window")}
