@@ -5,6 +5,7 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import { boundedChunks, checkAnnounced } from "./bounded-read.js";
 import { ConfigFileError, fetchConfig } from "./config-file.js";
+import { fitCheckOutput } from "./limits.js";
 
 /** A result artifact is small; its download (from blob storage) gets two minutes at most. */
 const ARTIFACT_DOWNLOAD_TIMEOUT_MS = 120_000;
@@ -777,7 +778,8 @@ function checkFields(update: CheckRunUpdate) {
     ...(update.conclusion === undefined ? {} : { conclusion: update.conclusion }),
     ...(update.detailsUrl === undefined ? {} : { details_url: update.detailsUrl }),
     ...(update.externalId === undefined ? {} : { external_id: update.externalId }),
-    ...(update.output === undefined ? {} : { output: { ...update.output } }),
+    // Every check-run output goes through here: trimmed to GitHub's byte limits.
+    ...(update.output === undefined ? {} : { output: fitCheckOutput({ ...update.output }) }),
     ...(update.actions === undefined
       ? {}
       : { actions: update.actions.map((action) => ({ ...action })) }),

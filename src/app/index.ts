@@ -12,9 +12,11 @@ import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
 import { createGitHub, listInstalledRepos } from "./github.js";
 import { handleRerun } from "./handlers/check-run-rerun.js";
 import { handleCheckRun } from "./handlers/check-run.js";
+import { handleSuiteRerun } from "./handlers/check-suite-rerun.js";
 import { handleIssueComment, isCommandComment } from "./handlers/issue-comment.js";
 import {
   checkRunEventSchema,
+  checkSuiteEventSchema,
   issueCommentEventSchema,
   pullRequestEventSchema,
   repoOf,
@@ -167,6 +169,17 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         async (event) => {
           const github = createGitHub(context.octokit, repoOf(event));
           await handleRerun(current, github, event, () => loadConfig(github));
+        },
+      );
+    });
+    app.on("check_suite.rerequested", (context) => {
+      enqueue(
+        context,
+        checkSuiteEventSchema,
+        () => true,
+        async (event) => {
+          const github = createGitHub(context.octokit, repoOf(event));
+          await handleSuiteRerun(current, github, event, () => loadConfig(github));
         },
       );
     });

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { commandKey, parseComment } from "../../src/app/commands.js";
 import { buildJobSpec } from "../../src/app/job-spec.js";
 import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs.js";
-import { trimTo } from "../../src/app/limits.js";
+import { CHECK_OUTPUT_LIMIT, fitCheckOutput, trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
@@ -169,6 +169,29 @@ describe("trimTo", () => {
     expect(trimmed.length).toBeLessThanOrEqual(200);
     expect(trimmed).toContain("https://example.test/run/1");
     expect(trimmed).toContain("```\n</details>");
+  });
+
+  it("counts a check run's output in UTF-8 bytes, as GitHub does: ± × µ are two bytes each", () => {
+    const row = "| softmax | 1.23 ± 0.01 µs | 0.98× | −26 % |\n";
+    const report = row.repeat(Math.ceil(70_000 / row.length));
+    expect(report.length).toBeLessThan(CHECK_OUTPUT_LIMIT.max * 1.1);
+    const trimmed = trimTo(report, CHECK_OUTPUT_LIMIT, "https://example.test/run/1");
+    expect(Buffer.byteLength(trimmed, "utf8")).toBeLessThanOrEqual(65_535);
+    // Not trimmed further than needed: within a row of the limit.
+    expect(Buffer.byteLength(trimmed, "utf8")).toBeGreaterThan(
+      65_535 - Buffer.byteLength(row) - 200,
+    );
+    expect(trimmed).toContain("https://example.test/run/1");
+    // Trimmed by characters, the same report is over GitHub's limit.
+    expect(Buffer.byteLength(trimTo(report, 65_535), "utf8")).toBeGreaterThan(65_535);
+    // A report that fits in characters but not in bytes is trimmed, a 4-byte character whole.
+    const emoji = "🚀".repeat(20_000);
+    const cut = trimTo(emoji, CHECK_OUTPUT_LIMIT);
+    expect(Buffer.byteLength(cut, "utf8")).toBeLessThanOrEqual(65_535);
+    expect(cut).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+    const output = fitCheckOutput({ title: "t", summary: report, text: emoji });
+    expect(Buffer.byteLength(output.summary, "utf8")).toBeLessThanOrEqual(65_535);
+    expect(Buffer.byteLength(output.text, "utf8")).toBeLessThanOrEqual(65_535);
   });
 });
 

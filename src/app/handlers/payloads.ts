@@ -68,7 +68,9 @@ export const checkRunEventSchema = z.object({
   installation,
   repository,
   sender: z.object({ login: z.string() }),
-  requested_action: z.object({ identifier: z.string() }).nullable().optional(),
+  // The webhook schema promises requested_action, not its identifier: without one it is
+  // not the Apply button (handlers/check-run.ts), not an unreadable payload.
+  requested_action: z.object({ identifier: z.string().optional() }).nullable().optional(),
   check_run: z.object({
     id: z.number().int(),
     name: z.string(),
@@ -77,6 +79,15 @@ export const checkRunEventSchema = z.object({
   }),
 });
 export type CheckRunEvent = z.infer<typeof checkRunEventSchema>;
+
+export const checkSuiteEventSchema = z.object({
+  action: z.string(),
+  installation,
+  repository,
+  sender: z.object({ login: z.string() }),
+  check_suite: z.object({ id: z.number().int(), head_sha: z.string() }),
+});
+export type CheckSuiteEvent = z.infer<typeof checkSuiteEventSchema>;
 
 export function repoOf(payload: { repository: z.infer<typeof repository> }): {
   owner: string;
