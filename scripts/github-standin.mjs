@@ -411,6 +411,8 @@ export async function startApp({
       // the stand-in serves one repository's PR routes, not the nightly tick's installation
       // listing; a test of the nightly run turns it back on through `env`
       EVOKERNEL_NIGHTLY: "off",
+      // likewise start-up recovery, which walks every installation's repositories
+      EVOKERNEL_RECOVER: "off",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -22,4 +22,6 @@ export interface AppState {
   githubFor(installationId: number, repo: RepoRef): Promise<GitHub>;
   /** A job whose run never reports fails after this long. */
   readonly jobTimeoutMs: number;
+  /** After a failed attempt to conclude a check run, the next one this much later. */
+  readonly retryEndMs?: number;
 }

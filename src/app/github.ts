@@ -184,6 +184,8 @@ export interface GitHub {
   ): Promise<string>;
   /** Pull requests from `branch` of this repository, open and closed, newest first. */
   listPullsByHead(branch: string): Promise<PullSummary[]>;
+  /** The head commits of the newest `limit` open pull requests (start-up recovery). */
+  listOpenPullHeads(limit: number): Promise<{ number: number; headSha: string }[]>;
   /** Opens a pull request; returns its number and address. */
   openPull(head: string, base: string, title: string, body: string): Promise<PullSummary>;
   updatePull(pr: number, title: string, body: string): Promise<void>;
@@ -678,6 +680,21 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         );
       }
       return sha;
+    },
+    async listOpenPullHeads(limit) {
+      const { data } = await call("list the open PRs", () =>
+        octokit.rest.pulls.list({
+          ...base,
+          state: "open",
+          sort: "updated",
+          direction: "desc",
+          per_page: Math.min(100, limit),
+        }),
+      );
+      return z
+        .array(z.object({ number: z.number().int(), head: z.object({ sha: z.string() }) }))
+        .parse(data)
+        .map((pull) => ({ number: pull.number, headSha: pull.head.sha }));
     },
     async listPullsByHead(branch) {
       const { data } = await call(`list the PRs from ${branch}`, () =>

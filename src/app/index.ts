@@ -28,7 +28,9 @@ import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs.js";
 import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
-import { failJob, reportResult } from "./report-job.js";
+import { failJob, finishJob } from "./finish-job.js";
+import { reportResult } from "./report-job.js";
+import { recoverOpenChecks } from "./recover-jobs.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
 
@@ -61,6 +63,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       log,
       dispatchers,
       jobTimeoutMs: settings.jobTimeoutMs,
+      ...(settings.retryEndMs === undefined ? {} : { retryEndMs: settings.retryEndMs }),
       dispatcherFor(config) {
         if (settings.forceLocal && local) return local;
         if (config.dispatch === "actions") return actions;
@@ -74,6 +77,17 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       },
     };
     state = current;
+    if (settings.recover) {
+      const appId = settings.recover.appId;
+      current.queue.push("start-up recovery", async () => {
+        const summary = await recoverOpenChecks(current, {
+          listRepos: () => listInstalledRepos((id) => app.auth(id)),
+          now: () => Date.now(),
+          ...(appId === undefined ? {} : { appId }),
+        });
+        log.info(summary, "start-up recovery: open check runs concluded or watched");
+      });
+    }
     if (settings.nightly) {
       createNightlyScheduler({
         listRepos: () => listInstalledRepos((id) => app.auth(id)),
@@ -99,8 +113,9 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         );
         return;
       }
-      if (!current.jobs.take(spec.id)) return;
-      await reportResult(current, github, job, outcome.review);
+      await finishJob(current, github, job, "reporting the result", () =>
+        reportResult(current, github, job, outcome.review),
+      );
     }
 
     /** Parse, de-duplicate by delivery id, enqueue: the webhook is answered before any work. */

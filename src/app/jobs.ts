@@ -1,7 +1,7 @@
 // A job's identity and the record the app keeps while it runs. The record lives in memory
 // for speed; what must survive a restart is written into GitHub itself: the check run's
-// external_id holds the job id and the workflow run id, and the result artifact carries the
-// whole spec (ReviewResult.job), so a completed run can find its check run again.
+// external_id holds the job id, the workflow run id and the job's deadline, so a restarted
+// app can find its open check runs and conclude those past their deadline (recover-jobs.ts).
 import { randomBytes } from "node:crypto";
 import type { JobKind, JobSpec } from "../shared/job.js";
 import type { RepoRef } from "./github.js";
@@ -12,6 +12,8 @@ export interface ActiveJob {
   readonly repo: RepoRef;
   readonly checkRunId: number;
   readonly threshold: number;
+  /** When the job fails for want of a result (epoch ms); also written into external_id. */
+  readonly deadline: number;
   runId?: number;
   runUrl?: string;
   /** Cleared when the job finishes: the timeout that fails a job whose run never reports. */
@@ -30,19 +32,36 @@ export function checkName(kind: JobKind): string {
 
 export const CHECK_NAME_PREFIX = "evokernel";
 
-/** external_id: `<job id>` before dispatch, `<job id>@<run id>` once the run is known. */
-export function externalIdOf(jobId: string, runId?: number): string {
-  return runId === undefined ? jobId : `${jobId}@${runId}`;
+/**
+ * external_id: `<job id>` (a check run concluded at once), `<job id>~<deadline>` before the
+ * run is known, `<job id>@<run id>~<deadline>` after; the deadline in epoch seconds.
+ */
+export function externalIdOf(jobId: string, runId?: number, deadline?: number): string {
+  const run = runId === undefined ? "" : `@${runId}`;
+  const until = deadline === undefined ? "" : `~${Math.ceil(deadline / 1000)}`;
+  return `${jobId}${run}${until}`;
 }
 
-export function parseExternalId(
-  externalId: string | null,
-): { jobId: string; runId?: number } | undefined {
+export interface ExternalIds {
+  readonly jobId: string;
+  readonly runId?: number;
+  /** Epoch ms. */
+  readonly deadline?: number;
+}
+
+export function parseExternalId(externalId: string | null): ExternalIds | undefined {
   if (!externalId) return undefined;
-  const [jobId, run] = externalId.split("@");
-  if (!jobId || !/^[a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6}$/.test(jobId)) return undefined;
-  const runId = run === undefined ? undefined : Number(run);
-  return runId !== undefined && Number.isSafeInteger(runId) ? { jobId, runId } : { jobId };
+  const match = /^([a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6})(?:@(\d{1,16}))?(?:~(\d{1,12}))?$/.exec(
+    externalId,
+  );
+  if (!match?.[1]) return undefined;
+  const runId = match[2] === undefined ? undefined : Number(match[2]);
+  const deadline = match[3] === undefined ? undefined : Number(match[3]) * 1000;
+  return {
+    jobId: match[1],
+    ...(runId !== undefined && Number.isSafeInteger(runId) ? { runId } : {}),
+    ...(deadline === undefined ? {} : { deadline }),
+  };
 }
 
 /** The branch that holds an evolved kernel the PR's diff cannot carry as a suggestion. */
@@ -63,14 +82,25 @@ export interface JobRegistry {
   get(jobId: string): ActiveJob | undefined;
   byRun(runId: number): ActiveJob | undefined;
   setRun(jobId: string, runId: number | undefined, runUrl: string | undefined): void;
-  /** Removes and returns the job: whoever takes it reports it, exactly once. */
-  take(jobId: string): ActiveJob | undefined;
+  /**
+   * Claims the job for ending it (a report, a failure, supersede, cancel): the first caller
+   * gets it, every other undefined while it is claimed. The job stays on the books until
+   * `done`, so a report that fails half-way leaves it to be ended again.
+   */
+  claim(jobId: string): ActiveJob | undefined;
+  /** Ending it failed before its check run was concluded: it may be claimed again. */
+  release(jobId: string): void;
+  /** Its check run is concluded: the job leaves the books. */
+  done(jobId: string): void;
+  /** Jobs of a pull request that nobody is ending. */
   forPull(repo: RepoRef, pr: number): ActiveJob[];
+  readonly size: number;
 }
 
 export function createJobRegistry(): JobRegistry {
   const jobs = new Map<string, ActiveJob>();
   const runs = new Map<number, string>();
+  const claimed = new Set<string>();
   return {
     add(job) {
       jobs.set(job.spec.id, job);
@@ -91,18 +121,34 @@ export function createJobRegistry(): JobRegistry {
       }
       if (runUrl !== undefined) job.runUrl = runUrl;
     },
-    take(jobId) {
+    claim(jobId) {
       const job = jobs.get(jobId);
-      if (!job) return undefined;
+      if (!job || claimed.has(jobId)) return undefined;
+      claimed.add(jobId);
+      return job;
+    },
+    release(jobId) {
+      claimed.delete(jobId);
+    },
+    done(jobId) {
+      const job = jobs.get(jobId);
+      claimed.delete(jobId);
+      if (!job) return;
       jobs.delete(jobId);
       if (job.runId !== undefined) runs.delete(job.runId);
       if (job.timer) clearTimeout(job.timer);
-      return job;
     },
     forPull(repo, pr) {
       return [...jobs.values()].filter(
-        (job) => job.repo.owner === repo.owner && job.repo.repo === repo.repo && job.spec.pr === pr,
+        (job) =>
+          !claimed.has(job.spec.id) &&
+          job.repo.owner === repo.owner &&
+          job.repo.repo === repo.repo &&
+          job.spec.pr === pr,
       );
+    },
+    get size() {
+      return jobs.size;
     },
   };
 }

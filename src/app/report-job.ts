@@ -13,26 +13,7 @@ import { isNightlyJob } from "./nightly/spec.js";
 import { codeSpan } from "../report/escape.js";
 import { droppedNote, type DroppedSuggestion, screenSuggestions } from "./suggestion-policy.js";
 
-/** The check run becomes a failure with `message`; the job is done. */
-export async function failJob(
-  state: AppState,
-  github: GitHub,
-  job: ActiveJob,
-  message: string,
-): Promise<void> {
-  state.jobs.take(job.spec.id);
-  await github.updateCheckRun(job.checkRunId, {
-    status: "completed",
-    conclusion: "failure",
-    ...(job.runUrl === undefined ? {} : { detailsUrl: job.runUrl }),
-    output: {
-      title: "The job did not finish",
-      summary: trimTo(message + (job.runUrl ? `\n\nRun: ${job.runUrl}` : ""), CHECK_OUTPUT_LIMIT),
-    },
-  });
-}
-
-/** Posts a job's result. The caller has taken the job from the registry (reported once). */
+/** Posts a job's result, its check run last. finish-job.ts calls it with the job claimed. */
 export async function reportResult(
   state: AppState,
   github: GitHub,

@@ -25,6 +25,13 @@ export interface AppSettings {
    * window still runs. On unless EVOKERNEL_NIGHTLY=off; absent in tests, which tick by hand.
    */
   readonly nightly?: { tickMs: number; graceMs: number };
+  /**
+   * Start-up recovery (recover-jobs.ts): the app's own open check runs concluded past their
+   * deadline. On unless EVOKERNEL_RECOVER=off; absent in tests, which call it by hand.
+   */
+  readonly recover?: { appId?: number };
+  /** After a failed attempt to conclude a check run, the next one this much later. */
+  readonly retryEndMs?: number;
   /** A replacement for the actions backend (tests). */
   readonly actions?: Dispatcher;
 }
@@ -36,6 +43,9 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     concurrency: positive(env.EVOKERNEL_CONCURRENCY, 16),
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
+    ...(env.EVOKERNEL_RECOVER === "off"
+      ? {}
+      : { recover: Number(env.APP_ID) > 0 ? { appId: Number(env.APP_ID) } : {} }),
     ...(env.EVOKERNEL_NIGHTLY === "off"
       ? {}
       : {

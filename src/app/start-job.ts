@@ -6,8 +6,8 @@ import type { JobSpec } from "../shared/job.js";
 import type { AppState } from "./app-state.js";
 import type { Dispatched, Dispatcher } from "./dispatch/types.js";
 import type { GitHub } from "./github.js";
+import { armDeadline, failJob, finishJob } from "./finish-job.js";
 import { type ActiveJob, checkName, externalIdOf } from "./jobs.js";
-import { failJob } from "./report-job.js";
 import { codeSpan } from "../report/escape.js";
 
 export interface StartRequest {
@@ -72,11 +72,12 @@ async function startRemote(
     });
     return;
   }
+  const deadline = Date.now() + state.jobTimeoutMs;
   let checkRunId: number;
   try {
     checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
       status: "in_progress",
-      externalId: externalIdOf(spec.id, dispatched.runId),
+      externalId: externalIdOf(spec.id, dispatched.runId, deadline),
       ...(dispatched.runUrl === undefined ? {} : { detailsUrl: dispatched.runUrl }),
       output: {
         title: "Running on a GPU runner",
@@ -88,7 +89,7 @@ async function startRemote(
     await dispatcher.cancel(spec.id, dispatched.runId, github).catch(() => undefined);
     throw error;
   }
-  register(state, request, checkRunId, dispatched);
+  register(state, request, checkRunId, dispatched, deadline);
 }
 
 /** Local: the check run first (the job may wait for the GPU), then the job is queued. */
@@ -98,12 +99,13 @@ async function startLocal(
   dispatcher: Dispatcher,
 ): Promise<void> {
   const { github, spec } = request;
+  const deadline = Date.now() + state.jobTimeoutMs;
   const checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
     status: "queued",
-    externalId: externalIdOf(spec.id),
+    externalId: externalIdOf(spec.id, undefined, deadline),
     output: { title: "Queued for the app's GPU", summary: queuedSummary(spec) },
   });
-  const job = register(state, request, checkRunId, {});
+  const job = register(state, request, checkRunId, {}, deadline);
   try {
     await dispatcher.start({
       spec,
@@ -127,6 +129,7 @@ function register(
   request: StartRequest,
   checkRunId: number,
   dispatched: Dispatched,
+  deadline: number,
 ): ActiveJob {
   const job: ActiveJob = {
     spec: request.spec,
@@ -134,11 +137,11 @@ function register(
     repo: request.github.repo,
     checkRunId,
     threshold: request.config.regressionThreshold,
+    deadline,
   };
   state.jobs.add(job);
   state.jobs.setRun(job.spec.id, dispatched.runId, dispatched.runUrl);
-  job.timer = setTimeout(() => void timeOut(state, job), state.jobTimeoutMs);
-  job.timer.unref();
+  armDeadline(state, job);
   return job;
 }
 
@@ -163,16 +166,17 @@ export async function supersedeJob(
   job: ActiveJob,
   newSha: string,
 ): Promise<void> {
-  if (!state.jobs.take(job.spec.id)) return;
-  for (const dispatcher of state.dispatchers) {
-    await dispatcher.cancel(job.spec.id, job.runId, github).catch((error: unknown) => {
-      state.log.warn({ err: error, job: job.spec.id }, "cancel failed");
+  await finishJob(state, github, job, "superseding the job", async () => {
+    for (const dispatcher of state.dispatchers) {
+      await dispatcher.cancel(job.spec.id, job.runId, github).catch((error: unknown) => {
+        state.log.warn({ err: error, job: job.spec.id }, "cancel failed");
+      });
+    }
+    await github.updateCheckRun(job.checkRunId, {
+      status: "completed",
+      conclusion: "neutral",
+      output: supersededOutput(newSha),
     });
-  }
-  await github.updateCheckRun(job.checkRunId, {
-    status: "completed",
-    conclusion: "neutral",
-    output: supersededOutput(newSha),
   });
 }
 
@@ -181,27 +185,6 @@ export function supersededOutput(newSha: string): { title: string; summary: stri
     title: "Superseded",
     summary: `A newer commit (${newSha.slice(0, 7)}) replaced this one; its own check run has the result. To run a command on it, comment again.`,
   };
-}
-
-async function timeOut(state: AppState, job: ActiveJob): Promise<void> {
-  if (state.jobs.get(job.spec.id) !== job) return;
-  const limit =
-    state.jobTimeoutMs >= 60_000
-      ? `${Math.round(state.jobTimeoutMs / 60_000)} minutes`
-      : `${Math.round(state.jobTimeoutMs / 1000)} seconds`;
-  try {
-    const github = await state.githubFor(job.installationId, job.repo);
-    for (const dispatcher of state.dispatchers)
-      await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
-    await failJob(
-      state,
-      github,
-      job,
-      `No result came back within ${limit}${job.runUrl ? ` from ${job.runUrl}` : ""}. Check that a GPU runner with the configured labels is online, then comment \`/bench\` to try again.`,
-    );
-  } catch (error) {
-    state.log.error({ err: error, job: job.spec.id }, "reporting a timed-out job failed");
-  }
 }
 
 function queuedSummary(spec: JobSpec): string {

@@ -11,6 +11,7 @@ import { buildJobSpec } from "../job-spec.js";
 import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
+import { finishJob } from "../finish-job.js";
 import { startJob } from "../start-job.js";
 import type { IssueCommentEvent } from "./payloads.js";
 import { codeSpan, mdText } from "../../report/escape.js";
@@ -144,11 +145,12 @@ async function tasksFor(
 async function cancelPull(state: AppState, github: GitHub, pull: Pull): Promise<void> {
   const handled = new Set<number>();
   for (const job of state.jobs.forPull(github.repo, pull.number)) {
-    if (!state.jobs.take(job.spec.id)) continue;
     handled.add(job.checkRunId);
-    for (const dispatcher of state.dispatchers)
-      await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
-    await github.updateCheckRun(job.checkRunId, cancelledUpdate());
+    await finishJob(state, github, job, "cancelling the job", async () => {
+      for (const dispatcher of state.dispatchers)
+        await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
+      await github.updateCheckRun(job.checkRunId, cancelledUpdate());
+    });
   }
   for (const run of await github.listCheckRuns(pull.headSha)) {
     if (

@@ -8,7 +8,8 @@ import { readResultArtifact } from "../dispatch/actions.js";
 import type { GitHub } from "../github.js";
 import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
 import type { loadConfig } from "../load-config.js";
-import { failJob, reportResult } from "../report-job.js";
+import { failJob, finishJob } from "../finish-job.js";
+import { reportResult } from "../report-job.js";
 import type { WorkflowRunEvent } from "./payloads.js";
 
 export async function handleWorkflowRun(
@@ -30,7 +31,6 @@ export async function handleWorkflowRun(
   if (!read.ok) {
     if (!job) return;
     job.runUrl ??= run.html_url;
-    state.jobs.take(job.spec.id);
     const how =
       run.conclusion === "success" ? "finished" : `ended (${run.conclusion ?? "unknown"})`;
     await failJob(
@@ -60,9 +60,11 @@ export async function handleWorkflowRun(
     );
     return;
   }
-  if (!state.jobs.take(job.spec.id)) return;
   job.runUrl ??= run.html_url;
-  await reportResult(state, github, job, read.review);
+  const review = read.review;
+  await finishJob(state, github, job, "reporting the result", () =>
+    reportResult(state, github, job, review),
+  );
 }
 
 /** The job of a run the app does not remember: the open check run on the result's commit. */
@@ -95,6 +97,7 @@ async function recoverJob(
     checkRunId: match.id,
     threshold: review.threshold,
     runId,
+    deadline: parseExternalId(match.externalId)?.deadline ?? Date.now() + state.jobTimeoutMs,
     ...(match.detailsUrl ? { runUrl: match.detailsUrl } : {}),
   };
   state.jobs.add(job);

@@ -1,0 +1,100 @@
+// At start-up, the app's own check runs left open by the process before it: found on the
+// heads of each installed repository's open pull requests and default branch, read only
+// from what the app wrote itself (its app id, its check names, the external_id holding the
+// job id, run id and deadline). Those past their deadline are concluded as timed out (their
+// workflow run cancelled); the others are watched, and concluded at their deadline unless a
+// result ends them first. Nothing from a run's artifact is trusted here.
+import type { AppState } from "./app-state.js";
+import type { GitHub, InstalledRepo } from "./github.js";
+import { CHECK_NAME_PREFIX, parseExternalId } from "./jobs.js";
+
+export interface RecoverDeps {
+  listRepos(): Promise<InstalledRepo[]>;
+  now(): number;
+  /** The app's id: a check run of another app is never touched. */
+  readonly appId?: number;
+  /** Bounds on the walk, so a start-up with many repositories stays cheap. */
+  readonly maxRepos?: number;
+  readonly maxPulls?: number;
+}
+
+export interface RecoverSummary {
+  concluded: number;
+  watched: number;
+}
+
+export async function recoverOpenChecks(
+  state: AppState,
+  deps: RecoverDeps,
+): Promise<RecoverSummary> {
+  const summary: RecoverSummary = { concluded: 0, watched: 0 };
+  const repos = (await deps.listRepos()).slice(0, deps.maxRepos ?? 200);
+  for (const installed of repos) {
+    try {
+      const github = await state.githubFor(installed.installationId, installed.repo);
+      await recoverRepo(state, github, installed, deps, summary);
+    } catch (error) {
+      // One repository's failure (GitHub down for it, the app removed) does not stop the rest.
+      state.log.warn(
+        { err: error, repo: installed.repo },
+        "start-up recovery skipped a repository",
+      );
+    }
+  }
+  return summary;
+}
+
+async function recoverRepo(
+  state: AppState,
+  github: GitHub,
+  installed: InstalledRepo,
+  deps: RecoverDeps,
+  summary: RecoverSummary,
+): Promise<void> {
+  const heads = new Set<string>();
+  for (const pull of await github.listOpenPullHeads(deps.maxPulls ?? 50)) heads.add(pull.headSha);
+  const branch = await github.branchHead(installed.defaultBranch);
+  if (branch !== undefined) heads.add(branch);
+  for (const sha of heads) {
+    for (const run of await github.listCheckRuns(sha)) {
+      if (!run.name.startsWith(CHECK_NAME_PREFIX) || run.status === "completed") continue;
+      if (deps.appId !== undefined && run.appId !== deps.appId) continue;
+      const ids = parseExternalId(run.externalId);
+      if (ids?.deadline === undefined || state.jobs.get(ids.jobId)) continue;
+      const conclude = async () => {
+        for (const dispatcher of state.dispatchers)
+          await dispatcher.cancel(ids.jobId, ids.runId, github).catch(() => undefined);
+        await github.updateCheckRun(run.id, timedOutUpdate(ids.runId, run.detailsUrl));
+      };
+      if (ids.deadline <= deps.now()) {
+        await conclude();
+        summary.concluded++;
+        continue;
+      }
+      summary.watched++;
+      const timer = setTimeout(() => {
+        void (async () => {
+          // A result that arrived meanwhile concluded it already.
+          if ((await github.getCheckRun(run.id)).status !== "completed") await conclude();
+        })().catch((error: unknown) =>
+          state.log.error({ err: error, checkRun: run.id }, "concluding a recovered check failed"),
+        );
+      }, ids.deadline - deps.now());
+      timer.unref();
+    }
+  }
+}
+
+function timedOutUpdate(runId: number | undefined, detailsUrl: string | null) {
+  return {
+    status: "completed" as const,
+    conclusion: "timed_out" as const,
+    output: {
+      title: "No result before the deadline",
+      summary:
+        "evokernel restarted while this job ran, and no result came back before its deadline" +
+        `${runId === undefined ? "" : ` (workflow run ${runId}${detailsUrl ? `: ${detailsUrl}` : ""})`}. ` +
+        "Comment `/bench` (or `/optimize`) to run it again.",
+    },
+  };
+}

@@ -1,0 +1,199 @@
+// Every check run the app opens ends (issue 17.2): a report that fails half-way concludes the
+// check run with the reason; when even that fails the job stays on the books and is
+// concluded later; deadlines live in the check run's external_id, and a restarted app
+// concludes its own runs past theirs (and never another app's). Strict nock throughout.
+import nock from "nock";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { externalIdOf, parseExternalId } from "../../src/app/jobs.js";
+import { writeZip } from "../helpers/zip-writer.js";
+import {
+  API,
+  BASE,
+  CONFIG_PATH,
+  HEAD,
+  OWNER,
+  REPO,
+  pullRequestPayload,
+  reviewFixture,
+  startHarness,
+  strictNock,
+  workflowRunPayload,
+  type Harness,
+} from "../helpers/app-harness.js";
+
+const R = `/repos/${OWNER}/${REPO}`;
+let mocks: { done(): void };
+let harness: Harness;
+let bodies: unknown[];
+
+beforeEach(() => {
+  mocks = strictNock();
+  bodies = [];
+});
+
+afterEach(() => {
+  mocks.done();
+});
+
+function record(body: nock.Body): boolean {
+  bodies.push(body);
+  return true;
+}
+
+async function openPullWithJob(): Promise<string> {
+  let spec = "";
+  nock(API)
+    .get(CONFIG_PATH)
+    .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+    .get(`${R}/pulls/7/files`)
+    .query({ per_page: 100 })
+    .reply(200, [
+      { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+    ])
+    .post(
+      `${R}/actions/workflows/evokernel.yml/dispatches`,
+      (body: { inputs: { spec: string } }) => {
+        spec = body.inputs.spec;
+        return true;
+      },
+    )
+    .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
+    .post(`${R}/check-runs`)
+    .reply(201, { id: 900 });
+  await harness.receive("pull_request", pullRequestPayload("opened"));
+  return (JSON.parse(spec) as { id: string }).id;
+}
+
+function mockResult(jobId: string): void {
+  const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
+  for (const task of review.tasks) task.suggestion = null;
+  nock(API)
+    .get(`${R}/actions/runs/4242/artifacts`)
+    .query({ name: "evokernel-result", per_page: 100 })
+    .reply(200, {
+      total_count: 1,
+      artifacts: [{ id: 77, name: "evokernel-result", expired: false }],
+    })
+    .get(`${R}/actions/artifacts/77/zip`)
+    .reply(200, writeZip({ "r.json": JSON.stringify(review) }), {
+      "content-type": "application/zip",
+    })
+    .get(`${R}/pulls/7`)
+    .reply(200, {
+      number: 7,
+      state: "open",
+      head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+      base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+    })
+    // Posting the comment fails: GitHub has an outage.
+    .get(`${R}/issues/7/comments`)
+    .query({ per_page: 100 })
+    .reply(502, { message: "Server Error" });
+}
+
+describe("a job's check run always ends", () => {
+  it("concludes the check run with the reason when reporting fails half-way", async () => {
+    harness = await startHarness();
+    const jobId = await openPullWithJob();
+    mockResult(jobId);
+    nock(API).patch(`${R}/check-runs/900`, record).reply(200, { id: 900 });
+    // Without it the check run stays in progress: this PATCH is never sent (unused mock).
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+    expect(JSON.stringify(bodies[0])).toMatch(
+      /could not finish reporting the result: GitHub: list the comments of #7 failed \(502\)/,
+    );
+  });
+
+  it("keeps the job on the books when even the conclusion fails, and concludes it later", async () => {
+    harness = await startHarness({ retryEndMs: 50 });
+    const jobId = await openPullWithJob();
+    mockResult(jobId);
+    nock(API)
+      .patch(`${R}/check-runs/900`)
+      .reply(502, { message: "Server Error" })
+      .patch(`${R}/check-runs/900`, record)
+      .reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    await vi.waitFor(() => expect(bodies).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+    // A redelivery of the run's event finds the job ended: nothing more is posted.
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"), "again");
+  });
+});
+
+describe("deadlines", () => {
+  it("are written into external_id and read back", () => {
+    const deadline = Date.UTC(2026, 10, 25, 12, 0, 0);
+    const id = externalIdOf("review-7-aaaaaaa-123456", 4242, deadline);
+    expect(id).toBe(`review-7-aaaaaaa-123456@4242~${deadline / 1000}`);
+    expect(parseExternalId(id)).toEqual({
+      jobId: "review-7-aaaaaaa-123456",
+      runId: 4242,
+      deadline,
+    });
+    expect(parseExternalId("review-7-aaaaaaa-123456~1764072000")).toEqual({
+      jobId: "review-7-aaaaaaa-123456",
+      deadline: 1764072000000,
+    });
+    expect(parseExternalId("review-7-aaaaaaa-123456@4242")).toEqual({
+      jobId: "review-7-aaaaaaa-123456",
+      runId: 4242,
+    });
+    expect(parseExternalId("review-7-aaaaaaa-123456@x")).toBeUndefined();
+    expect(parseExternalId("someone-else")).toBeUndefined();
+  });
+
+  it("a restarted app concludes its own open check runs past their deadline, only those", async () => {
+    const past = Math.floor(Date.now() / 1000) - 60;
+    const future = Math.floor(Date.now() / 1000) + 3600;
+    const run = (id: number, external: string, appId: number, status = "in_progress") => ({
+      id,
+      name: "evokernel",
+      head_sha: HEAD,
+      status,
+      external_id: external,
+      details_url: null,
+      app: { id: appId },
+    });
+    nock(API)
+      .get("/app/installations")
+      .query({ per_page: 100 })
+      .reply(200, [{ id: 1, suspended_at: null }])
+      .get("/installation/repositories")
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        repositories: [{ name: REPO, owner: { login: OWNER }, default_branch: "main" }],
+      })
+      .get(`${R}/pulls`)
+      .query({ state: "open", sort: "updated", direction: "desc", per_page: 50 })
+      .reply(200, [{ number: 7, head: { sha: HEAD } }])
+      .get(`${R}/git/ref/heads%2Fmain`)
+      .reply(200, { object: { sha: BASE } })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 5,
+        check_runs: [
+          run(901, `review-7-aaaaaaa-111111@4242~${past}`, 1),
+          run(902, `review-7-aaaaaaa-222222@4243~${future}`, 1),
+          // Another app's check run with a name and id like ours: never touched.
+          run(903, `review-7-aaaaaaa-333333@4244~${past}`, 2),
+          run(904, `review-7-aaaaaaa-444444@4245~${past}`, 1, "completed"),
+          run(905, "not-ours", 1),
+        ],
+      })
+      .get(`${R}/commits/${BASE}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/actions/runs/4242/cancel`)
+      .reply(202, {})
+      .patch(`${R}/check-runs/901`, record)
+      .reply(200, { id: 901 });
+    harness = await startHarness({ recover: { appId: 1 } });
+    await harness.app.idle();
+    expect(bodies).toHaveLength(1);
+    expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "timed_out" });
+  });
+});
