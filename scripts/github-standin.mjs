@@ -160,6 +160,8 @@ export async function startStandin(state = {}) {
         return [200, { total_count: runs.length, check_runs: runs }];
       },
     ],
+    // github.com's meta has no installed_version (GHES's does): run details are sent.
+    ["GET", /^\/meta$/, () => [200, { verifiable_password_authentication: false }]],
     [
       "POST",
       /^\/repos\/([^/]+)\/([^/]+)\/actions\/workflows\/([^/]+)\/dispatches$/,

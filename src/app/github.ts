@@ -6,6 +6,7 @@ import { z } from "zod";
 import { boundedChunks, checkAnnounced } from "./bounded-read.js";
 import { ConfigFileError, fetchConfig } from "./config-file.js";
 import { fitCheckOutput } from "./limits.js";
+import { acceptsRunDetails } from "./server-features.js";
 
 /** A result artifact is small; its download (from blob storage) gets two minutes at most. */
 const ARTIFACT_DOWNLOAD_TIMEOUT_MS = 120_000;
@@ -123,6 +124,15 @@ export interface GitHub {
     ref: string,
     inputs: Record<string, string>,
   ): Promise<DispatchedRun>;
+  /**
+   * The run a dispatch without run details started, by the job id in its run-name (listed
+   * from `since`); undefined when it is not (yet) there.
+   */
+  findDispatchedRun(
+    workflow: string,
+    jobId: string,
+    since: Date,
+  ): Promise<DispatchedRun | undefined>;
   cancelWorkflowRun(runId: number): Promise<void>;
   /**
    * The named artifact's zip as a stream of bytes, or undefined when the run has none by that
@@ -383,25 +393,55 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       return z.array(checkRunSchema).parse(runs).map(toCheckRun);
     },
     async dispatchWorkflow(workflow, ref, inputs) {
-      // return_run_details (2026-02-19) makes GitHub answer 200 with the run; older servers
-      // answer 204 without a body, and the run is then found by its job id later.
+      // return_run_details (2026-02-19) makes GitHub answer 200 with the run; only where the
+      // server documents it (server-features.ts). Without it GitHub answers 204 and the run
+      // is found by listing (findDispatchedRun), or later by its job id.
+      const details = await acceptsRunDetails(
+        String(octokit.request.endpoint.DEFAULTS.baseUrl),
+        async () => (await octokit.request("GET /meta")).data,
+      );
       const response = await call(`dispatch ${workflow}`, () =>
         octokit.request("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", {
           ...base,
           workflow_id: workflow,
           ref,
           inputs,
-          return_run_details: true,
+          ...(details ? { return_run_details: true } : {}),
         }),
       );
-      const details = dispatchDetailsSchema.safeParse(response.data);
-      if (!details.success) return {};
+      const parsed = dispatchDetailsSchema.safeParse(response.data);
+      if (!parsed.success) return {};
       return {
-        ...(details.data.workflow_run_id === undefined
+        ...(parsed.data.workflow_run_id === undefined
           ? {}
-          : { runId: details.data.workflow_run_id }),
-        ...(details.data.html_url === undefined ? {} : { runUrl: details.data.html_url }),
+          : { runId: parsed.data.workflow_run_id }),
+        ...(parsed.data.html_url === undefined ? {} : { runUrl: parsed.data.html_url }),
       };
+    },
+    async findDispatchedRun(workflow, jobId, since) {
+      const { data } = await call(`list the runs of ${workflow}`, () =>
+        octokit.rest.actions.listWorkflowRuns({
+          ...base,
+          workflow_id: workflow,
+          event: "workflow_dispatch",
+          created: `>=${since.toISOString()}`,
+          per_page: 30,
+        }),
+      );
+      const runs = z
+        .object({
+          workflow_runs: z.array(
+            z.object({
+              id: z.number().int(),
+              html_url: z.string(),
+              display_title: z.string().optional(),
+            }),
+          ),
+        })
+        .parse(data).workflow_runs;
+      // The workflow's run-name holds the job id (action/example-workflow.yml).
+      const run = runs.find((item) => item.display_title?.split(/\s+/).includes(jobId) === true);
+      return run === undefined ? undefined : { runId: run.id, runUrl: run.html_url };
     },
     async cancelWorkflowRun(runId) {
       try {

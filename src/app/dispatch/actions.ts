@@ -13,11 +13,30 @@ import { codeSpan, mdText } from "../../report/escape.js";
 /** The artifact the Action uploads (action/). */
 export const RESULT_ARTIFACT = "evokernel-result";
 
-export function createActionsDispatcher(): Dispatcher {
+/**
+ * `findRunWaitsMs`: the pauses before each look for a run dispatched without run details;
+ * found none, the job is still matched by its id when its run completes.
+ */
+export function createActionsDispatcher(
+  findRunWaitsMs: readonly number[] = [1_000, 2_000, 4_000],
+): Dispatcher {
   return {
     name: "actions",
     async start({ spec, github, workflow, ref }) {
-      return github.dispatchWorkflow(workflow, ref, { ...encodeJobInputs(spec) });
+      // A minute of slack for the clocks of GitHub and this machine.
+      const since = new Date(Date.now() - 60_000);
+      const run = await github.dispatchWorkflow(workflow, ref, { ...encodeJobInputs(spec) });
+      if (run.runId !== undefined) return run;
+      // A server without run details (GHES): the run appears in the list within seconds.
+      for (const waitMs of findRunWaitsMs) {
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        // Not finding it is no failure: the result still names its job.
+        const found = await github
+          .findDispatchedRun(workflow, spec.id, since)
+          .catch(() => undefined);
+        if (found !== undefined) return found;
+      }
+      return run;
     },
     async cancel(_jobId, runId, github) {
       if (runId !== undefined) await github.cancelWorkflowRun(runId);
