@@ -112,6 +112,7 @@ console.log(
 
 // 2. The stand-in and the app.
 const standin = await startStandin({
+  repoDir: repo,
   config: values.config,
   pulls: { 1: { head, base, headRef: "e2e-kernels", files } },
 });

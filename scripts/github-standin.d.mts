@@ -58,6 +58,8 @@ export function startStandin(state?: {
   config?: string | null;
   pulls?: Record<string, StandinPull>;
   permissions?: Record<string, string>;
+  /** A local clone: git trees, blobs and commit names are read from its objects. */
+  repoDir?: string;
 }): Promise<Standin>;
 export function generateAppKey(): string;
 export function signWebhook(secret: string, body: string): string;

@@ -8,7 +8,7 @@
 import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { clearTimeout, setTimeout } from "node:timers";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createHmac, generateKeyPairSync } from "node:crypto";
 import { once } from "node:events";
 import { createServer } from "node:http";
@@ -16,14 +16,28 @@ import { createServer } from "node:http";
 /**
  * Starts the stand-in. `state` holds what GitHub would know: the config file's text, the PRs
  * ({ number: { head, base, headRef, fork, files: [{ filename, status, patch }] } }) and
- * collaborator permissions (default write).
+ * collaborator permissions (default write). `repoDir`, a local clone, answers the git data
+ * reads (trees, blobs, commit names) from its objects, as GitHub would from the repository's.
  */
 export async function startStandin(state = {}) {
   const repoState = {
     config: state.config ?? null,
     pulls: state.pulls ?? {},
     permissions: state.permissions ?? {},
+    repoDir: state.repoDir ?? null,
   };
+  /** git in the clone, or null (no clone, or git cannot find the object). */
+  function gitOut(args, encoding = "utf8") {
+    if (repoState.repoDir === null) return null;
+    try {
+      return execFileSync("git", ["-C", repoState.repoDir, ...args], {
+        encoding,
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+    } catch {
+      return null;
+    }
+  }
   const requests = [];
   const comments = [];
   const checkRuns = [];
@@ -186,6 +200,43 @@ export async function startStandin(state = {}) {
       (m, body) => {
         reviews.push({ pr: Number(m[3]), ...body });
         return [200, { id: nextId++ }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/trees\/([0-9a-f]+)$/,
+      (m) => {
+        const listing = gitOut(["ls-tree", "-z", "--full-tree", m[3]]);
+        if (listing === null) return [404, { message: "Not Found" }];
+        const tree = listing
+          .split("\0")
+          .filter((line) => line !== "")
+          .map((line) => {
+            const [meta, path] = line.split("\t");
+            const [mode, type, sha] = meta.split(" ");
+            return { path, mode, type, sha };
+          });
+        return [200, { sha: m[3], tree, truncated: false }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/blobs\/([0-9a-f]+)$/,
+      (m) => {
+        const bytes = gitOut(["cat-file", "blob", m[3]], "buffer");
+        if (bytes === null) return [404, { message: "Not Found" }];
+        return [200, { sha: m[3], content: bytes.toString("base64"), encoding: "base64" }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/commits\/([0-9a-fA-F]+)$/,
+      (m) => {
+        // The sha media type: the full SHA as text; an unknown or ambiguous name is 422.
+        const sha = gitOut(["rev-parse", "--verify", "--quiet", `${m[3]}^{commit}`]);
+        return sha === null
+          ? [422, { message: `No commit found for SHA: ${m[3]}` }]
+          : [200, sha.trim(), { "content-type": "application/vnd.github.sha; charset=utf-8" }];
       },
     ],
     [

@@ -18,6 +18,7 @@ import {
   type Standin,
 } from "../../scripts/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
+import { readFileSync } from "node:fs";
 
 const SECRET = "e2e-secret";
 let dir: string;
@@ -50,12 +51,17 @@ beforeAll(async () => {
   git(repo, "commit", "-q", "-m", "base");
   base = git(repo, "rev-parse", "HEAD");
   git(repo, "checkout", "-q", "-b", "faster");
-  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 256\n");
-  git(repo, "commit", "-q", "-am", "head");
+  // The head holds what the recorded result's suggestion changes: the app checks its path and
+  // content against the head commit's tree (served by the stand-in from this clone).
+  await writeFile(join(repo, "kernels/softmax/kernel.cu"), suggestionBefore());
+  await writeFile(join(repo, "kernels/softmax/task.json"), '{"kernel": "kernel.cu"}\n');
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "head");
   head = git(repo, "rev-parse", "HEAD");
   git(repo, "checkout", "-q", "main");
 
   standin = await startStandin({
+    repoDir: repo,
     config: "pullRequests: bench\ndispatch: local\n",
     pulls: {
       7: {
@@ -123,3 +129,12 @@ it("takes a PR from webhook to comment, review and check run through the local b
   // No Actions dispatch: the job ran on the app's machine.
   expect(standin.dispatches).toEqual([]);
 });
+
+/** The head kernel the recorded result's suggestion was made against. */
+function suggestionBefore(): string {
+  const fixture = new URL("../fixtures/app/review-result.json", import.meta.url);
+  const review = JSON.parse(readFileSync(fixture, "utf8")) as {
+    tasks: { suggestion: { before: string } | null }[];
+  };
+  return review.tasks[0]?.suggestion?.before ?? "";
+}
