@@ -137,11 +137,15 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       const key = `delivery:${context.id}`;
       if (!current.seen.first(key)) return;
       // Work that failed (GitHub down, say) may be redelivered by hand: forget it was seen.
-      current.queue.push(`${context.name} ${context.id}`, () =>
-        work(parsed.data, context).catch((error: unknown) => {
-          current.seen.forget(key);
-          throw error;
-        }),
+      // Keyed by installation: one whose GitHub calls hang holds at most a quarter of the slots.
+      current.queue.push(
+        `${context.name} ${context.id}`,
+        () =>
+          work(parsed.data, context).catch((error: unknown) => {
+            current.seen.forget(key);
+            throw error;
+          }),
+        `installation:${installationOf(parsed.data)}`,
       );
     }
 
@@ -223,6 +227,16 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       }
     },
   };
+}
+
+function installationOf(event: unknown): string {
+  const installation =
+    typeof event === "object" && event !== null && "installation" in event
+      ? event.installation
+      : undefined;
+  return typeof installation === "object" && installation !== null && "id" in installation
+    ? String(installation.id)
+    : "none";
 }
 
 const defaultApp: ApplicationFunction = (app: Probot, options) =>
