@@ -59,7 +59,10 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv): OctokitLimits {
 export function evokernelOctokit(limits: OctokitLimits): typeof ProbotOctokit {
   return ProbotOctokit.defaults((options: Record<string, unknown>) => {
     const throttle = typeof options.throttle === "object" ? options.throttle : {};
-    const request = typeof options.request === "object" ? options.request : {};
+    const request: Record<string, unknown> =
+      typeof options.request === "object" && options.request !== null
+        ? (options.request as Record<string, unknown>)
+        : {};
     return {
       ...options,
       request: {
