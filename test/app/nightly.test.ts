@@ -25,6 +25,7 @@ import {
 } from "../helpers/app-harness.js";
 import { writeZip } from "../helpers/zip-writer.js";
 import { optimizeResult, passedTask, timing } from "../review/fixtures.js";
+import { headTree } from "../helpers/git-tree.js";
 
 const R = `/repos/${OWNER}/${REPO}`;
 const SHA = "d".repeat(40);
@@ -83,10 +84,27 @@ function timed(name: string, headMs: number, compileMs = 1.5): TaskReview {
 function won(name: string, source: string, speedup: number, lowerBound: number): TaskReview {
   return {
     ...timed(name, 0.5),
-    optimize: optimizeResult({
-      speedup: { baseline: speedup, lowerBound, eager: 5, compile: 3.75 },
-      win: lowerBound > 1,
-    }),
+    optimize: (() => {
+      const result = optimizeResult({
+        speedup: { baseline: speedup, lowerBound, eager: 5, compile: 3.75 },
+        win: lowerBound > 1,
+      });
+      // The win's own records: verified on every configuration, its best kernel the source.
+      const verified = ["8192x8192", "32768x1024", "odd-4097x5003", "tall-12289x999"];
+      return {
+        ...result,
+        verification: {
+          ...result.verification,
+          configs: verified.map((config) => ({
+            name: config,
+            heldout: config.startsWith("tall"),
+            ok: true,
+            reason: null,
+          })),
+        },
+        best: result.best === null ? null : { ...result.best, source },
+      };
+    })(),
     suggestion: { path: `kernels/${name}/kernel.cu`, before: "// old\n", after: source },
   };
 }
@@ -654,6 +672,11 @@ describe("a night's result, through the app", () => {
         "content-type": "application/zip",
       });
     const scope = mockReads();
+    // The app checks the suggested kernel against the head commit's tree before it counts.
+    headTree(SHA, {
+      "kernels/softmax/task.json": '{"kernel": "kernel.cu"}',
+      "kernels/softmax/kernel.cu": "// old\n",
+    }).mockWalk(scope, R, ["kernels/softmax/kernel.cu"], ["kernels/softmax/task.json"]);
     mockCommit(scope, SHA, 1, false);
     scope.post(`${R}/pulls`, record("pull")).reply(201, {
       number: 40,
