@@ -178,20 +178,25 @@ export interface GitHub {
    */
   readConfig(): Promise<unknown>;
   /**
-   * Creates `refs/<ref>` at `sha` if no such ref exists: true for exactly one caller, false
-   * (GitHub's 422) for every other, which makes a ref a lock that needs no database.
+   * `path` in the commit `branch` points at (text undefined when the commit has no such
+   * file), or undefined when there is no such branch.
    */
-  claimRef(ref: string, sha: string): Promise<boolean>;
-  /** `path` in the commit `refs/<ref>` points at, or undefined when there is no such ref. */
-  readRefFile(ref: string, path: string): Promise<{ commit: string; text: string } | undefined>;
-  /** A commit holding only `path` (its parent the ref's last commit), and the ref moved to it. */
-  writeRefFile(
-    ref: string,
+  readBranchFile(
+    branch: string,
     path: string,
-    text: string,
+  ): Promise<{ commit: string; text: string | undefined } | undefined>;
+  /**
+   * A commit whose tree is exactly `files` (a text, or a blob already in the repository),
+   * on `parent`, and `branch` moved to it only as a fast-forward from `parent` (created when
+   * `parent` is undefined): a compare-and-swap. The commit, or undefined when another writer
+   * moved or created the branch first (GitHub's 422).
+   */
+  writeBranchFiles(
+    branch: string,
     parent: string | undefined,
+    files: readonly ({ path: string; content: string } | { path: string; sha: string })[],
     message: string,
-  ): Promise<string>;
+  ): Promise<string | undefined>;
   /** Pull requests from `branch` of this repository, open and closed, newest first. */
   listPullsByHead(branch: string): Promise<PullSummary[]>;
   /** The head commits of the newest `limit` open pull requests (start-up recovery). */
@@ -280,6 +285,16 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       throw new GitHubError(`GitHub: ${what} failed${status ? ` (${status})` : ""}`, status, {
         cause: error,
       });
+    }
+  }
+
+  async function branchHead(branch: string): Promise<string | undefined> {
+    try {
+      const { data } = await octokit.rest.git.getRef({ ...base, ref: `heads/${branch}` });
+      return z.object({ object: z.object({ sha: z.string() }) }).parse(data).object.sha;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw new GitHubError(`GitHub: read ${branch} failed`, statusOf(error), { cause: error });
     }
   }
 
@@ -624,15 +639,7 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         throw new GitHubError(`GitHub: resolve commit ${name} failed`, status, { cause: error });
       }
     },
-    async branchHead(branch) {
-      try {
-        const { data } = await octokit.rest.git.getRef({ ...base, ref: `heads/${branch}` });
-        return z.object({ object: z.object({ sha: z.string() }) }).parse(data).object.sha;
-      } catch (error) {
-        if (statusOf(error) === 404) return undefined;
-        throw new GitHubError(`GitHub: read ${branch} failed`, statusOf(error), { cause: error });
-      }
-    },
+    branchHead,
     async fastForward(branch, sha) {
       try {
         await octokit.rest.git.updateRef({ ...base, ref: `heads/${branch}`, sha, force: false });
@@ -665,39 +672,34 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         });
       }
     },
-    async claimRef(ref, sha) {
+    async readBranchFile(branch, path) {
+      const commit = await branchHead(branch);
+      if (commit === undefined) return undefined;
       try {
-        await octokit.rest.git.createRef({ ...base, ref: `refs/${ref}`, sha });
-        return true;
+        const { data } = await octokit.rest.repos.getContent({ ...base, path, ref: commit });
+        const file = z.object({ content: z.string(), encoding: z.literal("base64") }).parse(data);
+        return { commit, text: Buffer.from(file.content, "base64").toString("utf8") };
       } catch (error) {
-        if (statusOf(error) === 422) return false;
-        throw new GitHubError(`GitHub: create refs/${ref} failed`, statusOf(error), {
+        if (statusOf(error) === 404) return { commit, text: undefined };
+        throw new GitHubError(`GitHub: read ${path} on ${branch} failed`, statusOf(error), {
           cause: error,
         });
       }
     },
-    async readRefFile(ref, path) {
-      let commit: string;
-      try {
-        const { data } = await octokit.rest.git.getRef({ ...base, ref });
-        commit = z.object({ object: z.object({ sha: z.string() }) }).parse(data).object.sha;
-      } catch (error) {
-        if (statusOf(error) === 404) return undefined;
-        throw new GitHubError(`GitHub: read refs/${ref} failed`, statusOf(error), {
-          cause: error,
-        });
-      }
-      const { data } = await call(`read ${path} at refs/${ref}`, () =>
-        octokit.rest.repos.getContent({ ...base, path, ref: commit }),
-      );
-      const file = z.object({ content: z.string(), encoding: z.literal("base64") }).parse(data);
-      return { commit, text: Buffer.from(file.content, "base64").toString("utf8") };
-    },
-    async writeRefFile(ref, path, text, parent, message) {
+    async writeBranchFiles(branch, parent, files, message) {
       const tree = await call("create a tree", () =>
         octokit.rest.git.createTree({
           ...base,
-          tree: [{ path, mode: "100644", type: "blob", content: text }],
+          tree: files.map((file) =>
+            "sha" in file
+              ? { path: file.path, mode: "100644" as const, type: "blob" as const, sha: file.sha }
+              : {
+                  path: file.path,
+                  mode: "100644" as const,
+                  type: "blob" as const,
+                  content: file.content,
+                },
+          ),
         }),
       );
       const commit = await call("create a commit", () =>
@@ -709,15 +711,15 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         }),
       );
       const sha = shaOf(commit.data);
-      if (parent === undefined) {
-        await call(`create refs/${ref}`, () =>
-          octokit.rest.git.createRef({ ...base, ref: `refs/${ref}`, sha }),
-        );
-      } else {
-        // Not forced: another instance that wrote in between makes this fail, not vanish.
-        await call(`move refs/${ref}`, () =>
-          octokit.rest.git.updateRef({ ...base, ref, sha, force: false }),
-        );
+      try {
+        if (parent === undefined)
+          await octokit.rest.git.createRef({ ...base, ref: `refs/heads/${branch}`, sha });
+        // Not forced: a writer that moved the branch in between makes this fail, not vanish.
+        else
+          await octokit.rest.git.updateRef({ ...base, ref: `heads/${branch}`, sha, force: false });
+      } catch (error) {
+        if (statusOf(error) === 422) return undefined;
+        throw new GitHubError(`GitHub: move ${branch} failed`, statusOf(error), { cause: error });
       }
       return sha;
     },

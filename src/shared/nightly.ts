@@ -1,15 +1,24 @@
 // What the nightly run remembers from one night to the next, for one repository: the nights
 // so far (the PR body's history), the kernels on the nightly branch now, the ones a
-// maintainer turned down (a closed, unmerged PR), and the last night's times and runner
-// (the drift watch's baseline). It lives in GitHub itself, as `nightly.json` in a commit
-// that `refs/evokernel/nightly-state` points at (each night's commit on top of the last), so
-// it survives restarts and is shared by every app instance without a database. Parsed with
-// zod when read: the ref is writable by anyone with push access.
+// maintainer turned down (a closed, unmerged PR), the last night's times and runner (the
+// drift watch's baseline) and the last window an instance claimed. It lives in GitHub
+// itself, on the branch `evokernel-state` (a documented place: refs/heads/, no custom ref),
+// each night's commit on top of the last, so it survives restarts and is shared by every
+// app instance without a database; moving the branch only as a fast-forward makes each
+// write a compare-and-swap. Bounded: `nightly.json` keeps no sources (each proposal's
+// source is a blob of its own, `sources/<hash>`, kept while the proposal is on the nightly
+// branch), at most MAX_NIGHTS nights and MAX_REJECTED hashes, so it stays far below the 1 MB
+// past which the contents API returns no content. Parsed with zod when read: the branch is
+// writable by anyone with push access.
 import { z } from "zod";
 import { spreadSchema, type Spread } from "./result.js";
 
-export const STATE_REF = "evokernel/nightly-state";
+export const STATE_BRANCH = "evokernel-state";
 export const STATE_FILE = "nightly.json";
+/** A proposal's source on the state branch. */
+export function sourcePath(hash: string): string {
+  return `sources/${hash}`;
+}
 /** Nights kept; the PR body shows fewer when it would not fit. */
 export const MAX_NIGHTS = 90;
 /** Rejected kernels remembered (oldest forgotten first). */
@@ -38,7 +47,10 @@ export const proposalSchema = z.object({
   compile: z.number().positive().nullable(),
   /** The night (ISO time) that found it. */
   night: z.string(),
-  source: z.string(),
+  /** In memory for the night that found it; stored as the blob `sourceBlob`, not here. */
+  source: z.string().optional(),
+  /** The git blob of the source on the state branch (sourcePath(hash)). */
+  sourceBlob: z.string().optional(),
 });
 export type Proposal = z.infer<typeof proposalSchema>;
 
@@ -71,6 +83,8 @@ export const ledgerSchema = z.object({
   branch: z.object({ base: z.string(), pr: z.number().int().positive().nullable() }).nullable(),
   proposals: z.array(proposalSchema),
   rejected: z.array(z.string()),
+  /** The latest window (ISO time) an instance claimed: each window runs once. */
+  claimed: z.string().nullable().optional(),
   /** The last night's times of every configured task's current kernel. */
   timings: z
     .object({
@@ -88,6 +102,7 @@ export const EMPTY_LEDGER: Ledger = {
   branch: null,
   proposals: [],
   rejected: [],
+  claimed: null,
   timings: null,
 };
 
@@ -107,11 +122,28 @@ export function parseLedger(text: string | undefined): { ledger: Ledger; error?:
   return { ledger: parsed.data };
 }
 
+/**
+ * The state branch's files for a ledger: `nightly.json` without sources, and each proposal's
+ * source as its own blob (its text when the night has it, else the blob already stored).
+ */
+export type StateFile = { path: string; content: string } | { path: string; sha: string };
+
+export function stateFiles(ledger: Ledger): StateFile[] {
+  const sources = ledger.proposals.flatMap((proposal): StateFile[] => {
+    const path = sourcePath(proposal.hash);
+    if (proposal.source !== undefined) return [{ path, content: proposal.source }];
+    return proposal.sourceBlob === undefined ? [] : [{ path, sha: proposal.sourceBlob }];
+  });
+  return [{ path: STATE_FILE, content: serializeLedger(ledger) }, ...sources];
+}
+
 export function serializeLedger(ledger: Ledger): string {
   const trimmed: Ledger = {
     ...ledger,
     nights: ledger.nights.slice(-MAX_NIGHTS),
     rejected: ledger.rejected.slice(-MAX_REJECTED),
+    // Sources are blobs of their own (stateFiles); sourceBlob names them.
+    proposals: ledger.proposals.map(({ source: _source, ...kept }) => kept),
   };
   return `${JSON.stringify(trimmed, null, 1)}\n`;
 }

@@ -2,6 +2,7 @@
 // scheduler claiming windows (two instances racing, a restart catching up), and the night's
 // report creating, updating, skipping and rebuilding the one pull request, never proposing
 // a turned-down kernel again, and keeping the drift issue. Every body is a snapshot.
+import { execFileSync } from "node:child_process";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createGitHub, type GitHub, type InstalledRepo } from "../../src/app/github.js";
@@ -31,7 +32,7 @@ const R = `/repos/${OWNER}/${REPO}`;
 const SHA = "d".repeat(40);
 const MOVED = "e".repeat(40);
 const CONFIG = 'nightly:\n  schedule: "0 3 * * *"\n  threshold: 5\n';
-const STATE_REF_PATH = `${R}/git/ref/evokernel%2Fnightly-state`;
+const STATE_REF_PATH = `${R}/git/ref/heads%2Fevokernel-state`;
 const BRANCH_REF = `${R}/git/ref/heads%2Fevokernel%2Fnightly`;
 const PULLS_QUERY = {
   head: `${OWNER}:evokernel/nightly`,
@@ -211,18 +212,19 @@ function mockLedgerWrite(scope: nock.Scope, stored: boolean): void {
     .reply(201, { sha: "state2" });
   if (stored) {
     scope
-      .patch(`${R}/git/refs/evokernel%2Fnightly-state`, { sha: "state2", force: false })
+      .patch(`${R}/git/refs/heads%2Fevokernel-state`, { sha: "state2", force: false })
       .reply(200, {});
   } else {
     scope
-      .post(`${R}/git/refs`, { ref: "refs/evokernel/nightly-state", sha: "state2" })
+      .post(`${R}/git/refs`, { ref: "refs/heads/evokernel-state", sha: "state2" })
       .reply(201, {});
   }
 }
 
+/** The ledger written back: nightly.json of the state branch's new tree. */
 function writtenLedger(): Ledger {
-  const tree = bodies.ledgerTree?.[0] as { tree: { content: string }[] };
-  return parseLedger(tree.tree[0]?.content).ledger;
+  const tree = bodies.ledgerTree?.[0] as { tree: { path: string; content?: string }[] };
+  return parseLedger(tree.tree.find((entry) => entry.path === "nightly.json")?.content).ledger;
 }
 
 const SOFTMAX = "// softmax, BLOCK_SIZE 512\n";
@@ -264,6 +266,17 @@ describe("the nightly pull request", () => {
     const written = writtenLedger();
     expect(written.branch).toEqual({ base: SHA, pr: 31 });
     expect(written.proposals.map((entry) => entry.task)).toEqual(["kernels/softmax"]);
+    // Bounded state: the source is a blob of its own on the state branch, named by git's
+    // object id in nightly.json, which holds no source.
+    const stateTree = (bodies.ledgerTree?.[0] as { tree: { path: string; content?: string }[] })
+      .tree;
+    const hash = sourceHash(SOFTMAX);
+    expect(stateTree.map((entry) => entry.path)).toEqual(["nightly.json", `sources/${hash}`]);
+    expect(stateTree[1]?.content).toBe(SOFTMAX);
+    expect(stateTree[0]?.content).not.toContain('"source"');
+    expect(written.proposals[0]?.sourceBlob).toBe(
+      execFileSync("git", ["hash-object", "--stdin"], { input: SOFTMAX, encoding: "utf8" }).trim(),
+    );
     expect(written.timings?.tasks.map((entry) => entry.task)).toEqual([
       "kernels/softmax",
       "kernels/rmsnorm",
@@ -566,13 +579,39 @@ describe("the nightly scheduler", () => {
     });
   }
 
-  function mockTick(claim: number): void {
-    nock(API)
+  /**
+   * One instance's tick: config, the default branch, then the claim on the state branch
+   * (created here: `claim` is GitHub's answer, 422 when another instance created it first),
+   * or, with `claimed`, a state branch that already records the window.
+   */
+  function mockTick(claim: 201 | 422 | "claimed"): void {
+    const scope = nock(API)
       .get(CONFIG_PATH)
       .reply(200, CONFIG, { "content-type": "text/plain; charset=utf-8" })
       .get(`${R}/git/ref/heads%2Fmain`)
-      .reply(200, { object: { sha: SHA } })
-      .post(`${R}/git/refs`, { ref: "refs/evokernel/nightly/2026-11-23T03-00Z", sha: SHA })
+      .reply(200, { object: { sha: SHA } });
+    if (claim === "claimed") {
+      scope
+        .get(STATE_REF_PATH)
+        .reply(200, { object: { sha: "state1" } })
+        .get(`${R}/contents/nightly.json`)
+        .query({ ref: "state1" })
+        .reply(200, {
+          encoding: "base64",
+          content: Buffer.from(
+            JSON.stringify({ ...EMPTY_LEDGER, claimed: "2026-11-23T03:00:00.000Z" }),
+          ).toString("base64"),
+        });
+      return;
+    }
+    scope
+      .get(STATE_REF_PATH)
+      .reply(404, { message: "Not Found" })
+      .post(`${R}/git/trees`, record("claimTree"))
+      .reply(201, { sha: "claimtree" })
+      .post(`${R}/git/commits`, record("claimCommit"))
+      .reply(201, { sha: "claim1" })
+      .post(`${R}/git/refs`, { ref: "refs/heads/evokernel-state", sha: "claim1" })
       .reply(claim, claim === 201 ? {} : { message: "Reference already exists" });
   }
 
@@ -612,8 +651,8 @@ describe("the nightly scheduler", () => {
     expect(started).toHaveLength(1);
   });
 
-  it("does not run a window twice across a restart: the ref claimed before answers 422", async () => {
-    mockTick(422);
+  it("does not run a window twice across a restart: the state branch records it", async () => {
+    mockTick("claimed");
     const started: NightStart[] = [];
     expect(await scheduler("2026-11-23T05:30:00Z", started).tick()).toEqual([]);
     expect(started).toEqual([]);

@@ -4,14 +4,7 @@
 // Every write goes through the GitHub interface; what to write is decided in night.ts and
 // rendered in src/report/nightly.ts.
 import { parseConfig } from "../../shared/config.js";
-import {
-  type Night,
-  type Proposal,
-  parseLedger,
-  serializeLedger,
-  STATE_FILE,
-  STATE_REF,
-} from "../../shared/nightly.js";
+import { type Night, type Proposal, STATE_BRANCH } from "../../shared/nightly.js";
 import type { ReviewResult } from "../../shared/review.js";
 import { DRIFT_MARKER, renderDriftIssue, renderNightlyPull } from "../../report/nightly.js";
 import type { GitHub, PullSummary } from "../github.js";
@@ -26,6 +19,7 @@ import {
   settlePull,
   timingsOf,
 } from "./night.js";
+import { readLedger, writeLedger } from "./state.js";
 
 export const NIGHTLY_BRANCH = "evokernel/nightly";
 export const NIGHTLY_LABEL = "evokernel";
@@ -53,10 +47,10 @@ export async function reportNight(
   const regression = config?.regressionThreshold ?? review.threshold;
   const defaultBranch = await github.defaultBranch();
 
-  const stored = await github.readRefFile(STATE_REF, STATE_FILE);
+  const stored = await readLedger(github);
   const pulls = await github.listPullsByHead(NIGHTLY_BRANCH);
   const open = pulls.find((pull) => pull.state === "open");
-  let ledger = settlePull(parseLedger(stored?.text).ledger, pulls[0]);
+  let ledger = settlePull(stored.ledger, pulls[0]);
 
   const wins = selectWins(review, ledger.rejected, threshold, at);
   const runner = runnerOf(review);
@@ -78,7 +72,9 @@ export async function reportNight(
     await github.commitFiles(
       NIGHTLY_BRANCH,
       plan.parent,
-      plan.proposals.map((proposal) => ({ path: proposal.path, content: proposal.source })),
+      plan.proposals.flatMap((proposal) =>
+        proposal.source === undefined ? [] : [{ path: proposal.path, content: proposal.source }],
+      ),
       commitMessage(plan.proposals, at),
     );
   }
@@ -140,13 +136,17 @@ export async function reportNight(
     proposals,
     timings: { at, runner, tasks: timings },
   };
-  await github.writeRefFile(
-    STATE_REF,
-    STATE_FILE,
-    serializeLedger(ledger),
-    stored?.commit,
+  const written = await writeLedger(
+    github,
+    ledger,
+    stored.commit,
     `evokernel nightly ${at}: ${pullAction}, ${night.proposed.length} proposed, ${night.drifted} drifted`,
   );
+  // Another instance wrote in between (a claim): the PR is right, the ledger misses a night.
+  if (!written)
+    throw new Error(
+      `${STATE_BRANCH} moved while the night was reported; its ledger was not written`,
+    );
   return {
     pull: pullAction,
     ...(pr === undefined ? {} : { pr: pr.number }),

@@ -1,8 +1,9 @@
 // The nightly clock, with no database: every app instance ticks (once a minute), computes
 // for each installed repository the latest due window of its `nightly.schedule` (cron, UTC)
-// within a grace period, and claims the window on GitHub itself by creating the ref
-// `refs/evokernel/nightly/<window>`. Creating a ref that exists fails (422), so exactly one
-// instance wins a window however many tick; an instance that was down when a window came
+// within a grace period, and claims the window on GitHub itself: a commit on the state
+// branch `evokernel-state` that records it, moved only as a fast-forward from the commit
+// read (state.ts), so exactly one instance wins a window however many tick (the others get
+// GitHub's 422, or read that it is claimed); an instance that was down when a window came
 // catches it up on its next tick if the grace period has not passed, and a window already
 // claimed before a restart is not run again. The winner starts the night's optimize job.
 import { parseConfig, type EvokernelConfig } from "../../shared/config.js";
@@ -11,6 +12,7 @@ import type { GitHub, InstalledRepo } from "../github.js";
 import { startJob } from "../start-job.js";
 import { latestRun, parseCron } from "../../shared/cron.js";
 import { nightlySpec } from "./spec.js";
+import { claimWindow } from "./state.js";
 
 /** How late a window may still run: a restart within this catches up, a longer outage skips. */
 export const DEFAULT_GRACE_MS = 6 * 3_600_000;
@@ -45,7 +47,7 @@ export interface SchedulerDeps {
   readonly cacheMs?: number;
 }
 
-/** The ref that claims a window: `evokernel/nightly/2026-11-23T03-00Z`. */
+/** A window's name in logs and this instance's memory: `evokernel/nightly/2026-11-23T03-00Z`. */
 export function windowRef(window: Date): string {
   return `evokernel/nightly/${window.toISOString().slice(0, 16).replace(":", "-")}Z`;
 }
@@ -100,7 +102,7 @@ export function createNightlyScheduler(deps: SchedulerDeps): NightlyScheduler {
     if (!deps.first(`nightly:${entry.repo.owner}/${entry.repo.repo}:${ref}`)) return undefined;
     const sha = await github.branchHead(entry.defaultBranch);
     if (sha === undefined) return undefined;
-    if (!(await github.claimRef(ref, sha))) return undefined;
+    if (!(await claimWindow(github, window.toISOString()))) return undefined;
     await deps.start({
       github,
       config,
