@@ -316,3 +316,59 @@ describe("a hostile artifact through the app", () => {
     },
   );
 });
+
+describe("a job found again after a restart", () => {
+  it("takes its plan, PR and threshold from the app's check run and config, not the artifact", async () => {
+    const jobId = "review-7-aaaaaaa-123456";
+    const review = reviewFixture(jobId) as {
+      job: Record<string, unknown>;
+      threshold: number;
+      tasks: Record<string, unknown>[];
+    };
+    const task = review.tasks[0] ?? {};
+    const optimize = task.optimize as { best: Record<string, unknown> };
+    // The artifact widens its own plan and names another PR.
+    review.job = { ...review.job, pr: 8, tasks: ["tools"], roots: ["*"] };
+    review.tasks = [
+      {
+        ...task,
+        optimize: { ...optimize, best: { ...optimize.best, source: FASTER } },
+        suggestion: { path: "tools/gen.cu", before: KERNEL, after: FASTER },
+      },
+    ];
+    const scope = mockArtifact(
+      nock(API)
+        .get(CONFIG_PATH)
+        .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" }),
+      writeZip({ "evokernel-result.json": JSON.stringify(review) }),
+    );
+    scope
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 905,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "in_progress",
+            external_id: `${jobId}@4242`,
+          },
+        ],
+      })
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [])
+      .post(`${R}/issues/7/comments`, record("comment"))
+      .reply(201, { id: 2 })
+      .patch(`${R}/check-runs/905`)
+      .reply(200, { id: 905 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    const comment = (bodies.comment?.[0] as { body: string }).body;
+    expect(comment).toContain("Suggestions not posted");
+    expect(comment).toMatch(/`tools\/gen\.cu`: it lies outside every task/);
+  });
+});

@@ -1,13 +1,16 @@
 // workflow_run completed: a GPU run of the evokernel workflow has ended. Its result artifact
 // is downloaded, validated (never executed) and reported; a run that failed without one
 // turns its check run into a failure with a link. After a restart the job is found again
-// from GitHub: the result carries its spec, the check run's external_id its ids.
+// from GitHub: the check run's external_id holds its ids, and the spec is rebuilt from them
+// and the config (recovered-job.ts), not read from the artifact.
 import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
 import { readResultArtifact } from "../dispatch/actions.js";
 import type { GitHub } from "../github.js";
 import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
 import type { loadConfig } from "../load-config.js";
+import { recoveredSpec } from "../recovered-job.js";
+import type { ConfigParse } from "../../shared/config.js";
 import { failJob, finishJob } from "../finish-job.js";
 import { reportResult } from "../report-job.js";
 import type { WorkflowRunEvent } from "./payloads.js";
@@ -21,9 +24,10 @@ export async function handleWorkflowRun(
   const run = event.workflow_run;
   if (event.action !== "completed" || run.event !== "workflow_dispatch") return;
   let job = state.jobs.byRun(run.id);
+  let config: ConfigParse | undefined;
   if (!job) {
     // Not a run we know: only the configured workflow's runs are read at all.
-    const config = await getConfig();
+    config = await getConfig();
     const workflow = config.ok ? config.config.workflow : "evokernel.yml";
     if (run.path.split("/").pop() !== workflow) return;
   }
@@ -41,7 +45,7 @@ export async function handleWorkflowRun(
     );
     return;
   }
-  job ??= await recoverJob(state, github, read.review, run.id, event.installation.id);
+  job ??= await recoverJob(state, github, read.review, run.id, event.installation.id, config);
   if (!job) {
     state.log.info(
       { run: run.id, job: read.review.job.id },
@@ -74,6 +78,7 @@ async function recoverJob(
   review: ReviewResult,
   runId: number,
   installationId: number,
+  config: ConfigParse | undefined,
 ): Promise<ActiveJob | undefined> {
   const live = state.jobs.get(review.job.id);
   if (live) {
@@ -90,12 +95,14 @@ async function recoverJob(
     return ids?.jobId === review.job.id && (ids.runId === undefined || ids.runId === runId);
   });
   if (!match) return undefined;
+  // The artifact's spec is untrusted: what the report relies on comes from the app's own.
+  const { spec, threshold } = recoveredSpec(review.job, match, config);
   const job: ActiveJob = {
-    spec: review.job,
+    spec,
     installationId,
     repo: github.repo,
     checkRunId: match.id,
-    threshold: review.threshold,
+    threshold,
     runId,
     deadline: parseExternalId(match.externalId)?.deadline ?? Date.now() + state.jobTimeoutMs,
     ...(match.detailsUrl ? { runUrl: match.detailsUrl } : {}),
