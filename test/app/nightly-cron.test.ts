@@ -40,10 +40,29 @@ describe("cron", () => {
     expect(cronMatches(cron("0 3 1 * 1"), at("2026-11-24T03:00:00Z"))).toBe(false);
   });
 
-  it("refuses what it cannot read, saying which field", () => {
+  it("reads names and nicknames as GitHub's schedule does", () => {
+    // 2026-11-23 is a Monday; 2026-11-22 a Sunday.
+    expect(cronMatches(cron("0 3 * * MON-FRI"), at("2026-11-23T03:00:00Z"))).toBe(true);
+    expect(cronMatches(cron("0 3 * * MON-FRI"), at("2026-11-22T03:00:00Z"))).toBe(false);
+    expect(cronMatches(cron("0 3 1 JAN *"), at("2027-01-01T03:00:00Z"))).toBe(true);
+    expect(cronMatches(cron("0 3 1 JAN *"), at("2026-12-01T03:00:00Z"))).toBe(false);
+    expect(cronMatches(cron("@daily"), at("2026-11-23T00:00:00Z"))).toBe(true);
+    expect(cronMatches(cron("@daily"), at("2026-11-23T03:00:00Z"))).toBe(false);
+    expect(latestRun(cron("@hourly"), at("2026-11-23T05:17:00Z"), HOUR)).toEqual(
+      at("2026-11-23T05:00:00Z"),
+    );
+  });
+
+  it("refuses what it cannot read, or GitHub would not, saying which field", () => {
     expect(parseCron("0 3 * *")).toEqual({ ok: false, error: "4 fields, not 5" });
-    expect(errorOf("61 3 * * *")).toMatch(/^minute/);
-    expect(errorOf("0 3 * * MON")).toMatch(/^day of week/);
+    // croner reads a seconds field and L, W, #, ?: GitHub's five-field cron does not.
+    expect(parseCron("0 0 3 * * *")).toEqual({ ok: false, error: "6 fields, not 5" });
+    expect(errorOf("0 3 L * *")).toMatch(/^day of month: `L` is not in GitHub's cron/);
+    expect(errorOf("0 3 * * 1#2")).toMatch(/^day of week: `#`/);
+    expect(errorOf("0 3 ? * *")).toMatch(/^day of month: `\?`/);
+    expect(errorOf("@reboot")).toMatch(/is not one of @yearly/);
+    expect(errorOf("61 3 * * *")).toMatch(/minute: 61/);
+    expect(errorOf("0 3 * * 8")).toMatch(/dayOfWeek: 8/);
     expect(parseCron("*/0 * * * *")).toMatchObject({ ok: false });
   });
 });
@@ -78,7 +97,7 @@ describe("the config's schedule", () => {
     expect(parseConfig({ nightly: { schedule: "0 25 * * *" } })).toEqual({
       ok: false,
       errors: [
-        '`nightly.schedule`: not a cron line (hour: `25` is outside 0-23); write five cron fields in UTC, e.g. `schedule: "0 3 * * *"`',
+        '`nightly.schedule`: not a cron line (Invalid value for hour: 25); write five cron fields in UTC, e.g. `schedule: "0 3 * * *"`',
       ],
     });
     const ok = parseConfig({ nightly: {} });
