@@ -10,6 +10,7 @@ import { posix } from "node:path";
 import { codeSpan, mdText } from "../report/escape.js";
 import type { TreeEntry } from "./github.js";
 import { taskOf } from "./planner.js";
+import { KERNEL_SOURCE, pathShapeProblem } from "../shared/suggestion-path.js";
 
 export interface Suggestion {
   readonly path: string;
@@ -35,11 +36,8 @@ export interface TreeSource {
   readBlob(sha: string): Promise<string>;
 }
 
-/** Where a kernel's source can be: the candidate formats (CUDA/C++ sources, or a .py extension). */
-const KERNEL_SOURCE = /\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|hh|py)$/;
 const REGULAR_FILE = "100644";
 const FOLDER = "040000";
-const MAX_PATH = 1024;
 
 export async function screenSuggestions(
   source: TreeSource,
@@ -93,27 +91,6 @@ async function problemOf(
   if (named.reference === path) return "task.json names it as the task's reference too";
   if (blobSha(suggestion.before, walked.file.sha) !== walked.file.sha)
     return "the job's copy of the file differs from the head commit's";
-  return undefined;
-}
-
-/**
- * A path written the one canonical way, relative, inside the repository: no `..`, `.`, empty
- * or hidden segment, no backslash or control character. Exported for the tests of its class.
- */
-export function pathShapeProblem(path: string): string | undefined {
-  if (path.length === 0 || path.length > MAX_PATH) return "its path is empty or too long";
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f\\]/.test(path))
-    return "its path holds a control character or a backslash";
-  if (path.startsWith("/")) return "its path is absolute";
-  const segments = path.split("/");
-  if (segments.some((segment) => segment === ".."))
-    return "its path climbs out of its folder (`..`)";
-  if (segments.some((segment) => segment === "" || segment === "."))
-    return "its path is not in canonical form (an empty or `.` segment)";
-  if (segments.some((segment) => segment.startsWith(".")))
-    return "its path has a hidden file or folder (such as `.github` or `.git`)";
-  if (posix.normalize(path) !== path) return "its path is not in canonical form";
   return undefined;
 }
 

@@ -4,8 +4,13 @@
 // regular file reached through folders, against its content there. Each case below is one
 // way around that rule; each fails when the check that stops it is taken out.
 import nock from "nock";
+import { mkdir, mkdtemp, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { screenSuggestions, type PlanScope } from "../../src/app/suggestion-policy.js";
+import type { PlannedTask } from "../../runner/src/jobs/plan.js";
+import { suggestablePath } from "../../runner/src/jobs/review-task.js";
 import {
   API,
   BASE,
@@ -370,5 +375,51 @@ describe("a job found again after a restart", () => {
     const comment = (bodies.comment?.[0] as { body: string }).body;
     expect(comment).toContain("Suggestions not posted");
     expect(comment).toMatch(/`tools\/gen\.cu`: it lies outside every task/);
+  });
+});
+
+describe("the runner emits only suggestable paths (the app checks again)", () => {
+  async function planned(files: Record<string, string | { link: string }>) {
+    const root = await mkdtemp(join(tmpdir(), "evk-suggestable-"));
+    for (const [path, content] of Object.entries(files)) {
+      await mkdir(dirname(join(root, path)), { recursive: true });
+      if (typeof content === "string") await writeFile(join(root, path), content);
+      else await symlink(content.link, join(root, path));
+    }
+    const task = join(root, "kernels/softmax");
+    return {
+      root,
+      task: {
+        path: "kernels/softmax",
+        name: "softmax",
+        format: "native",
+        changed: true,
+        head: { path: task },
+        base: null,
+      } as unknown as PlannedTask,
+    };
+  }
+
+  it("names the task's own regular kernel file, and nothing outside, hidden or linked", async () => {
+    const { root, task } = await planned({
+      "kernels/softmax/kernel.cu": KERNEL,
+      "kernels/softmax/.hidden.cu": KERNEL,
+      "kernels/softmax/linked.cu": { link: "../../Makefile" },
+      "Makefile.cu": KERNEL,
+    });
+    const at = (path: string) => `${root}/${path}`;
+    expect(
+      await suggestablePath(task, at("kernels/softmax/kernel.cu"), "kernels/softmax/kernel.cu"),
+    ).toBe("kernels/softmax/kernel.cu");
+    expect(
+      await suggestablePath(task, at("kernels/softmax/.hidden.cu"), "kernels/softmax/.hidden.cu"),
+    ).toBeNull();
+    expect(
+      await suggestablePath(task, at("kernels/softmax/linked.cu"), "kernels/softmax/linked.cu"),
+    ).toBeNull();
+    // A task.json naming ../../Makefile.cu: the runner named it by its base name in the folder.
+    expect(
+      await suggestablePath(task, at("Makefile.cu"), "kernels/softmax/Makefile.cu"),
+    ).toBeNull();
   });
 });

@@ -1,9 +1,10 @@
 // One task of a job: verify the head kernel on every configuration (held-out ones too),
 // time it beside the base kernel, eager PyTorch and torch.compile in one interleaved run,
 // optionally search for a faster one, and turn the records into the task's review.
-import { readFile } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { lstat, readFile } from "node:fs/promises";
+import { basename, isAbsolute, join, relative } from "node:path";
 import type { JobBudget } from "../../../src/shared/job.js";
+import { KERNEL_SOURCE, pathShapeProblem } from "../../../src/shared/suggestion-path.js";
 import type { Result } from "../../../src/shared/result.js";
 import type { TaskReview, TimingConfig, Verification } from "../../../src/shared/review.js";
 import {
@@ -128,14 +129,34 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     work.say(`${planned.path}: the search failed: ${searched.message}`);
     return { ...reviewed, summary: `${reviewed.summary}; the search failed: ${searched.message}` };
   }
-  return withOptimize(reviewed, searched.result, kernel, await readFile(headKernel, "utf8"));
+  const suggestable = await suggestablePath(planned, headKernel, kernel);
+  return withOptimize(reviewed, searched.result, suggestable, await readFile(headKernel, "utf8"));
+}
+
+/**
+ * The kernel's repository path when a suggestion may name it (the app checks again, trusting
+ * none of this): a regular file inside the task's folder, its path canonical, not hidden, a
+ * kernel source. Null: the evolved kernel is reported, not suggested.
+ */
+export async function suggestablePath(
+  planned: PlannedTask,
+  headKernel: string,
+  kernel: string,
+): Promise<string | null> {
+  if (planned.head === null) return null;
+  const folder = planned.head.path.replace(/#[^/]*$/, "");
+  const inside = relative(folder, headKernel);
+  if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return null;
+  if (pathShapeProblem(kernel) !== undefined || !KERNEL_SOURCE.test(kernel)) return null;
+  const stat = await lstat(headKernel).catch(() => null);
+  return stat !== null && stat.isFile() ? kernel : null;
 }
 
 /** The evolved kernel's times beside the table's, and the change to suggest for a win. */
 function withOptimize(
   review: TaskReview,
   result: Result,
-  kernel: string,
+  kernel: string | null,
   source: string,
 ): TaskReview {
   const evolved = new Map(result.configs.map((config) => [config.name, config.best]));
@@ -144,7 +165,7 @@ function withOptimize(
     evolved: evolved.get(config.name) ?? null,
   }));
   const suggestion =
-    result.win && result.best !== null && result.best.source !== source
+    kernel !== null && result.win && result.best !== null && result.best.source !== source
       ? { path: kernel, before: source, after: result.best.source }
       : null;
   return { ...review, timings, optimize: result, suggestion };
