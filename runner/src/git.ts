@@ -3,6 +3,7 @@
 // out, so the working tree and the index stay as the user left them.
 import { execa } from "execa";
 import { UsageError } from "./errors.js";
+import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../src/shared/git-safety.js";
 
 export type Git = {
   /** The repository's top folder. */
@@ -36,8 +37,9 @@ export async function openGit(cwd: string): Promise<Git> {
   const root = top.stdout.trim();
   const git = (args: readonly string[]) => run(root, args);
   async function readBlob(commit: string, path: string): Promise<Uint8Array | null> {
-    const result = await execa("git", ["cat-file", "blob", `${commit}:${path}`], {
+    const result = await execa("git", [...GIT_SAFE_ARGS, "cat-file", "blob", `${commit}:${path}`], {
       cwd: root,
+      env: GIT_SAFE_ENV,
       reject: false,
       encoding: "buffer",
       stdin: "ignore",
@@ -74,8 +76,9 @@ export async function openGit(cwd: string): Promise<Git> {
       if (paths.length === 0) return new Map();
       // Paths with a newline cannot be asked for on --batch's line protocol: read them alone.
       const plain = paths.filter((path) => !path.includes("\n"));
-      const result = await execa("git", ["cat-file", "--batch"], {
+      const result = await execa("git", [...GIT_SAFE_ARGS, "cat-file", "--batch"], {
         cwd: root,
+        env: GIT_SAFE_ENV,
         encoding: "buffer",
         input: plain.map((path) => `${commit}:${path}\n`).join(""),
         reject: false,
@@ -100,8 +103,9 @@ export async function openGit(cwd: string): Promise<Git> {
 type Run = { exitCode: number; stdout: string; stderr: string; command: string };
 
 async function run(cwd: string, args: readonly string[]): Promise<Run> {
-  const result = await execa("git", args, {
+  const result = await execa("git", [...GIT_SAFE_ARGS, ...args], {
     cwd,
+    env: GIT_SAFE_ENV,
     reject: false,
     stdin: "ignore",
     stripFinalNewline: false,

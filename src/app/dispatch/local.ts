@@ -10,6 +10,7 @@ import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
 import type { Dispatcher, JobOutcome } from "./types.js";
 import { codeBlock, mdText } from "../../report/escape.js";
+import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -79,7 +80,10 @@ async function runInWorktree(
   const dir = await mkdtemp(join(tmpdir(), "evokernel-job-"));
   const worktree = join(dir, "checkout");
   const git = (args: string[]) =>
-    execa("git", ["-C", options.repoDir, ...args], { cancelSignal: signal });
+    execa("git", [...GIT_SAFE_ARGS, "-C", options.repoDir, ...args], {
+      cancelSignal: signal,
+      env: GIT_SAFE_ENV,
+    });
   try {
     for (const sha of [spec.sha, spec.baseSha]) {
       if (sha !== undefined) await ensureCommit(options.repoDir, sha, spec.pr);
@@ -113,9 +117,14 @@ async function runInWorktree(
       };
     return await readOutcome(outFile, spec, run.exitCode, run.all ?? "");
   } finally {
-    await execa("git", ["-C", options.repoDir, "worktree", "remove", "--force", worktree], {
-      reject: false,
-    });
+    await execa(
+      "git",
+      [...GIT_SAFE_ARGS, "-C", options.repoDir, "worktree", "remove", "--force", worktree],
+      {
+        env: GIT_SAFE_ENV,
+        reject: false,
+      },
+    );
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -132,16 +141,24 @@ async function keepOutputs(
 }
 
 async function ensureCommit(repoDir: string, sha: string, pr: number | undefined): Promise<void> {
-  const present = await execa("git", ["-C", repoDir, "cat-file", "-e", `${sha}^{commit}`], {
-    reject: false,
-  });
+  const present = await execa(
+    "git",
+    [...GIT_SAFE_ARGS, "-C", repoDir, "cat-file", "-e", `${sha}^{commit}`],
+    {
+      reject: false,
+    },
+  );
   if (present.exitCode === 0) return;
   // A fork's commits reach the base repository as refs/pull/N/head.
   const refs = pr === undefined ? [sha] : [sha, `refs/pull/${pr}/head`];
   for (const ref of refs) {
-    const fetched = await execa("git", ["-C", repoDir, "fetch", "--quiet", "origin", ref], {
-      reject: false,
-    });
+    const fetched = await execa(
+      "git",
+      [...GIT_SAFE_ARGS, "-C", repoDir, "fetch", "--quiet", "origin", ref],
+      {
+        reject: false,
+      },
+    );
     if (fetched.exitCode === 0) return;
   }
 }
