@@ -12,6 +12,9 @@ const SECRETS = {
   EVOKERNEL_API_KEY: "evk-secret",
   EVOKERNEL_GITHUB_TOKEN: "evk-token",
   EVOKERNEL_DB_PASSWORD: "evk-password",
+  EVOKERNEL_WEBHOOK_URL: "https://hooks.example.invalid/secret-path",
+  OPENAI_API_KEY: "sk-openai-secret",
+  DATABASE_URL: "postgres://user:secret@db/evk",
   NPM_CONFIG_USERCONFIG: "/root/.npmrc",
 };
 
@@ -36,8 +39,8 @@ describe("childEnv", () => {
     expect(env["EVOKERNEL_GPU_MEM_FRACTION"]).toBe("0.5");
   });
 
-  it("adds the harness to PYTHONPATH and keeps caches in the evokernel cache", () => {
-    expect(env["PYTHONPATH"]?.split(":")[0]).toMatch(/runner\/harness$/);
+  it("sets no PYTHONPATH (the harness starts isolated) and keeps caches in the evokernel cache", () => {
+    expect(env).not.toHaveProperty("PYTHONPATH");
     expect(env["TORCH_EXTENSIONS_DIR"]).toBe("/cache/evk/torch_extensions");
     expect(env["EVOKERNEL_CACHE"]).toBe("/cache/evk");
     expect(env["PYTHONUNBUFFERED"]).toBe("1");

@@ -6,10 +6,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { evaluateCandidates } from "../runner/src/evaluate.js";
 import { ForkServer, device, inspectTask, staticCheck } from "../runner/src/harness/client.js";
 import { deviceRecordSchema } from "../runner/src/harness/records.js";
+import { allowRead } from "../runner/src/sandbox/sandbox.js";
 import { repo, runCli } from "./helpers/cli.js";
 import { skipWithoutPython } from "./helpers/python.js";
 
 const fixtures = join(repo, "test", "fixtures");
+// The harness runs in the sandbox: it sees the fixtures only because we say so (commands
+// say so for the tasks they are given; these tests call the client directly).
+allowRead(fixtures);
 const relu = join(fixtures, "tasks", "small_relu");
 const onGpuMachine = process.env["EVOKERNEL_GPU_TESTS"] === "1";
 

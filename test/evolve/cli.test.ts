@@ -65,7 +65,12 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
   it("Ctrl-C stops after the work in flight, keeps the archive, and exits 130", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {
-      const env = { ...noKey, EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+      const env = {
+        ...noKey,
+        EVOKERNEL_PYTHON: fakeHarness,
+        EVOKERNEL_SANDBOX: "off",
+        EVOKERNEL_CACHE: dir,
+      };
       const archive = join(dir, "archive.jsonl");
       const args = ["optimize", "softmax", "--proposer", "tuner", "--seed", "3"];
       const run = await interruptCli(
@@ -88,7 +93,12 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
   it("searches, re-checks the best, writes the result, and resumes from its archive", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {
-      const env = { ...noKey, EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+      const env = {
+        ...noKey,
+        EVOKERNEL_PYTHON: fakeHarness,
+        EVOKERNEL_SANDBOX: "off",
+        EVOKERNEL_CACHE: dir,
+      };
       const archive = join(dir, "archive.jsonl");
       const out = join(dir, "out");
       // a seed whose six proposals find a win (the assertions below need one)

@@ -95,6 +95,7 @@ async function runTask(
           ANTHROPIC_API_KEY: "sk-ant-standin-not-a-key",
           ANTHROPIC_BASE_URL: standin.url,
           EVOKERNEL_PYTHON: fakeHarness,
+          EVOKERNEL_SANDBOX: "off",
           EVOKERNEL_CACHE: dir,
         },
       },

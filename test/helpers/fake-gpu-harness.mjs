@@ -276,10 +276,12 @@ if (leaked.length > 0) {
   process.exit(4);
 }
 
-// The runner asks whether this "Python" finds torch (`-c …`): it does.
-if (process.argv.includes("-c")) process.exit(0);
-const [flag, module, ...argv] = process.argv.slice(2);
-if (flag !== "-m" || module !== "evokernel_harness") process.exit(2);
+// The harness starts as `python -I -c "…import evokernel_harness.__main__" ARGS`; any other
+// `-c …` is the runner asking whether this "Python" finds torch: it does.
+const [isolated, code, source, ...argv] = process.argv.slice(2);
+const launch = isolated === "-I" && code === "-c" && source?.includes("evokernel_harness.__main__");
+if (!launch && process.argv.includes("-c")) process.exit(0);
+if (!launch) process.exit(2);
 if (argv[0] === "serve") {
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {

@@ -201,7 +201,14 @@ describe("shape-tuner", () => {
       const args = ["optimize", "softmax", "--proposer", "shape-tuner", "--seed", "2"];
       const run = await runCli(
         [...args, "--candidates", "6", "--archive", join(dir, "a.jsonl"), "--out", dir],
-        { env: { ANTHROPIC_API_KEY: "", EVOKERNEL_PYTHON: harness, EVOKERNEL_CACHE: dir } },
+        {
+          env: {
+            ANTHROPIC_API_KEY: "",
+            EVOKERNEL_PYTHON: harness,
+            EVOKERNEL_SANDBOX: "off",
+            EVOKERNEL_CACHE: dir,
+          },
+        },
       );
       const result = resultSchema.parse(
         JSON.parse(await readFile(join(dir, "result.json"), "utf8")),

@@ -55,7 +55,12 @@ beforeEach(async () => {
   await git("checkout", "-q", "-b", "feature");
   const cache = join(dir, "cache");
   await mkdir(cache);
-  env = { EVOKERNEL_PYTHON: fakeGpu, EVOKERNEL_CACHE: cache, ANTHROPIC_API_KEY: "" };
+  env = {
+    EVOKERNEL_PYTHON: fakeGpu,
+    EVOKERNEL_SANDBOX: "off",
+    EVOKERNEL_CACHE: cache,
+    ANTHROPIC_API_KEY: "",
+  };
 });
 
 afterEach(async () => {

@@ -73,6 +73,7 @@ def _run(req, out):
             answer = _run_child(req)
         finally:
             os.environ.pop(gpulock.HELD, None)
+            _reap_strays()
     answer["waitedS"] = round(waited, 3)
     return answer
 
@@ -136,6 +137,49 @@ def _log(log_path):
     return log
 
 
+def _in_sandbox():
+    """The server is the first process of the sandbox's PID namespace (runner/sandbox/enter.sh
+    execs it): every other process there was started by a request or the worker."""
+    return os.getpid() == 1
+
+
+def _reap_strays():
+    """Nothing a request started outlives it: a process that left its group (setsid, a double
+    fork) is killed here, and what it left reaped (orphans come to the namespace's first
+    process). Only inside the sandbox, where /proc lists nothing but ours."""
+    if not _in_sandbox():
+        return
+    keep = {1, WORKER.pid}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in keep:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if WORKER.pid is not None and int(fields[2]) == WORKER.pid:
+                continue  # the worker's own group: it is idle between requests
+            os.kill(int(entry), signal.SIGKILL)
+        except (OSError, IndexError, ValueError):
+            continue
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+
+
+def _not_dumpable():
+    """No process of the sandbox (same user) may read this one's memory or trace it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def serve():
     import torch  # noqa: F401 — imported once here, inherited by every child
 
@@ -149,6 +193,7 @@ def serve():
     from . import bench, compare, guards, verify  # noqa: F401 — likewise
     from .candidates import build, load  # noqa: F401
 
+    _not_dumpable()
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the protocol stream
     print(json.dumps({"ready": True, "pid": os.getpid()}), file=out, flush=True)

@@ -27,6 +27,7 @@ import type { DiscoveredTask } from "../tasks/discover.js";
 import { flag, printJson, stringOption, type Command, type Parsed } from "./command.js";
 import { requireGpu, withSession } from "./session.js";
 import { candidatesFor, loadTarget } from "./target.js";
+import { allowRead } from "../sandbox/sandbox.js";
 
 const CONFIGS: readonly EvoConfig[] = ["free", "insight", "full"];
 const DEFAULT_CONFIG: EvoConfig = "insight";
@@ -103,6 +104,10 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
       stringOption(parsed, "archive") ?? join(".evokernel", target.task.name, "archive.jsonl"),
     );
     const archived = await readArchive(archivePath);
+    // The search writes its candidates here; the sandbox reads them.
+    const candidatesDir = join(dirname(archivePath), "candidates");
+    await mkdir(candidatesDir, { recursive: true });
+    allowRead(candidatesDir);
     const first = archived[0];
     const config = settings.config ?? first?.config ?? DEFAULT_CONFIG;
     const seed = settings.seed ?? first?.seed ?? randomInt(2 ** 31);
@@ -134,7 +139,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
         const evaluator = createHarnessEvaluator({
           task: target.task.path,
           baseline: start,
-          workDir: join(dirname(archivePath), "candidates"),
+          workDir: candidatesDir,
           server: session.server,
           knownDevice: device,
           ...(io.stderrIsTTY

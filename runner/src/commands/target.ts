@@ -1,9 +1,10 @@
 // The task a command works on, checked before any Python starts, and its candidates.
 import { access } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { TaskError, UsageError } from "../errors.js";
 import { checkNativeTask } from "../tasks/check-native.js";
 import { resolveTask, type DiscoveredTask } from "../tasks/discover.js";
+import { allowRead } from "../sandbox/sandbox.js";
 
 export type Target = { task: DiscoveredTask; baseline: string | null };
 
@@ -11,6 +12,7 @@ export async function loadTarget(nameOrPath: string | undefined, cwd: string): P
   if (nameOrPath === undefined)
     throw new UsageError("name a task (a path, or a folder under ./kernels)");
   const task = await resolveTask(nameOrPath, cwd);
+  allowRead(task.path);
   if (task.format !== "native") return { task, baseline: null };
   const checked = await checkNativeTask(task.path);
   if (!checked.ok)
@@ -38,6 +40,7 @@ export async function candidatesFor(
     await access(file).catch(() => {
       throw new UsageError(`candidate ${file} does not exist`);
     });
+    allowRead(dirname(file));
   }
   return files;
 }

@@ -10,6 +10,7 @@ import { checkNativeTask } from "../tasks/check-native.js";
 import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
 import { flag, printJson, type Command } from "./command.js";
 import { requireWritableCache } from "./session.js";
+import { allowRead } from "../sandbox/sandbox.js";
 
 export const tasksCommand: Command = {
   name: "tasks",
@@ -32,6 +33,7 @@ exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
         ? parsed.positionals.map((path) => resolve(io.cwd, path))
         : [defaultKernels(io.cwd)];
     const found = await discoverTasks(paths);
+    for (const task of found) allowRead(task.path);
     const checked = await Promise.all(
       found.map(async (task) => ({ task, row: await checkedRow(task, io.cwd) })),
     );

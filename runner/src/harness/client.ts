@@ -1,8 +1,7 @@
 // Calls into the harness: one function per harness command, each returning the parsed
 // record. Candidate-facing calls (static, build, verify, bench) turn every failure into a
 // failed record; task and machine calls (inspect, device, ceilings) throw HarnessError.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
 import { HarnessError } from "../errors.js";
@@ -16,6 +15,7 @@ import {
   type Failure,
 } from "./failed-records.js";
 import { failureOf, type HarnessRunner } from "./outcome.js";
+import { scratchFolder } from "../sandbox/sandbox.js";
 import {
   benchRecordSchema,
   buildRecordSchema,
@@ -69,7 +69,7 @@ async function call<T extends z.ZodType>(
   defaultTimeoutMs: number,
 ): Promise<Called<z.infer<T>>> {
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
-  const dir = await mkdtemp(join(tmpdir(), "evokernel-"));
+  const dir = await scratchFolder("h-");
   const out = join(dir, `${what}.json`);
   try {
     const outcome = await (options.runner ?? directRunner)([...argv, "--out", out], timeoutMs);
@@ -305,7 +305,7 @@ export async function evaluate(
   options: EvaluateOptions = {},
 ): Promise<EvaluateRecords> {
   const timeoutMs = (options.verifyTimeoutMs ?? 600_000) + (options.benchTimeoutMs ?? 600_000);
-  const dir = await mkdtemp(join(tmpdir(), "evokernel-"));
+  const dir = await scratchFolder("h-");
   const outs = Object.fromEntries(
     EVALUATE_STAGES.map((stage) => [stage, join(dir, `${stage}.json`)]),
   ) as Record<EvaluateStage, string>;

@@ -2,11 +2,21 @@
 // no API keys: a candidate runs in that child), its own process group (a timeout kills the
 // candidate's helpers too), and a bounded tail of its output.
 import { execa } from "execa";
-import { delimiter, join } from "node:path";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir, harnessDir } from "../paths.js";
+import {
+  DESCRIBE_PYTHON,
+  allowWrite,
+  sandboxMode,
+  sandboxed,
+  scratchDir,
+  type Invocation,
+  type PythonInstall,
+} from "../sandbox/sandbox.js";
 
 export type ChildEnv = Record<string, string>;
 
@@ -34,22 +44,36 @@ const PASSED_THROUGH = [
   "TRITON_CACHE_DIR",
 ] as const;
 
-const SECRET_NAME = /TOKEN|SECRET|KEY|PASSWORD/i;
+// The harness's own settings, by name: a prefix would let EVOKERNEL_PRIVATE_KEY and the
+// like through to the candidate.
+const HARNESS_SETTINGS = [
+  "EVOKERNEL_BUILD_JOBS",
+  "EVOKERNEL_BUILD_SLOTS",
+  "EVOKERNEL_CCWRAP_CACHE",
+  "EVOKERNEL_CCWRAP_LOG",
+  "EVOKERNEL_CCWRAP_SALT",
+  "EVOKERNEL_FASTPATH",
+  "EVOKERNEL_GPU_LOCKS",
+  "EVOKERNEL_GPU_MEM_FRACTION",
+  "EVOKERNEL_MEM_LIMIT_MB",
+  "EVOKERNEL_WORKER",
+] as const;
 const OUTPUT_TAIL = 64 * 1024;
 const PYTHON_CANDIDATES = ["python3", "/usr/bin/python3"] as const;
 
-/** The environment a harness child sees: the allowlist above, EVOKERNEL_* and our own settings. */
+/** The environment a harness child sees: the two allowlists above and our own settings. */
 export function childEnv(parent: NodeJS.ProcessEnv = process.env, cache = cacheDir()): ChildEnv {
   const env: ChildEnv = {};
-  for (const name of PASSED_THROUGH) {
+  for (const name of [...PASSED_THROUGH, ...HARNESS_SETTINGS]) {
     const value = parent[name];
     if (value !== undefined) env[name] = value;
   }
+  // The tests' stand-in harnesses take their settings this way (no secret is named so).
   for (const [name, value] of Object.entries(parent)) {
-    if (value === undefined || !name.startsWith("EVOKERNEL_") || SECRET_NAME.test(name)) continue;
-    env[name] = value;
+    if (name.startsWith("EVOKERNEL_FAKE_") && !/TOKEN|SECRET|KEY|PASSWORD/i.test(name)) {
+      if (value !== undefined) env[name] = value;
+    }
   }
-  env["PYTHONPATH"] = [harnessDir(), parent["PYTHONPATH"]].filter(Boolean).join(delimiter);
   // One cache for both sides: builds the harness makes on its own land beside ours.
   env["EVOKERNEL_CACHE"] = cache;
   env["TORCH_EXTENSIONS_DIR"] = join(cache, "torch_extensions");
@@ -61,6 +85,85 @@ export function childEnv(parent: NodeJS.ProcessEnv = process.env, cache = cacheD
 }
 
 export type RunOptions = { env: ChildEnv; timeoutMs?: number; cwd?: string };
+
+// The harness starts isolated (-I: no PYTHON* variables, no user site, no script or working
+// folder on sys.path): torch comes from the Python's own installation and the harness from
+// the runner's, whatever a pull request puts in its tree (a torch.py, an evokernel_harness/).
+const LAUNCH = (harness: string): string =>
+  `import sys; sys.path.insert(0, ${JSON.stringify(harness)}); import evokernel_harness.__main__`;
+
+let describing: Promise<PythonInstall> | undefined;
+
+/** The Python's own folders, shown read-only inside the sandbox (asked once). */
+function describePython(python: string): Promise<PythonInstall> {
+  describing ??= runProcess(python, ["-I", "-c", DESCRIBE_PYTHON], {
+    env: childEnv(),
+    timeoutMs: 120_000,
+  }).then((ran) => {
+    const line = ran.output.trim().split("\n").at(-1) ?? "";
+    try {
+      if (ran.exitCode === 0) return JSON.parse(line) as PythonInstall;
+    } catch {
+      // said below
+    }
+    throw new EnvironmentError(
+      `${python} did not say where its installation is (exit ${String(ran.exitCode)}: ` +
+        `${ran.output.trim().slice(-300)}): the sandbox shows it that installation only`,
+    );
+  });
+  return describing;
+}
+
+let checked: Promise<void> | undefined;
+
+/** The sandbox starts here (asked once): a Python inside it answers, or exit 3 saying why. */
+function requireSandbox(python: string): Promise<void> {
+  checked ??= (async () => {
+    const install = await describePython(python);
+    const probe = sandboxed({
+      // the Python by the path it answers to (a venv's bin/python3 finds the venv's torch)
+      file: install.executable,
+      args: ["-I", "-c", "print('sandbox ok')"],
+      python: install,
+      env: childEnv(),
+    });
+    const ran = await runProcess(probe.file, probe.args, { env: probe.env, timeoutMs: 120_000 });
+    if (ran.exitCode === 0 && ran.output.includes("sandbox ok")) return;
+    throw new EnvironmentError(
+      "the sandbox for untrusted code cannot start on this machine " +
+        `(${ran.output.trim().split("\n").slice(-2).join(" ") || `exit ${String(ran.exitCode)}`}): ` +
+        "it needs util-linux unshare and user namespaces (or root); see docs/SECURITY.md. " +
+        "Only on a machine that runs nothing untrusted, EVOKERNEL_SANDBOX=off runs without it",
+    );
+  })();
+  return checked;
+}
+
+/** How `python -m evokernel_harness ARGS` starts: isolated, and in the sandbox unless it is off. */
+export function harnessInvocation(args: readonly string[]): Promise<Invocation & { cwd: string }> {
+  return pythonInvocation(["-I", "-c", LAUNCH(harnessDir()), ...args]);
+}
+
+/**
+ * How the harness's Python starts with `args`: the allowlisted environment, the working folder
+ * in scratch (never a pull request's tree), inside the sandbox unless EVOKERNEL_SANDBOX=off.
+ */
+export async function pythonInvocation(
+  args: readonly string[],
+): Promise<Invocation & { cwd: string }> {
+  const python = await requirePython();
+  const env = childEnv();
+  const cwd = scratchDir();
+  if (sandboxMode() === "off") return { file: python, args: [...args], env, cwd };
+  allowWrite(env["EVOKERNEL_CACHE"] ?? cacheDir());
+  // One GPU lock for every sandbox on the machine (each has its own /tmp).
+  env["EVOKERNEL_GPU_LOCKS"] ??= join(tmpdir(), "evokernel-gpu-locks");
+  if (env["EVOKERNEL_GPU_LOCKS"] !== "off") allowWrite(env["EVOKERNEL_GPU_LOCKS"]);
+  await requireSandbox(python);
+  const install = await describePython(python);
+  const inside = sandboxed({ file: install.executable, args, python: install, env });
+  return { ...inside, cwd };
+}
 
 /** Runs a process to its end; never throws for the child's failure, only reports it. */
 export async function runProcess(
@@ -177,8 +280,8 @@ export async function runHarness(
   args: readonly string[],
   options: { timeoutMs?: number } = {},
 ): Promise<ProcessOutcome> {
-  const file = await requirePython();
-  return runProcess(file, ["-m", "evokernel_harness", ...args], { env: childEnv(), ...options });
+  const run = await harnessInvocation(args);
+  return runProcess(run.file, run.args, { env: run.env, cwd: run.cwd, ...options });
 }
 
 export type LineProcess = {
@@ -195,7 +298,7 @@ export type LineProcess = {
 export function startLineProcess(
   file: string,
   args: readonly string[],
-  options: { env: ChildEnv; onLine: (line: string) => void },
+  options: { env: ChildEnv; cwd?: string; onLine: (line: string) => void },
 ): LineProcess {
   const started = performance.now();
   const child = execa(file, args, {
@@ -207,6 +310,7 @@ export function startLineProcess(
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
   createInterface({ input: child.stdout }).on("line", options.onLine);
   const stderr = collectTail(child.stderr);
@@ -236,6 +340,6 @@ export async function startHarness(
   args: readonly string[],
   onLine: (line: string) => void,
 ): Promise<LineProcess> {
-  const file = await requirePython();
-  return startLineProcess(file, ["-m", "evokernel_harness", ...args], { env: childEnv(), onLine });
+  const run = await harnessInvocation(args);
+  return startLineProcess(run.file, run.args, { env: run.env, cwd: run.cwd, onLine });
 }

@@ -15,6 +15,7 @@ import { packageVersion } from "../paths.js";
 import { runOptimizeCommand, type Optimizer } from "./optimize-head.js";
 import { planJob, type Plan } from "./plan.js";
 import { needsGpu, quietReview, reviewTask } from "./review-task.js";
+import { allowRead, sandboxMode } from "../sandbox/sandbox.js";
 
 export const DEFAULT_THRESHOLD = 3;
 
@@ -34,6 +35,8 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
   const work = await mkdtemp(join(tmpdir(), "evokernel-job-"));
   try {
     const plan = await planJob(options.git, spec, work);
+    // The tasks as checked out, and the search's candidates beside them: read-only inside.
+    allowRead(work);
     options.onPlan?.(plan);
     const threshold = spec.regressionThreshold ?? DEFAULT_THRESHOLD;
     const runUnchanged = spec.kind !== "review";
@@ -88,6 +91,7 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
           torch: device.torch,
           python: device.python,
           evokernel: packageVersion(),
+          sandbox: sandboxMode(),
         },
         startedAt,
       );

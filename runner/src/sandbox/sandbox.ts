@@ -1,0 +1,224 @@
+// The sandbox every harness process runs in: code from a pull request or an LLM (kernel,
+// reference, task Python, its build) runs there, never beside the runner's secrets.
+//
+// util-linux `unshare` gives the process its own mount, PID, network, IPC and UTS namespaces;
+// runner/sandbox/enter.sh builds its file system from an allowlist (system and Python
+// installation, the CUDA toolkit and the GPU's device nodes, the harness, the tasks: all
+// read-only; one scratch folder writable), switches the root, drops every capability and, where
+// the runner is root, becomes a dedicated user. The process sees only the sandbox's processes,
+// has no network but a loopback that is down, no home, no sockets, none of the runner's or the
+// app's files. Its environment is the allowlist of exec.ts. EVOKERNEL_SANDBOX=off runs without
+// it: only an operator says so, and every report then says that it ran unsandboxed.
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+} from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve, sep } from "node:path";
+import { EnvironmentError } from "../errors.js";
+import { repoRoot } from "../paths.js";
+
+export type SandboxMode = "namespaces" | "off";
+
+/** The user a root runner becomes inside (no files of its own anywhere on the machine). */
+const DEFAULT_UID = 60999;
+
+/** EVOKERNEL_SANDBOX: unset or "on" → the sandbox (refusing to run without one); "off". */
+export function sandboxMode(env: NodeJS.ProcessEnv = process.env): SandboxMode {
+  const value = (env["EVOKERNEL_SANDBOX"] ?? "on").trim().toLowerCase();
+  if (value === "" || value === "on" || value === "1" || value === "true") return "namespaces";
+  if (value === "off" || value === "0" || value === "false") return "off";
+  throw new EnvironmentError(
+    `EVOKERNEL_SANDBOX=${value} is not a setting: leave it unset (candidate code runs in the ` +
+      "sandbox) or set it to off (no sandbox: only on a machine that runs nothing untrusted)",
+  );
+}
+
+/** What the sandbox shows besides the system: folders added by the command that runs. */
+const view = { readOnly: new Set<string>(), writable: new Set<string>() };
+/** Paths named through a symlink (path → its real path), recreated inside. */
+const links = new Map<string, string>();
+
+/** Lets the sandbox read `path` (a task folder, a job's checkout); read-only inside. */
+export function allowRead(path: string): void {
+  if (!existsSync(path)) return;
+  const target = real(path);
+  view.readOnly.add(target);
+  if (resolve(path) !== target) links.set(resolve(path), target);
+}
+
+/** Lets the sandbox write `path` (the build cache); everything else it can write is scratch. */
+export function allowWrite(path: string): void {
+  mkdirSync(path, { recursive: true });
+  view.writable.add(real(path));
+  own(path);
+}
+
+let scratch: string | undefined;
+
+/**
+ * This run's scratch folder: harness records, candidates' sources and the sandbox's mount point
+ * live here. Made on first use, writable by the sandbox's user, removed when the process exits.
+ */
+export function scratchDir(): string {
+  if (scratch !== undefined) return scratch;
+  const dir = mkdtempSync(join(tmpdir(), "evokernel-run-"));
+  own(dir);
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  scratch = real(dir);
+  return scratch;
+}
+
+/** A new folder in scratch that the sandbox may write (a harness request's records). */
+export async function scratchFolder(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(scratchDir(), prefix));
+  own(dir);
+  return dir;
+}
+
+/** The folder the sandbox's root is mounted on inside its namespace (empty on the host). */
+function mountPoint(): string {
+  const dir = join(scratchDir(), ".root");
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** Where a root runner's sandbox user is (the user itself otherwise). */
+function sandboxUser(env: NodeJS.ProcessEnv = process.env): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  const uid = Number(env["EVOKERNEL_SANDBOX_UID"] ?? DEFAULT_UID);
+  if (!Number.isInteger(uid) || uid <= 0) {
+    throw new EnvironmentError(
+      `EVOKERNEL_SANDBOX_UID must be a user id above 0, not ${String(env["EVOKERNEL_SANDBOX_UID"])}`,
+    );
+  }
+  return { uid, gid: uid };
+}
+
+function own(path: string): void {
+  const user = sandboxUser();
+  if (user !== null) chownSync(path, user.uid, user.gid);
+}
+
+function real(path: string): string {
+  return realpathSync(resolve(path));
+}
+
+/** Where the harness's Python and its packages live (asked of it by exec.ts). */
+export type PythonInstall = {
+  /** sys.executable as it is (a venv's bin/python, which finds the venv's packages). */
+  executable: string;
+  /** Its folders: the executable's (resolved too), prefixes and sys.path, resolved. */
+  paths: string[];
+};
+
+// The Python's own folders (prefix, base prefix, sys.path), asked without site customisation
+// from the user's folders or the environment.
+export const DESCRIBE_PYTHON =
+  "import json, os, sys; exe = os.path.abspath(sys.executable); " +
+  "dirs = {os.path.dirname(exe), os.path.dirname(os.path.realpath(exe)), sys.prefix, sys.base_prefix, " +
+  "sys.exec_prefix, *sys.path}; " +
+  "print(json.dumps({'executable': exe, 'paths': sorted({os.path.realpath(p) for p in dirs if p})}))";
+
+// The system's programs and libraries, read-only; /etc only as far as the loader, the
+// compilers and Python need it (no passwords, keys or service settings).
+const SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys"];
+const ETC = [
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/alternatives",
+  "/etc/localtime",
+];
+const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+
+/** The GPU's device nodes: /dev/nvidia*, /dev/nvidia-caps. */
+function gpuDevices(): string[] {
+  let names: string[] = [];
+  try {
+    names = readdirSync("/dev").filter((name) => name.startsWith("nvidia"));
+  } catch {
+    // no /dev listing: no GPU nodes to add
+  }
+  return names.map((name) => `/dev/${name}`);
+}
+
+export type SandboxSpec = {
+  /** The command to run inside, and its arguments. */
+  file: string;
+  args: readonly string[];
+  /** The Python whose installation is shown (read-only) inside. */
+  python: PythonInstall;
+  env: Record<string, string>;
+};
+
+export type Invocation = { file: string; args: string[]; env: Record<string, string> };
+
+/** `spec` wrapped in the sandbox (or as it is where EVOKERNEL_SANDBOX=off). */
+export function sandboxed(spec: SandboxSpec): Invocation {
+  const { python } = spec;
+  const readOnly = new Set<string>([
+    ...SYSTEM,
+    ...ETC,
+    ...python.paths,
+    join(repoRoot(), "runner", "harness"),
+    join(repoRoot(), "kernels"),
+    join(repoRoot(), "runner", "corpus"),
+    ...view.readOnly,
+  ]);
+  const cuda = spec.env["CUDA_HOME"] ?? spec.env["CUDA_PATH"] ?? "/usr/local/cuda";
+  if (existsSync(cuda)) readOnly.add(real(cuda));
+  const writable = new Set<string>([scratchDir(), ...view.writable]);
+  const user = sandboxUser();
+  const args = [
+    ...(user === null ? ["--user", "--map-root-user"] : []),
+    "--mount",
+    "--pid",
+    "--net",
+    "--ipc",
+    "--uts",
+    "--fork",
+    "--kill-child",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    join(repoRoot(), "runner", "sandbox", "enter.sh"),
+    mountPoint(),
+    user === null ? "-" : String(user.uid),
+    user === null ? "-" : String(user.gid),
+    ...mounts(
+      "--ro",
+      [...readOnly].filter((path) => !writable.has(path)),
+    ),
+    ...mounts("--rw", [...writable]),
+    ...mounts("--dev", [...DEVICES, ...gpuDevices()]),
+    ...[...links].flatMap(([path, target]) => ["--link", path, target]),
+    "--",
+    spec.file,
+    ...spec.args,
+  ];
+  const env = {
+    ...spec.env,
+    HOME: "/tmp",
+    TMPDIR: "/tmp",
+    USER: "evokernel",
+    LOGNAME: "evokernel",
+    PATH: [dirname(python.executable), spec.env["PATH"] ?? "/usr/bin:/bin"].join(":"),
+  };
+  return { file: "unshare", args, env };
+}
+
+/** Parents before children: a folder bound inside another is bound after it. */
+function mounts(flag: string, paths: string[]): string[] {
+  return paths
+    .filter((path) => existsSync(path))
+    .sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
+    .flatMap((path) => [flag, path]);
+}
