@@ -38,7 +38,14 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
   const title = summaryLine(ranked, "plain");
   const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
   const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
-  const summary = clip([...lines, "", rule].join("\n"));
+  const unsandboxed =
+    review.device.sandbox === "off"
+      ? [
+          "",
+          "The pull request's code ran without evokernel's sandbox (EVOKERNEL_SANDBOX=off on the runner).",
+        ]
+      : [];
+  const summary = clip([...lines, "", rule, ...unsandboxed].join("\n"));
   const tables = ranked
     .filter(({ task }) => task.timings.length > 0)
     .map(({ task }) => `### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`);

@@ -272,7 +272,12 @@ function footer(review: ReviewResult, links: CommentLinks): string {
   const run = links.runUrl === undefined ? "" : ` · ${link("run", links.runUrl)}`;
   const full =
     links.fullResultUrl === undefined ? "" : ` · ${link("full result", links.fullResultUrl)}`;
-  return `<sub>head ${mdText(sha.slice(0, 7))}${against} · ${parts.join(" · ")}${run}${full}</sub>`;
+  // An operator's opt-out is said where every reader sees it, not only in the artifact.
+  const unsandboxed =
+    device.sandbox === "off"
+      ? "⚠️ The pull request's code ran **without evokernel's sandbox** (`EVOKERNEL_SANDBOX=off` on the runner).\n\n"
+      : "";
+  return `${unsandboxed}<sub>head ${mdText(sha.slice(0, 7))}${against} · ${parts.join(" · ")}${run}${full}</sub>`;
 }
 
 function fullResultLink(links: CommentLinks): string {

@@ -133,6 +133,11 @@ export const reviewDeviceSchema = z.object({
   torch: z.string(),
   python: z.string(),
   evokernel: z.string(),
+  /**
+   * How candidate code ran: in the runner's sandbox, or without it (EVOKERNEL_SANDBOX=off on
+   * the runner). Absent in results of runners before the sandbox.
+   */
+  sandbox: z.enum(["namespaces", "off"]).optional(),
 });
 export type ReviewDevice = z.infer<typeof reviewDeviceSchema>;
 
