@@ -40,7 +40,23 @@ export async function bundleApp(outfile) {
   return outfile;
 }
 
+/** The sandbox's check on a GPU machine (scripts/gpu-sandbox.sh). */
+export async function bundleSandboxProbe(outfile) {
+  await build({
+    entryPoints: [`${root}runner/scripts/sandbox-probe.ts`],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    banner: { js: requireBanner },
+    logLevel: "warning",
+  });
+  return outfile;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await bundleCli(`${root}dist/evokernel.mjs`);
+  await bundleSandboxProbe(`${root}dist/sandbox-probe.mjs`);
   await bundleApp(`${root}dist/app.mjs`);
 }

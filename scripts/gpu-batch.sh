@@ -12,6 +12,7 @@
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
 #   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
 #   builds    torch-extension build throughput (scripts/bench-builds.sh)
+#   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
@@ -72,6 +73,7 @@ run_step() {
           ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
         builds) bash scripts/bench-builds.sh ;;
+        sandbox) bash scripts/gpu-sandbox.sh ;;
         sweep) python3 scripts/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
         screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         tuner | shape-tuner)
