@@ -40,7 +40,7 @@ export async function handleCheckRun(
   if (pull.fork) {
     await github.createComment(
       pr,
-      `@${login} this PR's branch is in a fork, where evokernel cannot push. The evolved kernel is on branch ${codeSpan(branch)} of this repository: merge it into the fork's branch.`,
+      `@${login} this PR's branch is in a fork, where evokernel cannot push, and a fork's code never becomes a branch of this repository: the evolved kernel's diff is in evokernel's comment; apply it to the fork's branch.`,
     );
     return;
   }
