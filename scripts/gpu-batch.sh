@@ -11,6 +11,7 @@
 #   correct   the "correct but unusual" corpus (scripts/gpu-results.sh correct)
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
 #   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
+#   action[:TASK]  the Action's steps from a release's tree, bench TASK (softmax) from the bundle, no npm (scripts/gpu-action.sh)
 #   builds    torch-extension build throughput (scripts/bench-builds.sh)
 #   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
@@ -72,6 +73,7 @@ run_step() {
               --change kernels/row_sum/kernel.cu=/tmp/e2e-kernels/row_sum_wrong.cu
           ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
+        action) bash scripts/gpu-action.sh ${arg:-softmax} ;;
         builds) bash scripts/bench-builds.sh ;;
         sandbox) bash scripts/gpu-sandbox.sh ;;
         sweep) python3 scripts/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
