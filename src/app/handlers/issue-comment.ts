@@ -23,6 +23,7 @@ export function isCommandComment(event: IssueCommentEvent): boolean {
   return (
     event.action === "created" &&
     event.issue.pull_request !== undefined &&
+    event.comment.user !== null &&
     event.comment.user.type !== "Bot" &&
     parseComment(event.comment.body).kind !== "none"
   );
@@ -39,6 +40,8 @@ export async function handleIssueComment(
   if (!state.seen.first(`comment:${github.repo.owner}/${github.repo.repo}:${event.comment.id}`))
     return;
   const pr = event.issue.number;
+  // No author (a deleted account): nobody whose permission a command could run with.
+  if (event.comment.user === null) return;
   const login = event.comment.user.login;
   const permission = await github.permissionOf(login);
   if (!WRITERS.has(permission)) {

@@ -43,7 +43,8 @@ export const issueCommentEventSchema = z.object({
   comment: z.object({
     id: z.number().int(),
     body: z.string(),
-    user: z.object({ login: z.string(), type: z.string() }),
+    // GitHub's schema: the user may be null (a deleted account) and its type absent.
+    user: z.object({ login: z.string(), type: z.string().optional() }).nullable(),
   }),
 });
 export type IssueCommentEvent = z.infer<typeof issueCommentEventSchema>;
@@ -64,7 +65,8 @@ export const workflowRunEventSchema = z.object({
 export type WorkflowRunEvent = z.infer<typeof workflowRunEventSchema>;
 
 export const checkRunEventSchema = z.object({
-  action: z.string(),
+  // Optional in GitHub's schema for check_run.rerequested; Probot routes by it anyway.
+  action: z.string().optional(),
   installation,
   repository,
   sender: z.object({ login: z.string() }),
