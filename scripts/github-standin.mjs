@@ -112,6 +112,18 @@ export async function startStandin(state = {}) {
       /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)\/reactions$/,
       () => [201, { id: nextId++ }],
     ],
+    // The App itself (the app's bot login is <slug>[bot]: what its own comments carry).
+    ["GET", /^\/app$/, () => [200, { id: 1, slug: "evokernel", name: "evokernel" }]],
+    [
+      "DELETE",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/,
+      (m) => {
+        const at = comments.findIndex((c) => c.id === Number(m[3]));
+        if (at < 0) return [404, { message: "Not Found" }];
+        comments.splice(at, 1);
+        return [204, ""];
+      },
+    ],
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/,
@@ -194,6 +206,16 @@ export async function startStandin(state = {}) {
       },
     ],
     ["POST", /^\/repos\/([^/]+)\/([^/]+)\/actions\/runs\/(\d+)\/cancel$/, () => [202, {}]],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)\/reviews$/,
+      (m) => [
+        200,
+        reviews
+          .filter((review) => review.pr === Number(m[3]))
+          .map((review) => ({ body: review.body, user: { login: "evokernel[bot]", type: "Bot" } })),
+      ],
+    ],
     [
       "POST",
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)\/reviews$/,

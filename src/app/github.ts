@@ -113,7 +113,10 @@ export interface GitHub {
   permissionOf(login: string): Promise<string>;
   addReaction(commentId: number, content: Reaction): Promise<void>;
   createComment(issue: number, body: string): Promise<void>;
-  /** Edits the comment that holds `marker` (the app's own), or creates one. */
+  /**
+   * Edits the app's own comment that holds `marker` (by the app's login, not any bot's), or
+   * creates one; duplicates from a race with another instance are deleted.
+   */
   upsertComment(issue: number, marker: string, body: string): Promise<void>;
   createCheckRun(name: string, headSha: string, update: CheckRunUpdate): Promise<number>;
   updateCheckRun(id: number, update: CheckRunUpdate): Promise<void>;
@@ -143,11 +146,13 @@ export interface GitHub {
     name: string,
     maxBytes: number,
   ): Promise<AsyncIterable<Uint8Array> | undefined>;
+  /** One review; with `key` (the job id), found among the app's own first and posted once. */
   createReview(
     pr: number,
     commitId: string,
     body: string,
     comments: readonly ReviewComment[],
+    key?: string,
   ): Promise<void>;
   /** A commit of `files` on top of `parentSha`, pushed to `branch` (created or moved). */
   commitFiles(
@@ -252,9 +257,35 @@ const dispatchDetailsSchema = z.object({
 
 const commentSchema = z.object({
   id: z.number().int(),
-  body: z.string().optional(),
-  user: z.object({ type: z.string() }).nullable(),
+  body: z.string().nullable().optional(),
+  user: z.object({ type: z.string(), login: z.string().optional() }).nullable(),
 });
+
+/**
+ * Who the app is on GitHub: its bot's login (`<slug>[bot]`). What the app finds and edits
+ * (its comment, its reviews) must be its own, not another bot's carrying the same marker.
+ * Undefined only where no App is known (a plain token in a test): then any bot's counts.
+ */
+export interface AppIdentity {
+  login(): Promise<string | undefined>;
+}
+
+const ANY_BOT: AppIdentity = { login: () => Promise.resolve(undefined) };
+
+// Edits of one PR's comment in this process, one at a time (two jobs finishing together).
+const commentLocks = new Map<string, Promise<unknown>>();
+
+async function withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const before = commentLocks.get(key) ?? Promise.resolve();
+  const run = before.then(work, work);
+  const settled = run.catch(() => undefined);
+  commentLocks.set(key, settled);
+  try {
+    return await run;
+  } finally {
+    if (commentLocks.get(key) === settled) commentLocks.delete(key);
+  }
+}
 
 const pullSummarySchema = z.object({
   number: z.number().int(),
@@ -273,7 +304,11 @@ function toPullSummary(pull: z.infer<typeof pullSummarySchema>): PullSummary {
 }
 
 /** The GitHub interface over an installation's Octokit. */
-export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
+export function createGitHub(
+  octokit: ProbotOctokit,
+  repo: RepoRef,
+  identity: AppIdentity = ANY_BOT,
+): GitHub {
   const { owner, repo: name } = repo;
   const base = { owner, repo: name };
 
@@ -358,26 +393,51 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
       );
     },
     async upsertComment(issue, marker, body) {
-      const comments = await call(`list the comments of #${issue}`, () =>
-        octokit.paginate(octokit.rest.issues.listComments, {
-          ...base,
-          issue_number: issue,
-          per_page: 100,
-        }),
-      );
-      const ours = z
-        .array(commentSchema)
-        .parse(comments)
-        .find((comment) => comment.user?.type === "Bot" && comment.body?.includes(marker) === true);
-      if (ours) {
-        await call("edit the comment", () =>
-          octokit.rest.issues.updateComment({ ...base, comment_id: ours.id, body }),
+      await withLock(`${owner}/${name}#${issue}`, async () => {
+        const login = await identity.login();
+        const ours = async () =>
+          z
+            .array(commentSchema)
+            .parse(
+              await call(`list the comments of #${issue}`, () =>
+                octokit.paginate(octokit.rest.issues.listComments, {
+                  ...base,
+                  issue_number: issue,
+                  per_page: 100,
+                }),
+              ),
+            )
+            .filter(
+              (comment) =>
+                comment.user?.type === "Bot" &&
+                (login === undefined || comment.user.login === login) &&
+                comment.body?.includes(marker) === true,
+            )
+            .sort((a, b) => a.id - b.id);
+        const found = (await ours())[0];
+        if (found) {
+          await call("edit the comment", () =>
+            octokit.rest.issues.updateComment({ ...base, comment_id: found.id, body }),
+          );
+          return;
+        }
+        await call(`comment on #${issue}`, () =>
+          octokit.rest.issues.createComment({ ...base, issue_number: issue, body }),
         );
-        return;
-      }
-      await call(`comment on #${issue}`, () =>
-        octokit.rest.issues.createComment({ ...base, issue_number: issue, body }),
-      );
+        // Another instance (or a retried request) may have created one at the same moment:
+        // the oldest stays, the others go, so the PR keeps one comment.
+        const all = await ours();
+        for (const extra of all.slice(1)) {
+          await call("delete a duplicate comment", () =>
+            octokit.rest.issues.deleteComment({ ...base, comment_id: extra.id }),
+          );
+        }
+        const kept = all[0];
+        if (all.length > 1 && kept)
+          await call("edit the comment", () =>
+            octokit.rest.issues.updateComment({ ...base, comment_id: kept.id, body }),
+          );
+      });
     },
     async createCheckRun(checkName, headSha, update) {
       const { data } = await call("create a check run", () =>
@@ -530,14 +590,42 @@ export function createGitHub(octokit: ProbotOctokit, repo: RepoRef): GitHub {
         `artifact ${artifactName}`,
       );
     },
-    async createReview(pr, commitId, body, comments) {
+    async createReview(pr, commitId, body, comments, key) {
+      const marker = key === undefined ? undefined : `<!-- evokernel:review ${key} -->`;
+      if (marker !== undefined) {
+        // A retried report, a redelivery or a second instance: the review is posted once.
+        const login = await identity.login();
+        const reviews = z
+          .array(
+            z.object({
+              body: z.string().nullable().optional(),
+              user: z.object({ login: z.string(), type: z.string() }).nullable(),
+            }),
+          )
+          .parse(
+            await call(`list the reviews of PR #${pr}`, () =>
+              octokit.paginate(octokit.rest.pulls.listReviews, {
+                ...base,
+                pull_number: pr,
+                per_page: 100,
+              }),
+            ),
+          );
+        const posted = reviews.some(
+          (review) =>
+            review.user?.type === "Bot" &&
+            (login === undefined || review.user.login === login) &&
+            review.body?.includes(marker) === true,
+        );
+        if (posted) return;
+      }
       await call(`review PR #${pr}`, () =>
         octokit.rest.pulls.createReview({
           ...base,
           pull_number: pr,
           commit_id: commitId,
           event: "COMMENT",
-          body,
+          body: marker === undefined ? body : `${body}\n\n${marker}`,
           comments: comments.map((comment) => ({ ...comment })),
         }),
       );

@@ -9,7 +9,7 @@ import type { AppState } from "./app-state.js";
 import { createActionsDispatcher } from "./dispatch/actions.js";
 import { createLocalDispatcher } from "./dispatch/local.js";
 import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
-import { createGitHub, listInstalledRepos } from "./github.js";
+import { type AppIdentity, createGitHub, listInstalledRepos } from "./github.js";
 import { handleRerun } from "./handlers/check-run-rerun.js";
 import { handleCheckRun } from "./handlers/check-run.js";
 import { handleSuiteRerun } from "./handlers/check-suite-rerun.js";
@@ -46,6 +46,24 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
 
   const appFn: ApplicationFunction = (app) => {
     const log = app.log.child({ name: "evokernel" });
+    // The app's bot login, asked of GitHub once (GET /app with the App's JWT) unless given.
+    let login: Promise<string> | undefined;
+    const identity: AppIdentity = {
+      login() {
+        login ??= settings.botLogin
+          ? Promise.resolve(settings.botLogin)
+          : (async () => {
+              const octokit = await app.auth();
+              const { data } = await octokit.rest.apps.getAuthenticated();
+              const slug = data && "slug" in data ? data.slug : undefined;
+              if (!slug) throw new Error("GitHub did not name the App (GET /app)");
+              return `${slug}[bot]`;
+            })();
+        // A failed lookup is asked again next time, not remembered.
+        login.catch(() => (login = undefined));
+        return login;
+      },
+    };
     const onError = (label: string, error: unknown) => log.error({ err: error }, `${label} failed`);
     const actions = settings.actions ?? createActionsDispatcher();
     const local = settings.local
@@ -73,7 +91,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         );
       },
       async githubFor(installationId, repo) {
-        return createGitHub(await app.auth(installationId), repo);
+        return createGitHub(await app.auth(installationId), repo, identity);
       },
     };
     state = current;
@@ -157,7 +175,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           pullRequestEventSchema,
           () => true,
           async (event) => {
-            const github = createGitHub(context.octokit, repoOf(event));
+            const github = createGitHub(context.octokit, repoOf(event), identity);
             await handlePullRequest(current, github, event, await loadConfig(github));
           },
         );
@@ -165,7 +183,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
     );
     app.on("issue_comment.created", (context) => {
       enqueue(context, issueCommentEventSchema, isCommandComment, async (event) => {
-        const github = createGitHub(context.octokit, repoOf(event));
+        const github = createGitHub(context.octokit, repoOf(event), identity);
         await handleIssueComment(current, github, event, () => loadConfig(github));
       });
     });
@@ -175,7 +193,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         workflowRunEventSchema,
         (event) => event.workflow_run.event === "workflow_dispatch",
         async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event));
+          const github = createGitHub(context.octokit, repoOf(event), identity);
           await handleWorkflowRun(current, github, event, () => loadConfig(github));
         },
       );
@@ -186,7 +204,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         checkRunEventSchema,
         (event) => event.check_run.name.startsWith(CHECK_NAME_PREFIX),
         async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event));
+          const github = createGitHub(context.octokit, repoOf(event), identity);
           await handleRerun(current, github, event, () => loadConfig(github));
         },
       );
@@ -197,7 +215,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         checkSuiteEventSchema,
         () => true,
         async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event));
+          const github = createGitHub(context.octokit, repoOf(event), identity);
           await handleSuiteRerun(current, github, event, () => loadConfig(github));
         },
       );
@@ -208,7 +226,11 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         checkRunEventSchema,
         () => true,
         async (event) => {
-          await handleCheckRun(current, createGitHub(context.octokit, repoOf(event)), event);
+          await handleCheckRun(
+            current,
+            createGitHub(context.octokit, repoOf(event), identity),
+            event,
+          );
         },
       );
     });

@@ -44,7 +44,9 @@ export async function reportResult(
   // A push since the job started: the result still belongs on its own commit's check run,
   // but suggestions against an old diff would land on the wrong lines.
   const current = pull !== undefined && pull.headSha === spec.sha;
-  if (spec.pr !== undefined) {
+  // Nor does a stale commit's result replace the PR's comment, which speaks for the head
+  // (events can arrive out of order): its own check run, on its own commit, holds it.
+  if (spec.pr !== undefined && current) {
     await github.upsertComment(
       spec.pr,
       COMMENT_MARKER,
@@ -161,7 +163,7 @@ async function postSuggestions(
     reviewBody(comments.length, branch, outsideFiles, pull.fork),
     droppedNote(dropped),
   );
-  await github.createReview(pr, sha, body, comments);
+  await github.createReview(pr, sha, body, comments, review.job.id);
   return branch;
 }
 

@@ -32,6 +32,8 @@ export interface AppSettings {
   readonly recover?: { appId?: number };
   /** After a failed attempt to conclude a check run, the next one this much later. */
   readonly retryEndMs?: number;
+  /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
+  readonly botLogin?: string;
   /** A replacement for the actions backend (tests). */
   readonly actions?: Dispatcher;
 }
@@ -43,6 +45,7 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     concurrency: positive(env.EVOKERNEL_CONCURRENCY, 16),
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
+    ...(env.EVOKERNEL_BOT_LOGIN ? { botLogin: env.EVOKERNEL_BOT_LOGIN } : {}),
     ...(env.EVOKERNEL_RECOVER === "off"
       ? {}
       : { recover: Number(env.APP_ID) > 0 ? { appId: Number(env.APP_ID) } : {} }),

@@ -7,6 +7,7 @@ import { writeZip } from "../helpers/zip-writer.js";
 import { headTree } from "../helpers/git-tree.js";
 import {
   API,
+  BOT_LOGIN,
   BASE,
   CONFIG_PATH,
   HEAD,
@@ -253,6 +254,12 @@ describe("results from a workflow run", () => {
       .reply(200, [{ id: 1, body: "nice", user: { type: "User" } }])
       .post(`${R}/issues/7/comments`, record("comment"))
       .reply(201, { id: 2 })
+      // After creating it the app lists again (another instance may have raced it).
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { id: 2, body: "<!-- evokernel:comment -->", user: { type: "Bot", login: BOT_LOGIN } },
+      ])
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
@@ -266,13 +273,16 @@ describe("results from a workflow run", () => {
       .reply(201, { sha: "commit1" })
       .post(`${R}/git/refs`, record("ref"))
       .reply(201, { ref: "refs/heads/evokernel/7-aaaaaaa" })
+      .get(`${R}/pulls/7/reviews`)
+      .query({ per_page: 100 })
+      .reply(200, [])
       .post(`${R}/pulls/7/reviews`, record("review"))
       .reply(200, { id: 3 })
       .patch(`${R}/check-runs/900`, record("check"))
       .reply(200, { id: 900 });
     await harness.receive("workflow_run", workflowRunPayload(4242, "failure"));
     expect(bodies.comment).toMatchSnapshot("comment");
-    expect(bodies.review).toMatchSnapshot("review");
+    expect(stable(bodies.review)).toMatchSnapshot("review");
     expect([bodies.tree, bodies.commit, bodies.ref]).toMatchSnapshot("suggestion branch");
     expect((bodies.blob?.[0] as { content: string }).content).toContain("#define UNROLL 4");
     expect(bodies.check).toMatchSnapshot("check run");
@@ -290,10 +300,20 @@ describe("results from a workflow run", () => {
       .query({ per_page: 100 })
       .reply(200, [
         { id: 1, body: "<!-- evokernel:comment --> by someone else", user: { type: "User" } },
-        { id: 2, body: "<!-- evokernel:comment -->\nold", user: { type: "Bot" } },
+        // Another bot's comment carrying the marker is not the app's (403 on edit).
+        {
+          id: 2,
+          body: "<!-- evokernel:comment --> copied",
+          user: { type: "Bot", login: "other-app[bot]" },
+        },
+        {
+          id: 3,
+          body: "<!-- evokernel:comment -->\nold",
+          user: { type: "Bot", login: "evokernel[bot]" },
+        },
       ])
-      .patch(`${R}/issues/comments/2`, record("comment"))
-      .reply(200, { id: 2 })
+      .patch(`${R}/issues/comments/3`, record("comment"))
+      .reply(200, { id: 3 })
       .patch(`${R}/check-runs/900`)
       .reply(200, { id: 900 });
     await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
@@ -348,15 +368,11 @@ describe("results from a workflow run", () => {
       })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ head: NEW_HEAD }))
-      .get(`${R}/issues/7/comments`)
-      .query({ per_page: 100 })
-      .reply(200, [])
-      .post(`${R}/issues/7/comments`)
-      .reply(201, { id: 2 })
       .patch(`${R}/check-runs/905`, record("check"))
       .reply(200, { id: 905 });
     await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
-    // The head moved on: no review on a stale diff, but the check run has its verdict.
+    // The head moved on: the PR's comment (the head's results) is not overwritten with a
+    // stale commit's, no review lands on a stale diff, but the check run has its verdict.
     expect((bodies.check?.[0] as { conclusion: string }).conclusion).toBe("failure");
   });
 
@@ -394,6 +410,12 @@ describe("results from a workflow run", () => {
       .reply(200, [])
       .post(`${R}/issues/7/comments`)
       .reply(201, { id: 2 })
+      // After creating it the app lists again (another instance may have raced it).
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { id: 2, body: "<!-- evokernel:comment -->", user: { type: "Bot", login: BOT_LOGIN } },
+      ])
       .patch(`${R}/check-runs/907`, record("check"))
       .reply(200, { id: 907 });
     await harness.receive("workflow_run", workflowRunPayload(4343, "success"));

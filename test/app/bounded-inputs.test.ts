@@ -30,7 +30,7 @@ let harness: Harness;
 let checks: unknown[];
 
 beforeEach(async () => {
-  mocks = strictNock();
+  mocks = strictNock({ failOnUnmatched: true });
   checks = [];
   harness = await startHarness();
 });

@@ -11,7 +11,7 @@ import { API, strictNock } from "../helpers/app-harness.js";
 
 let mocks: { done(): void };
 beforeEach(() => {
-  mocks = strictNock();
+  mocks = strictNock({ failOnUnmatched: true });
 });
 afterEach(() => {
   mocks.done();

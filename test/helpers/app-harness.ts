@@ -15,6 +15,8 @@ export const API = "https://api.github.com";
 export const HEAD = "a".repeat(40);
 export const BASE = "b".repeat(40);
 export const NEW_HEAD = "c".repeat(40);
+/** The app's bot login in tests: what its own comments and reviews are found by. */
+export const BOT_LOGIN = "evokernel[bot]";
 export const CONFIG_PATH = /^\/repos\/octo\/kernels\/contents\/\.github(%2F|\/)evokernel\.yml$/;
 
 export interface Harness {
@@ -37,6 +39,7 @@ export async function startHarness(settings: Partial<AppSettings> = {}): Promise
     concurrency: 4,
     jobTimeoutMs: 3_600_000,
     forceLocal: false,
+    botLogin: BOT_LOGIN,
     ...settings,
   });
   await probot.load(app.appFn);
@@ -52,14 +55,27 @@ export async function startHarness(settings: Partial<AppSettings> = {}): Promise
 }
 
 /** Strict nock for every test: call in beforeEach / afterEach. */
-export function strictNock(): { done(): void } {
+export function strictNock(options: { failOnUnmatched?: boolean } = {}): { done(): void } {
   nock.disableNetConnect();
+  // failOnUnmatched: a request no mock matched fails the test even where the app caught the
+  // error (a report that fails is concluded as a failure, which a test could otherwise take
+  // for success). Opt-in for now: turning it on everywhere shows unmocked requests in older
+  // tests (the approvals tests' workflow-run polling, git trees in some report tests).
+  const unmatched: string[] = [];
+  const onNoMatch = (request: { method?: string; path?: string; href?: string }) => {
+    if (request.href?.startsWith("http://127.0.0.1")) return;
+    unmatched.push(`${request.method ?? "?"} ${request.href ?? request.path ?? "?"}`);
+  };
+  nock.emitter.on("no match", onNoMatch);
   return {
     done() {
+      nock.emitter.removeListener("no match", onNoMatch);
       const pending = nock.pendingMocks();
       nock.cleanAll();
       nock.enableNetConnect();
       if (pending.length > 0) throw new Error(`unused mocks: ${pending.join(", ")}`);
+      if (options.failOnUnmatched === true && unmatched.length > 0)
+        throw new Error(`unmocked requests: ${unmatched.join(", ")}`);
     },
   };
 }

@@ -13,6 +13,7 @@ import type { PlannedTask } from "../../runner/src/jobs/plan.js";
 import { suggestablePath } from "../../runner/src/jobs/review-task.js";
 import {
   API,
+  BOT_LOGIN,
   BASE,
   CONFIG_PATH,
   HEAD,
@@ -273,6 +274,12 @@ describe("a hostile artifact through the app", () => {
         .reply(200, [])
         .post(`${R}/issues/7/comments`, record("comment"))
         .reply(201, { id: 2 })
+        // After creating it the app lists again (another instance may have raced it).
+        .get(`${R}/issues/7/comments`)
+        .query({ per_page: 100 })
+        .reply(200, [
+          { id: 2, body: "<!-- evokernel:comment -->", user: { type: "Bot", login: BOT_LOGIN } },
+        ])
         .get(`${R}/pulls/7/files`)
         .query({ per_page: 100 })
         // No hunk holds the kernel's line: the change must go on a branch (not for a fork).
@@ -291,6 +298,9 @@ describe("a hostile artifact through the app", () => {
           .reply(201, { ref: "refs/heads/evokernel/7-aaaaaaa" });
       }
       scope
+        .get(`${R}/pulls/7/reviews`)
+        .query({ per_page: 100 })
+        .reply(200, [])
         .post(`${R}/pulls/7/reviews`, record("review"))
         .reply(200, { id: 3 })
         .patch(`${R}/check-runs/900`)
