@@ -81,13 +81,22 @@ def watch(path):
     rec = _RECORDERS.get(real)
     if rec is None:
         rec = _RECORDERS[real] = Recorder(real)
+        _BY_NAME.clear()
     _BACKEND.install()
     return rec
 
 
+_BY_NAME = {}  # a code object's file name -> its recorder or None (realpath once per name)
+
+
 def _recorder(code):
-    return _RECORDERS.get(code.co_filename) or (
-        _RECORDERS.get(os.path.realpath(code.co_filename)) if code.co_filename.startswith(os.sep) else None)
+    name = code.co_filename
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        rec = _RECORDERS.get(name) or (_RECORDERS.get(os.path.realpath(name)) if name.startswith(os.sep) else None)
+        _BY_NAME[name] = rec
+        return rec
 
 
 def _line_of(code, offset):

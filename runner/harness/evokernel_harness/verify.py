@@ -132,7 +132,11 @@ class Verifier:
             if o.device.type != self.device.type:
                 raise Reject("wrong-shape", f"output {i} is on {o.device}, expected {self.device.type}")
             if tuple(o.shape) != tuple(r.shape):
-                raise Reject("wrong-shape", shape_message(i, tuple(o.shape), tuple(r.shape)))
+                if not self.format_accepts_shape(o, r):
+                    raise Reject("wrong-shape", shape_message(i, tuple(o.shape), tuple(r.shape)))
+                self.warn_once(f"output {i} has shape {tuple(o.shape)} where the reference returns {tuple(r.shape)}: "
+                               f"accepted, as {self.task.format}'s own harness compares one value with one value; "
+                               f"return out.reshape({tuple(r.shape)}) to match it exactly")
             if o.dtype != r.dtype:
                 raise Reject("wrong-dtype", f"output {i} is {dtype_name(o.dtype)}, expected {dtype_name(r.dtype)}")
         results = []
@@ -142,6 +146,15 @@ class Verifier:
                         "dtype": dtype_name(r.dtype)})
             results.append(res)
         return results
+
+    def format_accepts_shape(self, out, ref):
+        """A public format's own rule: robust-kbench's harness accepts a one-element loss where
+        its reference returns a scalar (and the reverse); every other shape must match."""
+        return self.task.format in SCALAR_AS_ONE_ELEMENT and out.numel() == 1 and ref.numel() == 1
+
+    def warn_once(self, text):
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def check_unchanged(self, pristine, seen):
         for (name, a), (_, b) in zip(pristine.tensors(), seen.tensors()):
@@ -274,7 +287,22 @@ class Verifier:
             entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
                      "trials": 0, "maxAbs": 0.0, "normRel": 0.0, "reason": None}
             for trial, init in enumerate(inits):
-                results, failed, case, ref_first = self.run_trial(config, trial, init)
+                try:
+                    results, failed, case, ref_first = self.run_trial(config, trial, init)
+                except Reject as r:
+                    if r.reason not in FAILS_ON_A_SHAPE:
+                        raise
+                    # it raised or its launch failed here: whether that is the shape's fault
+                    # shows once the other configurations have run (shape-specific)
+                    entry.update(ok=False, reason=r.reason)
+                    if first_fail is None:
+                        first_fail = (r.reason, r, config, init)
+                    break
+                except Crash as c:
+                    if passed_configs:  # the context is gone, but other shapes passed before it
+                        raise Reject("shape-specific", f"right on {', '.join(passed_configs)}, but on configuration "
+                                     f"{config.name} it crashed ({c}): it only works for the shapes it was shown (hack 10)") from None
+                    raise
                 entry["trials"] += 1
                 for r in results:
                     entry["maxAbs"] = max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
@@ -292,6 +320,12 @@ class Verifier:
             by_config[config.name] = entry
             self.configs.append(entry)
             self.log(f"config {config.name}: {'ok' if entry['ok'] else entry['reason']}")
+        if first_fail is not None and isinstance(first_fail[1], Reject):
+            reason, raised, config, _ = first_fail
+            if passed_configs:
+                raise Reject("shape-specific", f"right on {', '.join(passed_configs)}, but on configuration {config.name} "
+                             f"{raised.message}: it only works for the shapes it was shown (hack 10)")
+            raise raised
         if first_fail is not None:
             reason, failed, config, init = first_fail
             # shape-specific needs the whole picture: another configuration passed
@@ -424,6 +458,9 @@ def reference_float64(task, case, run_reference):
         del wide
 
 
+SCALAR_AS_ONE_ELEMENT = ("robust-kbench",)
+# failures of one configuration that leave the process able to try the others
+FAILS_ON_A_SHAPE = ("crash", "launch-error")
 INPUTS = {"signed-mixed": " (signed, mixed-scale inputs)", "offset": " (inputs with a common offset, N(0, 1) + 40)"}
 KINDS = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
 LOW_PRECISION_FACTOR = 3.0  # reduced precision: within 3× the error bfloat16 rounding gives
@@ -461,7 +498,22 @@ def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, 
         out.update(reason=r.reason, hack=HACKS.get(r.reason), message=r.message, mismatch=r.mismatch)
     except Crash as c:
         out.update(status="crash", reason="crash", message=str(c))
+    note = module_mode(candidate)
+    if note and not out["ok"]:
+        out["message"] += f"; {note}"  # what changed, in the user's words (a module switched to eval)
+    elif note:
+        v.warnings.append(note)
     v.phases.lap("checks")
     out.update(configs=v.configs, checks=v.checks, warnings=v.warnings, phases=v.phases.seconds,
                seconds=time.perf_counter() - start)
     return out, v
+
+
+def module_mode(candidate):
+    """A KernelBench ModelNew whose layers run in another mode than the reference's Model."""
+    models = getattr(candidate, "last_models", None)
+    if not models:
+        return None
+    from .tasks.kernelbench import mode_note
+
+    return mode_note(*models)

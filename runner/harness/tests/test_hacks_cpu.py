@@ -91,6 +91,9 @@ VERIFY = {
     "h12_direct_softmax": (SMALL_SOFTMAX, cand("h12_direct_softmax.py")),
     "h12_import_alias": (SMALL_SOFTMAX, cand("h12_import_alias.py")),
     "h15_flaky": (SMALL_SOFTMAX, cand("h15_flaky.py")),
+    "h10_raises_on_unseen_shapes": (SMALL_SOFTMAX, cand("h10_raises_on_unseen_shapes.py")),
+    "h06_switch_off_record": (SMALL_SOFTMAX, cand("h06_switch_off_record.py")),
+    "ok_softmax_try_build_fallback_unused": (SMALL_SOFTMAX, cand("ok_softmax_try_build_fallback_unused.py")),
 }
 
 # static runs: test name -> (candidate, task or None)
@@ -327,6 +330,29 @@ class VerifyCpuTest(HarnessCase):
     def test_h12_import_alias(self):
         """Class 12 reread: the reference op imported under an alias (from torch.nn.functional import softmax as _x)."""
         self.assert_rewrite_warned("h12_import_alias")
+
+    def test_h10_raises_on_unseen_shapes(self):
+        """Issue 18.8: a candidate that raises only on a shape it was not shown is shape-specific,
+        and the message names the shapes it passed and what it raised."""
+        self.assert_rejected("h10_raises_on_unseen_shapes", {"shape-specific"})
+        rec, _ = self.verify("h10_raises_on_unseen_shapes")
+        self.assertIn("right on 64x1000", rec["message"])
+        self.assertIn("unsupported row width 257", rec["message"])
+
+    def test_h06_switch_off_record(self):
+        """Issue 18.1: switching off the record of handled exceptions is tampering with the harness."""
+        self.assert_rejected("h06_switch_off_record", {"timer-patching"})
+
+    def test_ok_try_build_fallback_unused(self):
+        """Issue 18.1/18.3: try/except at import whose fallback is never taken in a call, and
+        cudnn.benchmark set at import: passes; the record names the handled exception (at
+        load) and the flag, which was applied around the candidate's calls only."""
+        self.assert_passes("ok_softmax_try_build_fallback_unused")
+        rec, _ = self.verify("ok_softmax_try_build_fallback_unused")
+        handled = rec["evidence"]["handledExceptions"]
+        self.assertEqual([(e["phase"], e["type"]) for e in handled], [("load", "ModuleNotFoundError")])
+        self.assertEqual(rec["evidence"]["backendFlags"], {"torch.backends.cudnn.benchmark": [False, True]})
+        self.assertTrue(any("torch.backends.cudnn.benchmark = True" in w for w in rec["warnings"]), rec["warnings"])
 
     def test_h15_flaky(self):
         """Hack class 15: every second call is off by ~1e-3: identical runs differ (race)."""

@@ -360,5 +360,51 @@ class StreamsTest(unittest.TestCase):
         self.assertIsNone(streams.escaped([("k", 7, 0.0, 1.0)]))
 
 
+REPO = os.path.normpath(os.path.join(HARNESS, "..", ".."))
+SHARED = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+RKB_CE = os.path.join(SHARED, "robust-kbench", "tasks", "mnist_cross_entropy")
+
+
+@unittest.skipUnless(os.path.isdir(RKB_CE), "public robust-kbench data not found (../shared/data)")
+class PublicFormatRulesTest(unittest.TestCase):
+    def test_a_one_element_loss_for_a_scalar_reference_passes_with_a_warning(self):
+        """Issue 18.7: robust-kbench's own harness accepts shape (1,) for a 0-dim loss."""
+        rec = verify_cpu(RKB_CE, os.path.join(HERE, "candidates", "ok_cross_entropy_one_element.py"))
+        self.assertTrue(rec["ok"], rec["message"])
+        self.assertTrue(any("has shape (1,) where the reference returns ()" in w for w in rec["warnings"]), rec["warnings"])
+
+
+def verify_cpu(task, candidate):
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "5",
+                               "--task", task, "--candidate", candidate, "--out", out],
+                              capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": HARNESS})
+        if not os.path.exists(out):
+            raise AssertionError(proc.stderr[-2000:])
+        with open(out) as f:
+            return json.load(f)
+
+
+class KernelBenchModeTest(unittest.TestCase):
+    """Issue 18.6/18.7: the Model runs as KernelBench runs it (training mode: BatchNorm with the
+    batch's statistics); a ModelNew switched to eval is refused, and the message says so."""
+
+    TASK = os.path.join(HERE, "tasks", "small_batchnorm.py")
+
+    def test_batch_statistics_pass(self):
+        rec = verify_cpu(self.TASK, os.path.join(HERE, "candidates", "kb_batchnorm_batch_stats.py"))
+        self.assertTrue(rec["ok"], rec["message"])
+
+    def test_a_module_switched_to_eval_is_refused_naming_the_mode(self):
+        rec = verify_cpu(self.TASK, os.path.join(HERE, "candidates", "kb_batchnorm_eval_mode.py"))
+        self.assertEqual(rec["status"], "rejected", rec["message"])
+        self.assertIn(rec["reason"], ("mismatch", "distribution-specific"))
+        self.assertIn("its BatchNorm2d is in eval mode (running statistics instead of the batch's) where the "
+                      "reference's Model is in training mode", rec["message"])
+
+
 if __name__ == "__main__":
     unittest.main()

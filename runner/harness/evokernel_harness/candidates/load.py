@@ -196,7 +196,9 @@ class Candidate:
             if model is None:
                 model = self.task.instantiate(self.model_cls, case)
                 case._candidate_model = model
-            return as_tuple(model(*case.args))
+            out = as_tuple(model(*case.args))
+            self.last_models = (model, case.module)  # modes compared if it is refused (verify.py)
+            return out
         if isinstance(self.entry, EvkFunction):
             self.entry.meta_source = self.task.meta_entry(case)
         return self.task.invoke(self.entry, case)

@@ -111,8 +111,20 @@ class KernelBenchTask(Task):
                 x = x.to(device)
                 x = perturbed_like(x, mode, gen)
             args.append(x)
-        model = model.to(device).eval()
+        model = self.run_mode(model.to(device))
         return Case(args=args, module=model, meta={"init_inputs": init_inputs, "seed": seed})
+
+    def run_mode(self, model):
+        """The Model as KernelBench runs it: as constructed, in training mode (BatchNorm
+        normalises with the batch's statistics, not running ones). Dropout layers are the one
+        exception, on both sides: a random mask cannot be compared, so they run as the identity."""
+        model.train()
+        if identity_dropout(model):
+            note = ("dropout layers run as the identity (eval mode) in the reference and the candidate: "
+                    "a random mask cannot be compared")
+            if note not in self.notes:
+                self.notes.append(note)
+        return model
 
     def reference_entry(self):
         return None  # the reference is the case's own Model
@@ -136,6 +148,7 @@ class KernelBenchTask(Task):
         with on_device(device):
             model = module_cls(*case.meta["init_inputs"])
         model = model.to(device)
+        identity_dropout(model)  # as the reference's (run_mode); every other mode is the candidate's own
         ours = list(model.named_parameters())
         theirs = list(case.module.parameters())
         if len(ours) == len(theirs) and all(a.shape == b.shape for (_, a), b in zip(ours, theirs)):
@@ -148,3 +161,31 @@ class KernelBenchTask(Task):
 
     def reference_ops(self):
         return called_names(self.path)
+
+
+def identity_dropout(model):
+    """Dropout layers (with p > 0) switched to eval: whether there were any."""
+    found = False
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+            m.eval()
+            found = found or m.p > 0
+    return found
+
+
+def mode_note(candidate_model, reference_model):
+    """'its BatchNorm2d is in eval mode (running statistics) where the reference's Model is in
+    training mode (batch statistics)', or None when the modes agree (dropout aside)."""
+    if candidate_model is None or reference_model is None:
+        return None
+    want = {type(m).__name__: m.training for m in reference_model.modules()
+            if not isinstance(m, torch.nn.modules.dropout._DropoutNd)}
+    off = sorted({type(m).__name__ for m in candidate_model.modules()
+                  if not isinstance(m, torch.nn.modules.dropout._DropoutNd)
+                  and type(m).__name__ in want and m.training != want[type(m).__name__]})
+    if not off:
+        return None
+    train = want[off[0]]
+    stats = " (running statistics instead of the batch's)" if train and any("Norm" in n for n in off) else ""
+    return (f"its {', '.join(off)} {'is' if len(off) == 1 else 'are'} in {'eval' if train else 'training'} mode{stats} "
+            f"where the reference's Model is in {'training' if train else 'eval'} mode")
