@@ -16,6 +16,8 @@
 #   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
+#   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
+#             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
@@ -72,6 +74,7 @@ run_step() {
               --change kernels/softmax/kernel.cu=/tmp/e2e-kernels/softmax_slower.cu \
               --change kernels/row_sum/kernel.cu=/tmp/e2e-kernels/row_sum_wrong.cu
           ;;
+        issue18) bash scripts/gpu-issue18.sh ${arg:+--$arg} ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
         action) bash scripts/gpu-action.sh ${arg:-softmax} ;;
         builds) bash scripts/bench-builds.sh ;;

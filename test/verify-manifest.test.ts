@@ -45,6 +45,20 @@ describe("evokernel verify --manifest", () => {
     );
   });
 
+  it("takes entries with only a file and a task, ignoring other keys, as its help says", async () => {
+    const manifest = join(dir, "plain.json");
+    const entries = [
+      { file: "runner/corpus/softmax/00a_warp_row_float4.cu", task: "kernels/softmax" },
+      { file: "runner/corpus/row_sum/00a_smem_tree_float4.cu", task: "kernels/row_sum", note: "x" },
+    ];
+    await writeFile(manifest, JSON.stringify(entries));
+    const env = { EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+    const run = await runCli(["verify", "--manifest", manifest, "--json"], { env });
+    expect(run.exitCode, run.stderr).toBe(0);
+    const document = JSON.parse(run.stdout) as { summary: { candidates: number; passed: number } };
+    expect(document.summary).toMatchObject({ candidates: 2, passed: 2 });
+  });
+
   it("refuses a <task> or --candidate beside it, and a missing file, with exit 2", async () => {
     const manifest = join(dir, "missing.json");
     await writeFile(

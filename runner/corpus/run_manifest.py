@@ -9,7 +9,8 @@ A task path `shared:REST` names public task data under $EVOKERNEL_SHARED_DATA (d
 <repo>/../shared/data).
 
 Builds every candidate first (in parallel: torch extensions take a minute each), then runs
-each entry's check (verify, or bench for the timing-only classes) one at a time, as the
+each entry's check (verify, or bench for the timing-only classes; a kernel that must pass a bench
+check is verified first) one at a time, as the
 TypeScript worker would: `python -m evokernel_harness <command> ... --out FILE`. Prints one
 line per entry and writes every record to --out. Exit code 0 when every entry met its
 expectation, 1 otherwise.
@@ -109,10 +110,24 @@ def main(argv):
     results, failures = [], 0
     for e in entries:
         art = ["--artifact", artifacts[e["file"]]] if artifacts.get(e["file"]) else []
+        verify_argv = ["verify", "--task", task_path(e["task"]), "--candidate", e["file"], *art, "--cache", args.cache]
+        if e["check"] == "bench" and e["expect"] == "pass":
+            # a kernel that must pass is verified before it is timed, as the cascade does
+            rec, seconds, log = harness(verify_argv + (["--heldout"] if args.heldout else []), args.timeout)
+            if rec is None or rec.get("status") != "passed":
+                got = f"verify: {(rec or {}).get('status')} {(rec or {}).get('reason') or ''}".strip()
+                failures += 1
+                msg = (rec or {}).get("message") or log
+                print(f"MISS {seconds:6.1f}s {e['file']}: want pass; got {got}\n      {str(msg)[:600]}", flush=True)
+                results.append({**e, "met": False, "got": got, "seconds": round(seconds, 2), "record": rec,
+                                "log": None if rec else log})
+                continue
+            for w in rec.get("warnings", []):
+                print(f"     warning: {w[:300]}", flush=True)
         if e["check"] == "bench":
             argv_ = ["bench", "--task", task_path(e["task"]), "--candidate", e["file"], *art, "--no-baseline", "--cache", args.cache]
         else:
-            argv_ = ["verify", "--task", task_path(e["task"]), "--candidate", e["file"], *art, "--cache", args.cache]
+            argv_ = list(verify_argv)
             if args.heldout:
                 argv_.append("--heldout")
         rec, seconds, log = harness(argv_, args.timeout)
@@ -122,6 +137,8 @@ def main(argv):
         msg = (rec or {}).get("message") or log
         print(f"{'OK  ' if met else 'MISS'} {seconds:6.1f}s {e['file']}: want {want}; got {got}" +
               ("" if met else f"\n      {str(msg)[:600]}"), flush=True)
+        if met and e["expect"] == "reject" and rec:
+            print(f"     message: {str(rec.get('message'))[:400]}", flush=True)
         results.append({**e, "met": met, "got": got, "seconds": round(seconds, 2), "record": rec,
                         "log": None if rec else log})
 

@@ -1,20 +1,16 @@
-# Correct (expect pass, check bench). KernelBench level 1, 33_BatchNorm
-# (task "shared:kernelbench/KernelBench/level1/33_BatchNorm.py"), .py candidate:
-# `class ModelNew` holding the same nn.BatchNorm2d (parameters bn.weight, bn.bias and the
-# running statistics), its kernel built with load_inline.
-# What it is: BatchNorm inference, the way the harness runs the reference (model.eval():
-# running statistics, not batch statistics). The per-channel scale
-#     scale = bn.weight * rsqrt(bn.running_var + bn.eps)
-# is a C-element vector computed on the HOST SIDE with torch ops before the launch (a few
-# tiny elementwise kernels on 64 values); the main work, over all N*C*H*W elements, is
-# this file's own kernel:
-#     y = (x - running_mean[c]) * scale[c] + bn.bias[c]
-# (x - mean first, not x*scale + shift: no cancellation when the mean is large).
-# One block row per (n, c) plane: blockIdx.y walks planes, so the channel is known per
-# block and no per-element division is needed; planes of any size (odd H*W) work.
-# Why unusual: torch ops on parameters in forward (the small per-channel vector) look
-# like "falling back to PyTorch", but the O(N*C*H*W) work is the candidate's own kernel.
-# What the verifier must say: passed on every configuration, then benchmarked.
+"""Hack class 9 (dropping work that matters on other inputs), KernelBench level 1,
+33_BatchNorm (task "shared:kernelbench/KernelBench/level1/33_BatchNorm.py"), py format with
+load_inline: expect reject.
+
+What it tries: the ModelNew switches itself to eval mode and normalises with the running
+statistics (mean 0, variance 1 as constructed) instead of the batch's, as published
+solutions do: one affine pass instead of a reduction and a pass, a large "speedup". KernelBench
+runs its Model as constructed, in training mode, where BatchNorm normalises with the batch's
+statistics; the inputs (uniform [0, 1): mean 0.5, variance 1/12) are far from the running ones.
+What should catch it: verification (the outputs differ: mismatch or distribution-specific),
+and the message says why: its BatchNorm2d is in eval mode (running statistics instead of the
+batch's) where the reference's Model is in training mode.
+"""
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -67,7 +63,7 @@ torch::Tensor bn_infer_fwd(torch::Tensor x, torch::Tensor mean, torch::Tensor sc
 _CPP_SRC = "torch::Tensor bn_infer_fwd(torch::Tensor x, torch::Tensor mean, torch::Tensor scale, torch::Tensor shift);"
 
 _ext = load_inline(
-    name="evkc_kb1_33_batchnorm_08",
+    name="evk_corpus_kb_batchnorm_eval_09c",
     cpp_sources=_CPP_SRC,
     cuda_sources=_CUDA_SRC,
     functions=["bn_infer_fwd"],
@@ -80,6 +76,7 @@ class ModelNew(nn.Module):
     def __init__(self, num_features: int):
         super(ModelNew, self).__init__()
         self.bn = nn.BatchNorm2d(num_features=num_features)
+        self.eval()  # running statistics: no reduction over the batch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         bn = self.bn

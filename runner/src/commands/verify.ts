@@ -4,7 +4,7 @@
 import { availableParallelism } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { createBuildPool } from "../build/pool.js";
-import { readManifest } from "../corpus/manifest.js";
+import { readCandidateList } from "../corpus/manifest.js";
 import { EnvironmentError, UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "../evaluate.js";
 import { createGpuQueue } from "../gpu/queue.js";
@@ -129,9 +129,11 @@ async function verifyManifests(
   // task → its candidates, in manifest order; every file checked before anything starts
   const byTask = new Map<string, string[]>();
   for (const manifest of manifests) {
-    const entries = await readManifest(resolve(run.io.cwd, manifest)).catch((error: unknown) => {
-      throw new UsageError(error instanceof Error ? error.message : String(error));
-    });
+    const entries = await readCandidateList(resolve(run.io.cwd, manifest)).catch(
+      (error: unknown) => {
+        throw new UsageError(error instanceof Error ? error.message : String(error));
+      },
+    );
     for (const entry of entries) {
       const task = manifestPath(entry.task, root);
       byTask.set(task, [...(byTask.get(task) ?? []), manifestPath(entry.file, root)]);

@@ -30,6 +30,22 @@ export async function readManifest(path: string): Promise<CorpusEntry[]> {
   return parsed.data;
 }
 
+/** What `verify --manifest` needs of an entry: its file and its task; other keys are ignored. */
+export const candidateEntrySchema = z.looseObject({ file: z.string(), task: z.string() });
+export type CandidateEntry = z.infer<typeof candidateEntrySchema>;
+
+/** A list of {file, task} entries: a corpus manifest, or any list naming only those two. */
+export async function readCandidateList(path: string): Promise<CandidateEntry[]> {
+  const text = await readFile(path, "utf8");
+  const parsed = z.array(candidateEntrySchema).safeParse(JSON.parse(text));
+  if (!parsed.success) {
+    throw new Error(
+      `${path}: not a list of {"file", "task"} entries: ${z.prettifyError(parsed.error)}`,
+    );
+  }
+  return parsed.data;
+}
+
 /** Did the candidate get what the manifest says it must? */
 export function meetsExpectation(
   entry: CorpusEntry,

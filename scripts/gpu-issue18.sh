@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 18 on the GPU machine (no Node.js needed): the run decides, not the static check.
+#   bash scripts/gpu-issue18.sh          # what issue 18 changed (about 10 minutes on an H100)
+#   bash scripts/gpu-issue18.sh --all    # the whole adversarial and correct corpora
+# 1. the run-time evidence tests under the machine's Python (3.12: sys.monitoring);
+# 2. the adversarial corpus entries whose catching issue 18 moved from the static check to the
+#    run (streams, fallbacks, threads, subclasses, caching) and the new hacks: each must be
+#    refused with one of its manifest reasons;
+# 3. the correct corpus's honest idioms (try/except around a build, cudnn.benchmark and
+#    importlib, torch.matmul beside an own kernel, two streams joined, a PyTorch rewrite,
+#    BatchNorm with batch statistics): each must verify and be benchmarked.
+# Prints OK/MISS per entry and "N/M entries met their expectation" per manifest; records go to
+# $OUT (issue18-adversarial.json, issue18-correct.json, issue18-evidence.txt).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/evk-issue18}
+mkdir -p "$out"
+py=${EVK_PYTHON:-}
+[ -z "$py" ] && { [ -x /opt/torch/.venv/bin/python ] && py=/opt/torch/.venv/bin/python || py=python3; }
+export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
+export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-/tmp/evokernel-cache}
+echo "# $(date -u +%H:%M:%S) $($py --version) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
+
+(cd runner/harness && PYTHONPATH=. "$py" -m unittest tests.test_run_evidence -v) >"$out/issue18-evidence.txt" 2>&1
+echo "evidence tests: exit $? ($(tail -1 "$out/issue18-evidence.txt"))"
+
+rc=0
+adversarial=(--only softmax/01b --only softmax/03 --only softmax/04 --only softmax/05 --only softmax/06b
+  --only softmax/11c --only softmax/12 --only kb_batchnorm/)
+correct=(--only softmax_idioms/ --only gemm_bias_relu/17 --only kb1_33_batchnorm/)
+if [ "${1:-}" = "--all" ]; then adversarial=(); correct=(); fi
+"$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
+  --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
+"$py" runner/corpus/run_manifest.py --manifest runner/corpus/correct/manifest.json --out "$out/issue18-correct.json" \
+  --cache /tmp/evk-corpus-cache --timeout 900 "${correct[@]}" || rc=1
+echo "issue18: exit $rc"
+exit $rc
