@@ -52,7 +52,7 @@ describe("evokernel verify --manifest", () => {
       { file: "runner/corpus/row_sum/00a_smem_tree_float4.cu", task: "kernels/row_sum", note: "x" },
     ];
     await writeFile(manifest, JSON.stringify(entries));
-    const env = { EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_CACHE: dir };
+    const env = { EVOKERNEL_PYTHON: fakeHarness, EVOKERNEL_SANDBOX: "off", EVOKERNEL_CACHE: dir };
     const run = await runCli(["verify", "--manifest", manifest, "--json"], { env });
     expect(run.exitCode, run.stderr).toBe(0);
     const document = JSON.parse(run.stdout) as { summary: { candidates: number; passed: number } };
