@@ -6,6 +6,7 @@ import time
 
 import torch
 
+from . import guards
 from .compare import compare
 from .env import dtype_name
 from .evidence import summary
@@ -280,10 +281,17 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     messages = {
         "side-stream": "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed stream (hack 3)",
         "below-floor": f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): impossible, so something is skipped (hack 16)",
+        "timer-patching": "the candidate replaced the harness's timer or checks while it was timed (hack 6)",
         "timing-output-mismatch": "the output of a call made after timing, on new inputs, was wrong: work is skipped when called repeatedly (hacks 11, 16)",
     }
     if getattr(candidate, "evidence", None) is not None:
         notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]
+    changed = guards.tampered()
+    if candidate is not None and (changed or getattr(candidate, "intact", True) is False):
+        # the timer's functions, or the run-time record, replaced while it was timed
+        what = ", ".join(changed) or "the harness's record of the exceptions its code handles"
+        reasons.insert(0, (configs_out[-1]["name"] if configs_out else "-", "timer-patching"))
+        details[reasons[0][0]] = f"the candidate replaced {what} while it was timed (hack 6)"
     reason = reasons[0][1] if reasons else None
     message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
     if reason and reasons[0][0] in details:

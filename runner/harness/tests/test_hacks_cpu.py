@@ -93,6 +93,7 @@ VERIFY = {
     "h15_flaky": (SMALL_SOFTMAX, cand("h15_flaky.py")),
     "h10_raises_on_unseen_shapes": (SMALL_SOFTMAX, cand("h10_raises_on_unseen_shapes.py")),
     "h06_switch_off_record": (SMALL_SOFTMAX, cand("h06_switch_off_record.py")),
+    "h06_patch_harness_guards": (SMALL_SOFTMAX, cand("h06_patch_harness_guards.py")),
     "ok_softmax_try_build_fallback_unused": (SMALL_SOFTMAX, cand("ok_softmax_try_build_fallback_unused.py")),
 }
 
@@ -342,6 +343,13 @@ class VerifyCpuTest(HarnessCase):
     def test_h06_switch_off_record(self):
         """Issue 18.1: switching off the record of handled exceptions is tampering with the harness."""
         self.assert_rejected("h06_switch_off_record", {"timer-patching"})
+
+    def test_h06_patch_harness_guards(self):
+        """Hack class 6: the harness's own bound references (guards.sub) replaced through
+        sys.modules: seen by the check of the harness's own names after the call."""
+        self.assert_rejected("h06_patch_harness_guards", {"timer-patching"})
+        rec, _ = self.verify("h06_patch_harness_guards")
+        self.assertIn("evokernel_harness.guards.sub", rec["message"])
 
     def test_ok_try_build_fallback_unused(self):
         """Issue 18.1/18.3: try/except at import whose fallback is never taken in a call, and
