@@ -2,7 +2,7 @@
 // built from app.yml (GitHub's manifest flow): the webhook URL where Probot's server takes
 // webhooks, the owner (GH_ORG), the events the handlers are subscribed to and the
 // permissions with a reason each; then the code GitHub sends back becomes .env.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -295,5 +295,7 @@ describe("coming back from GitHub", () => {
       PRIVATE_KEY: "-----BEGIN RSA PRIVATE KEY-----\nAAA\nBBB\n-----END RSA PRIVATE KEY-----\n",
     });
     expect(hasCredentials(env, cwd)).toBe(true);
+    // The key is readable by the operator only, though .env existed before.
+    expect(statSync(join(cwd, ".env")).mode & 0o777).toBe(0o600);
   });
 });

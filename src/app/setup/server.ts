@@ -4,7 +4,7 @@
 // `POST /app-manifests/{code}/conversions` returns the App's id, key and webhook secret,
 // which go to .env beside Probot's other settings. Then the operator restarts.
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -138,7 +138,10 @@ function updateDotEnv(cwd: string, settings: Record<string, string>): void {
   const lines = Object.entries(merged).map(([key, value]) =>
     /[\s"'#\\]/.test(value) ? `${key}="${value.replace(/\n/g, "\\n")}"` : `${key}=${value}`,
   );
-  writeFileSync(join(cwd, ".env"), `${lines.join("\n")}\n`, { mode: 0o600 });
+  const path = join(cwd, ".env");
+  writeFileSync(path, `${lines.join("\n")}\n`, { mode: 0o600 });
+  // The mode applies only to a new file: an existing .env now holds the key too.
+  chmodSync(path, 0o600);
 }
 
 function sameState(given: string | null, expected: string): boolean {
