@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createGitHub, type GitHub } from "../../src/app/github.js";
 import { evokernelOctokit } from "../../src/app/octokit.js";
 import { forgetServerFeatures } from "../../src/app/server-features.js";
+import { readAppYml } from "../../src/app/setup/manifest.js";
 
 type Json = Record<string, unknown>;
 
@@ -73,6 +74,8 @@ interface Recorded {
   method: string;
   template: string;
   problems: string[];
+  /** The operation's x-github category/subcategory: what permission it needs. */
+  category?: string;
 }
 
 const SHA = "a".repeat(40);
@@ -88,13 +91,15 @@ function checkRequest(
   const template = options.url.startsWith("http") ? templateOf(doc, options.url) : options.url;
   const method = options.method.toLowerCase();
   const problems: string[] = [];
-  const recorded = { method: options.method, template, problems };
+  const recorded: Recorded = { method: options.method, template, problems };
   const operation = ((doc.paths as Json)[template] as Json | undefined)?.[method] as
     Json | undefined;
   if (operation === undefined) {
     problems.push("no such operation");
     return { recorded, response: { status: 404, data: { message: "Not Found" } } };
   }
+  const github = operation["x-github"] as { category?: string; subcategory?: string } | undefined;
+  Object.assign(recorded, { category: `${github?.category}/${github?.subcategory}` });
   const parameters = ((operation.parameters as unknown[] | undefined) ?? []).map(resolve);
   const query = new URL(parsed.url).searchParams;
   for (const key of query.keys()) {
@@ -268,6 +273,31 @@ const SERVERS: [string, string][] = [
 ];
 
 const summary: string[] = [];
+/** github.com's requests, for the permissions they need. */
+const dotcom: Recorded[] = [];
+
+/**
+ * The App permission each API category needs (GitHub's "Permissions required for GitHub
+ * Apps"): a GET needs read, anything else write. The meta endpoint needs none.
+ */
+function permissionFor(category: string): string | undefined {
+  const [group, sub] = category.split("/");
+  if (group === "meta") return undefined;
+  if (group === "repos") return sub === "contents" || sub === "branches" ? "contents" : "metadata";
+  const byGroup: Record<string, string> = {
+    checks: "checks",
+    pulls: "pull_requests",
+    issues: "issues",
+    reactions: "issues",
+    actions: "actions",
+    git: "contents",
+    commits: "contents",
+    collaborators: "metadata",
+  };
+  const permission = group === undefined ? undefined : byGroup[group];
+  if (permission === undefined) throw new Error(`no permission known for ${category}`);
+  return permission;
+}
 
 afterAll(() => {
   console.info(summary.join("\n"));
@@ -303,5 +333,23 @@ describe.each(SERVERS)("requests against %s's API description", (name, baseUrl) 
     // check nothing).
     expect(operations.size).toBeGreaterThanOrEqual(30);
     if (name.startsWith("ghes")) expect(operations).toContain("GET /meta");
+    if (name === "api.github.com") dotcom.push(...log);
+  });
+});
+
+describe("app.yml's permissions", () => {
+  it("are exactly what the app's requests need: read for reads, write for writes", () => {
+    expect(dotcom.length).toBeGreaterThan(0);
+    const needed: Record<string, string> = { metadata: "read" };
+    for (const entry of dotcom) {
+      const permission = permissionFor(entry.category ?? "");
+      if (permission === undefined) continue;
+      if (entry.method !== "GET") needed[permission] = "write";
+      else needed[permission] ??= "read";
+    }
+    const app = readAppYml(readFileSync(new URL("../../app.yml", import.meta.url), "utf8"));
+    expect(
+      Object.fromEntries(app.permissions.map((permission) => [permission.name, permission.access])),
+    ).toEqual(needed);
   });
 });
