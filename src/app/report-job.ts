@@ -23,7 +23,7 @@ export async function reportResult(
 ): Promise<void> {
   // Checked before anything is posted: a result whose claims do not follow from its own
   // records is a runner error, never a verdict (and never a green check).
-  const checked = checkReviewResult(result);
+  const checked = checkReviewResult(result, job.spec.tasks);
   if (!checked.ok) {
     await github.updateCheckRun(job.checkRunId, {
       status: "completed",

@@ -18,11 +18,25 @@ export type ResultCheck =
   | { readonly ok: true; readonly review: ReviewResult }
   | { readonly ok: false; readonly problems: readonly string[] };
 
-/** The result with its derived fields recomputed, or what does not add up. */
-export function checkReviewResult(review: ReviewResult): ResultCheck {
+/**
+ * The result with its derived fields recomputed, or what does not add up. `planned`: the task
+ * paths the job named (the app's own spec; empty when the job reviews every changed task), so
+ * a result cannot report a task the job never ran, or one task twice.
+ */
+export function checkReviewResult(
+  review: ReviewResult,
+  planned: readonly string[] = [],
+): ResultCheck {
   const problems = review.tasks.flatMap((task) =>
     taskProblems(task, review.threshold).map((problem) => `${task.task.path}: ${problem}`),
   );
+  const seen = new Set<string>();
+  for (const { task } of review.tasks) {
+    if (seen.has(task.path)) problems.push(`${task.path}: reported twice`);
+    seen.add(task.path);
+    if (planned.length > 0 && !planned.some((path) => withinPlanned(task.path, path)))
+      problems.push(`${task.path}: not a task this job was asked to run`);
+  }
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -199,6 +213,14 @@ function sameRatio(claimed: number | null, actual: number | null): boolean {
   if (claimed === null || actual === null) return claimed === actual;
   if (!Number.isFinite(claimed) || !Number.isFinite(actual)) return false;
   return Math.abs(claimed - actual) <= SLACK * Math.max(Math.abs(claimed), Math.abs(actual));
+}
+
+/** A named task path, a task under a named folder, or a variant (#backward) of a named task. */
+function withinPlanned(path: string, planned: string): boolean {
+  const folder = (text: string) => text.replace(/#[^/]*$/, "");
+  return (
+    path === planned || path.startsWith(`${folder(planned)}/`) || folder(path) === folder(planned)
+  );
 }
 
 function geomean(values: readonly number[]): number {

@@ -70,6 +70,12 @@ beforeAll(async () => {
         headRef: "faster",
         files: [
           { filename: "kernels/softmax/kernel.cu", status: "modified", patch: kernelPatch() },
+          // The recorded result reports layernorm too: the job's plan must name it.
+          {
+            filename: "kernels/layernorm/kernel.cu",
+            status: "modified",
+            patch: "@@ -1 +1 @@\n-a\n+b",
+          },
         ],
       },
     },

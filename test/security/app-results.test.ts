@@ -167,6 +167,26 @@ describe("a result's claims must follow from its records", () => {
     expect(problems(unverifiedWin)).toMatch(/timed on 8192x8192, which was not verified/);
   });
 
+  it("refuses a task the job was not asked to run, or one task twice", () => {
+    const review = fixture();
+    const planned = ["kernels/softmax", "kernels/layernorm"];
+    expect(checkReviewResult(review, planned).ok).toBe(true);
+    // A named folder stands for the tasks under it; a #backward variant for its task.
+    expect(checkReviewResult(review, ["kernels"]).ok).toBe(true);
+    const [first] = review.tasks;
+    if (first === undefined) throw new Error("empty fixture");
+    const extra = {
+      ...review,
+      tasks: [...review.tasks, { ...first, task: { ...first.task, path: "kernels/other" } }],
+    };
+    expect(checkReviewResult(extra, planned)).toMatchObject({
+      ok: false,
+      problems: ["kernels/other: not a task this job was asked to run"],
+    });
+    const twice = { ...review, tasks: [...review.tasks, first] };
+    expect(problems(twice)).toMatch(/kernels\/softmax: reported twice/);
+  });
+
   it("refuses a quiet task (unchanged, removed, skipped) that carries timings", () => {
     const quiet = withTask((task) => ({ ...task, status: "unchanged" }));
     expect(problems(quiet)).toMatch(/unchanged, yet it carries timings/);

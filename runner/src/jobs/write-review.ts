@@ -20,7 +20,7 @@ export type RenderedReview = { comment: string; checkRun: CheckRunOutput; patch:
  * report: a candidate that tampered with the records beside it gets no verdict out of them.
  */
 export function renderReview(result: ReviewResult, threshold = result.threshold): RenderedReview {
-  const checked = checkReviewResult(result);
+  const checked = checkReviewResult(result, result.job.tasks);
   if (!checked.ok) {
     throw new HarnessError(
       `the job's result does not add up, so it is not reported (a runner error, not a verdict on the kernel):\n${checked.problems.map((problem) => `  - ${problem}`).join("\n")}`,
