@@ -68,16 +68,39 @@ export function parseComment(body: string): ParsedComment {
   return { kind: "command", command: result, line };
 }
 
+/**
+ * The first command line in what GitHub shows as plain text: not inside an HTML comment (an
+ * unclosed one hides the rest), a fenced code block (closed only by a fence of its own
+ * character at least as long), an indented code block or a quote. A command someone quotes,
+ * shows as code or hides is not a command.
+ */
 function firstCommandLine(body: string): string | undefined {
-  let inFence = false;
-  for (const raw of body.split(/\r?\n/)) {
+  const visible = body.replace(/<!--[\s\S]*?(?:-->|$)/g, "");
+  let fence: { char: string; length: number } | undefined;
+  let previousBlank = true;
+  let inIndented = false;
+  for (const raw of visible.split(/\r?\n/)) {
     const line = raw.trim();
-    if (line.startsWith("```") || line.startsWith("~~~")) {
-      inFence = !inFence;
-      continue;
+    const opener = /^(`{3,}|~{3,})/.exec(line);
+    const indented = /^(?: {4}|\t| {0,3}\t)/.test(raw) && line !== "";
+    if (fence) {
+      if (
+        opener?.[1]?.[0] === fence.char &&
+        opener[1].length >= fence.length &&
+        /^[`~]+$/.test(line)
+      )
+        fence = undefined;
+    } else if (indented && (previousBlank || inIndented)) {
+      // An indented code block starts after a blank line (it cannot interrupt a paragraph).
+      inIndented = true;
+    } else if (opener?.[1] !== undefined && !indented) {
+      fence = { char: opener[1][0] ?? "`", length: opener[1].length };
+      inIndented = false;
+    } else {
+      if (line !== "") inIndented = false;
+      if (!line.startsWith(">") && COMMAND_LINE.test(line)) return line;
     }
-    if (inFence || line.startsWith(">")) continue;
-    if (COMMAND_LINE.test(line)) return line;
+    previousBlank = line === "";
   }
   return undefined;
 }

@@ -22,7 +22,11 @@ import {
   repoOf,
   workflowRunEventSchema,
 } from "./handlers/payloads.js";
-import { handlePullRequest, PULL_REQUEST_ACTIONS } from "./handlers/pull-request.js";
+import {
+  handlePullClosed,
+  handlePullRequest,
+  PULL_REQUEST_ACTIONS,
+} from "./handlers/pull-request.js";
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
 import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs.js";
 import { loadConfig } from "./load-config.js";
@@ -176,7 +180,9 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           () => true,
           async (event) => {
             const github = createGitHub(context.octokit, repoOf(event), identity);
-            await handlePullRequest(current, github, event, await loadConfig(github));
+            // A closed PR's jobs are cancelled whatever the config says: no config read.
+            if (event.action === "closed") await handlePullClosed(current, github, event);
+            else await handlePullRequest(current, github, event, await loadConfig(github));
           },
         );
       },

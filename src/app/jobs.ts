@@ -76,6 +76,11 @@ export const APPLY_ACTION = {
   identifier: "evk-apply",
 } as const;
 
+/** Jobs a pull request may have running at once; more wait for one to end (or /cancel). */
+export const MAX_JOBS_PER_PULL = 4;
+/** Jobs an installation may have running at once, all its repositories together. */
+export const MAX_JOBS_PER_INSTALLATION = 32;
+
 /** Live jobs by id and by workflow run id. */
 export interface JobRegistry {
   add(job: ActiveJob): void;
@@ -92,6 +97,8 @@ export interface JobRegistry {
   release(jobId: string): void;
   /** Its check run is concluded: the job leaves the books. */
   done(jobId: string): void;
+  /** Live jobs of an installation (the cap on queued jobs). */
+  countFor(installationId: number): number;
   /** Jobs of a pull request that nobody is ending. */
   forPull(repo: RepoRef, pr: number): ActiveJob[];
   readonly size: number;
@@ -146,6 +153,11 @@ export function createJobRegistry(): JobRegistry {
           job.repo.repo === repo.repo &&
           job.spec.pr === pr,
       );
+    },
+    countFor(installationId) {
+      let count = 0;
+      for (const job of jobs.values()) if (job.installationId === installationId) count++;
+      return count;
     },
     get size() {
       return jobs.size;

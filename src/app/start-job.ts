@@ -7,7 +7,13 @@ import type { AppState } from "./app-state.js";
 import type { Dispatched, Dispatcher } from "./dispatch/types.js";
 import type { GitHub } from "./github.js";
 import { armDeadline, failJob, finishJob } from "./finish-job.js";
-import { type ActiveJob, checkName, externalIdOf } from "./jobs.js";
+import {
+  type ActiveJob,
+  checkName,
+  externalIdOf,
+  MAX_JOBS_PER_INSTALLATION,
+  MAX_JOBS_PER_PULL,
+} from "./jobs.js";
 import { codeSpan } from "../report/escape.js";
 
 export interface StartRequest {
@@ -31,6 +37,14 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
     await completedCheck(github, spec, "failure", {
       title: "The job did not start",
       summary: dispatcher,
+    });
+    return;
+  }
+  const busy = capReached(state, request);
+  if (busy !== undefined) {
+    await completedCheck(github, spec, "neutral", {
+      title: "Not started: too many jobs",
+      summary: busy,
     });
     return;
   }
@@ -143,6 +157,19 @@ function register(
   state.jobs.setRun(job.spec.id, dispatched.runId, dispatched.runUrl);
   armDeadline(state, job);
   return job;
+}
+
+/** Why the job may not start now (a cap on queued jobs), or undefined. */
+function capReached(state: AppState, request: StartRequest): string | undefined {
+  const { spec } = request;
+  if (
+    spec.pr !== undefined &&
+    state.jobs.forPull(request.github.repo, spec.pr).length >= MAX_JOBS_PER_PULL
+  )
+    return `This pull request already has ${MAX_JOBS_PER_PULL} evokernel jobs running; each waits for a GPU. Wait for one to finish (or comment \`/cancel\`), then comment again.`;
+  if (state.jobs.countFor(request.installationId) >= MAX_JOBS_PER_INSTALLATION)
+    return `This installation already has ${MAX_JOBS_PER_INSTALLATION} evokernel jobs running; wait for some to finish, then comment again.`;
+  return undefined;
 }
 
 function completedCheck(

@@ -195,3 +195,64 @@ describe("deadlines", () => {
     expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "timed_out" });
   });
 });
+
+describe("what a pull request may queue, and closing it", () => {
+  function startMocks(run: number, check: number): void {
+    nock(API)
+      .get(CONFIG_PATH)
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+      ])
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
+      .reply(200, { workflow_run_id: run, html_url: `https://github.com/o/r/actions/runs/${run}` })
+      .post(`${R}/check-runs`)
+      .reply(201, { id: check });
+  }
+
+  it("caps the jobs one pull request has running; the next says why and runs nothing", async () => {
+    harness = await startHarness();
+    for (let i = 0; i < 4; i++) {
+      startMocks(5000 + i, 950 + i);
+      await harness.receive("pull_request", pullRequestPayload("reopened"));
+    }
+    nock(API)
+      .get(CONFIG_PATH)
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+      ])
+      // No dispatch: a completed neutral check run that says why.
+      .post(`${R}/check-runs`, record)
+      .reply(201, { id: 960 });
+    await harness.receive("pull_request", pullRequestPayload("reopened"));
+    expect(bodies[0]).toMatchObject({
+      status: "completed",
+      conclusion: "neutral",
+      output: { title: "Not started: too many jobs" },
+    });
+  });
+
+  it("cancels the jobs of a pull request that is closed", async () => {
+    harness = await startHarness();
+    await openPullWithJob();
+    nock(API)
+      .post(`${R}/actions/runs/4242/cancel`)
+      .reply(202, {})
+      .patch(`${R}/check-runs/900`, record)
+      .reply(200, { id: 900 })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] });
+    await harness.receive("pull_request", pullRequestPayload("closed"));
+    expect(bodies[0]).toMatchObject({
+      status: "completed",
+      conclusion: "cancelled",
+      output: { summary: expect.stringContaining("The pull request was closed.") as unknown },
+    });
+  });
+});

@@ -26,6 +26,10 @@ describe("parseComment", () => {
     ["/cancel", { name: "cancel" }],
     ["/help", { name: "help" }],
     ["Looks good.\n\n  /bench softmax  \nthanks", { name: "bench", tasks: ["softmax"] }],
+    ["```\ncode\n```\n/bench", { name: "bench", tasks: [] }],
+    ["<!-- a note -->\n/bench", { name: "bench", tasks: [] }],
+    // Four spaces that continue a paragraph are not a code block.
+    ["please run\n    /bench", { name: "bench", tasks: [] }],
     ["/bench @1A2B3C4 softmax", { name: "bench", tasks: ["softmax"], sha: "1a2b3c4" }],
     [
       "/optimize softmax @0123456789abcdef --budget 3",
@@ -41,6 +45,13 @@ describe("parseComment", () => {
     ["/path/to/file is broken", "a path at the start of a line"],
     ["> /bench", "a quoted command"],
     ["```\n/bench\n```", "a command in a code block"],
+    ["<!-- /bench -->", "a command in an HTML comment"],
+    ["note\n<!--\n/bench\n-->\nthanks", "a command in a multi-line HTML comment"],
+    ["<!-- hidden from here on\n/bench", "a command after an unclosed HTML comment"],
+    ["Try this:\n\n    /bench softmax\n", "a command in an indented code block"],
+    ["\t/bench", "a command indented by a tab"],
+    ["````\n```\n/bench\n````", "a command inside a longer fence a shorter one does not close"],
+    ["~~~\n```\n/bench\n~~~", "a command inside a tilde fence a backtick one does not close"],
   ])("ignores %j (%s)", (body) => {
     expect(parseComment(body)).toEqual({ kind: "none" });
   });

@@ -144,15 +144,23 @@ async function tasksFor(
   return plan.kind === "tasks" ? plan.tasks : [];
 }
 
-/** Every running job of the PR stops; its check run says who cancelled it. */
-async function cancelPull(state: AppState, github: GitHub, pull: Pull): Promise<void> {
+/**
+ * Every running job of the PR stops; its check run says why (`/cancel`, or the PR closed).
+ * Jobs in memory first, then the head's open check runs of the app (after a restart).
+ */
+export async function cancelPull(
+  state: AppState,
+  github: GitHub,
+  pull: Pick<Pull, "number" | "headSha">,
+  why = "Cancelled by `/cancel`.",
+): Promise<void> {
   const handled = new Set<number>();
   for (const job of state.jobs.forPull(github.repo, pull.number)) {
     handled.add(job.checkRunId);
     await finishJob(state, github, job, "cancelling the job", async () => {
       for (const dispatcher of state.dispatchers)
         await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
-      await github.updateCheckRun(job.checkRunId, cancelledUpdate());
+      await github.updateCheckRun(job.checkRunId, cancelledUpdate(why));
     });
   }
   for (const run of await github.listCheckRuns(pull.headSha)) {
@@ -166,17 +174,17 @@ async function cancelPull(state: AppState, github: GitHub, pull: Pull): Promise<
     if (!ids) continue;
     for (const dispatcher of state.dispatchers)
       await dispatcher.cancel(ids.jobId, ids.runId, github).catch(() => undefined);
-    await github.updateCheckRun(run.id, cancelledUpdate());
+    await github.updateCheckRun(run.id, cancelledUpdate(why));
   }
 }
 
-function cancelledUpdate() {
+function cancelledUpdate(why: string) {
   return {
     status: "completed" as const,
     conclusion: "cancelled" as const,
     output: {
       title: "Cancelled",
-      summary: "Cancelled by `/cancel`. Comment `/bench` (or `/optimize`) to run it again.",
+      summary: `${why} Comment \`/bench\` (or \`/optimize\`) to run it again.`,
     },
   };
 }

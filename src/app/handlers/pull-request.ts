@@ -1,3 +1,4 @@
+// pull_request closed (or merged): its jobs are cancelled.
 // pull_request opened, synchronize, reopened, ready_for_review: plan the tasks the PR's
 // changed files touch and start a review job on the head SHA; stay quiet when none changed.
 // Drafts wait until they are ready for review (GPU time is scarce; a command still runs on
@@ -10,6 +11,7 @@ import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob, supersedeJob, supersededOutput } from "../start-job.js";
+import { cancelPull } from "./issue-comment.js";
 import type { PullRequestEvent } from "./payloads.js";
 
 export const PULL_REQUEST_ACTIONS = [
@@ -17,6 +19,7 @@ export const PULL_REQUEST_ACTIONS = [
   "synchronize",
   "reopened",
   "ready_for_review",
+  "closed",
 ] as const;
 
 export async function handlePullRequest(
@@ -70,6 +73,21 @@ export async function handlePullRequest(
     defaultBranch: event.repository.default_branch,
     recheckHead: false,
   });
+}
+
+/** Closed or merged: its jobs would only spend GPU time on results nobody reads. */
+export async function handlePullClosed(
+  state: AppState,
+  github: GitHub,
+  event: PullRequestEvent,
+): Promise<void> {
+  const pr = event.pull_request;
+  await cancelPull(
+    state,
+    github,
+    { number: pr.number, headSha: pr.head.sha },
+    "The pull request was closed.",
+  );
 }
 
 /** The jobs of the commit a push replaced: cancelled, their check runs neutral "superseded". */
