@@ -103,6 +103,8 @@ export interface TreeEntry {
   readonly mode: string;
   readonly type: string;
   readonly sha: string;
+  /** Bytes, for a blob. */
+  readonly size?: number;
 }
 
 /** What the app does to GitHub, for one repository. */
@@ -686,7 +688,13 @@ export function createGitHub(
       return z
         .object({
           tree: z.array(
-            z.object({ path: z.string(), mode: z.string(), type: z.string(), sha: z.string() }),
+            z.object({
+              path: z.string(),
+              mode: z.string(),
+              type: z.string(),
+              sha: z.string(),
+              size: z.number().int().nonnegative().optional(),
+            }),
           ),
         })
         .parse(data)
@@ -695,6 +703,7 @@ export function createGitHub(
           mode: entry.mode,
           type: entry.type,
           sha: entry.sha,
+          ...(entry.size === undefined ? {} : { size: entry.size }),
         }));
     },
     async readBlob(sha) {

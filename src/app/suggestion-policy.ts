@@ -37,6 +37,7 @@ export interface TreeSource {
 }
 
 const REGULAR_FILE = "100644";
+const MAX_TASK_JSON = 65_536;
 const FOLDER = "040000";
 
 export async function screenSuggestions(
@@ -145,6 +146,9 @@ async function kernelNamedBy(
   const entry = folders.get(task)?.find((item) => item.name === "task.json");
   if (entry === undefined || entry.type !== "blob" || entry.mode !== REGULAR_FILE)
     return { kernel: undefined, why: `the task has no ${codeSpan("task.json")} naming its kernel` };
+  // A task.json is a few hundred bytes; a huge one is not read at all.
+  if (entry.size !== undefined && entry.size > MAX_TASK_JSON)
+    return { kernel: undefined, why: `${codeSpan(`${task}/task.json`)} is over 64 KB` };
   let data: unknown;
   try {
     data = JSON.parse(await reader.readBlob(entry.sha));

@@ -12,6 +12,7 @@ export interface TreeEntryJson {
   readonly mode: string;
   readonly type: string;
   readonly sha: string;
+  readonly size?: number;
 }
 
 interface Node {
@@ -79,6 +80,7 @@ export function headTree(headSha: string, files: Record<string, HeadFile>): Head
         node.type === "tree"
           ? treeSha(prefix === "" ? node.name : `${prefix}/${node.name}`)
           : node.sha,
+      ...(node.type === "blob" ? { size: Buffer.byteLength(node.content ?? "") } : {}),
     }));
   const byTree = new Map<string, Map<string, Node>>();
   const treePrefix = new Map<string, string>();

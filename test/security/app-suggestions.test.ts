@@ -144,6 +144,13 @@ describe("the suggestion path policy", () => {
       files: { "kernels/softmax/task.json": '{"reference": "reference.py"}' },
     });
     expect(none.why).toMatch(/names no kernel/);
+    // A task.json too large to be one is refused by its size in the tree, never read.
+    const huge = await screen("kernels/softmax/kernel.cu", {
+      files: {
+        "kernels/softmax/task.json": `{"kernel": "kernel.cu", "pad": "${"x".repeat(70_000)}"}`,
+      },
+    });
+    expect(huge.why).toMatch(/over 64 KB/);
   });
 
   it("drops a suggestion made against other content than the head commit's", async () => {
