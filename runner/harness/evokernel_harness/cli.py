@@ -282,7 +282,7 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
         from .verdict import after_verification
 
         after_verification(rec, task, cand, backend, own)
-        if rec["ok"] and backend == "cuda":
+        if rec["ok"] and backend == "cuda" and not quick:  # the full verification's, once
             from .verdict import check_streams
 
             profiled = time.perf_counter()
