@@ -3,7 +3,8 @@
 #   bash scripts/gpu-issue18.sh          # what issue 18 changed (about 10 minutes on an H100)
 #   bash scripts/gpu-issue18.sh --all    # the whole adversarial and correct corpora
 # 1. the run-time evidence tests under the machine's Python (3.12: sys.monitoring);
-# 2. the adversarial corpus entries whose catching issue 18 moved from the static check to the
+# 2. the softmax corpus's correct kernels (evk, torch-ext, Triton: still pass) and the adversarial
+#    corpus entries whose catching issue 18 moved from the static check to the
 #    run (streams, fallbacks, threads, subclasses, caching) and the new hacks: each must be
 #    refused with one of its manifest reasons;
 # 3. the correct corpus's honest idioms (try/except around a build, cudnn.benchmark and
@@ -25,9 +26,9 @@ echo "# $(date -u +%H:%M:%S) $($py --version) $(nvidia-smi --query-gpu=name --fo
 echo "evidence tests: exit $? ($(tail -1 "$out/issue18-evidence.txt"))"
 
 rc=0
-adversarial=(--only softmax/01b --only softmax/03 --only softmax/04 --only softmax/05 --only softmax/06b
+adversarial=(--only softmax/00 --only softmax/01b --only softmax/03 --only softmax/04 --only softmax/05 --only softmax/06b
   --only softmax/11c --only softmax/12 --only kb_batchnorm/)
-correct=(--only softmax_idioms/ --only gemm_bias_relu/17 --only kb1_33_batchnorm/)
+correct=(--only softmax_idioms/ --only gemm_bias_relu/ --only kb1_33_batchnorm/)
 if [ "${1:-}" = "--all" ]; then adversarial=(); correct=(); fi
 "$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
   --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
