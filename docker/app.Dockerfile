@@ -7,9 +7,9 @@
 #     -e GH_ORG=YOUR_ORG -e EVOKERNEL_PUBLIC_URL=https://evokernel.example.com \
 #     ghcr.io/YOUR_ORG/evokernel-app:v0.1.0
 #
-# First start: the setup page on port 3000 (docs/INSTALL.md, step 2); then
-# `docker restart evokernel`. Or pass APP_ID, PRIVATE_KEY and WEBHOOK_SECRET as
-# environment variables (a secret store) and skip the page.
+# First start: the setup page on port 3000 (docs/INSTALL.md, step 2), after which the App
+# runs with the credentials it wrote to /data/.env. Or pass APP_ID, PRIVATE_KEY and
+# WEBHOOK_SECRET as environment variables (a secret store) and skip the page.
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM ${NODE_IMAGE} AS bundle

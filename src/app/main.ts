@@ -8,17 +8,26 @@ import { evokernelOctokit, limitsFromEnv } from "./octokit.js";
 import { startAppServer } from "./server.js";
 import { hasCredentials, readDotEnv, startSetupServer } from "./setup/server.js";
 
-const env = { ...process.env, ...readDotEnv(process.cwd()) };
-if (hasCredentials(env, process.cwd()) && env.WEBHOOK_PROXY_URL) {
-  // Development through a smee.io proxy: Probot's own server, which starts the proxy client.
-  await run(app, { Octokit: evokernelOctokit(limitsFromEnv(process.env)) });
-} else if (hasCredentials(env, process.cwd())) {
+/** The app with the credentials of the environment and .env (read again after setup). */
+async function startApp(): Promise<void> {
+  const env = { ...process.env, ...readDotEnv(process.cwd()) };
+  if (env.WEBHOOK_PROXY_URL) {
+    // Development through a smee.io proxy: Probot's own server, which starts the proxy client.
+    await run(app, { Octokit: evokernelOctokit(limitsFromEnv(process.env)) });
+    return;
+  }
   const server = await startAppServer(app, {
     env,
     Octokit: evokernelOctokit(limitsFromEnv(process.env)),
   });
   for (const signal of ["SIGINT", "SIGTERM"] as const)
     process.once(signal, () => void server.close().then(() => process.exit(0)));
+}
+
+const env = { ...process.env, ...readDotEnv(process.cwd()) };
+if (hasCredentials(env, process.cwd())) {
+  await startApp();
 } else {
-  await startSetupServer({ env, cwd: process.cwd() });
+  // Registered from the page, the app starts at once with what it wrote to .env.
+  await startSetupServer({ env, cwd: process.cwd(), onRegistered: startApp });
 }

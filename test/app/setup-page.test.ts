@@ -5,6 +5,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { execa } from "execa";
@@ -233,7 +234,11 @@ describe("the manifest", () => {
 });
 
 describe("coming back from GitHub", () => {
-  async function startSetup(cwd: string, fetchLog: string[]): Promise<string> {
+  async function startSetup(
+    cwd: string,
+    fetchLog: string[],
+    onRegistered?: () => Promise<unknown>,
+  ): Promise<string> {
     const port = randomPort();
     // GitHub's answer to the conversion, through Octokit's own fetch seam.
     const fetch = (url: string, init: { method: string }) => {
@@ -258,6 +263,7 @@ describe("coming back from GitHub", () => {
         env: { PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "fatal" },
         cwd,
         Octokit: ProbotOctokit.defaults({ request: { fetch } }),
+        ...(onRegistered ? { onRegistered } : {}),
       }),
     );
     return `http://127.0.0.1:${port}`;
@@ -297,5 +303,29 @@ describe("coming back from GitHub", () => {
     expect(hasCredentials(env, cwd)).toBe(true);
     // The key is readable by the operator only, though .env existed before.
     expect(statSync(join(cwd, ".env")).mode & 0o777).toBe(0o600);
+  });
+
+  it("then gives the port to the app, started with the new credentials", async () => {
+    const cwd = tempDir();
+    writeFileSync(join(cwd, "app.yml"), appYml);
+    let started: (port: string) => void = () => undefined;
+    const appStarted = new Promise<string>((resolve) => (started = resolve));
+    const base = await startSetup(cwd, [], async () => {
+      // The app's server would listen here: the setup server must have let the port go.
+      const port = new URL(base).port;
+      const listener = createServer();
+      await new Promise<void>((resolve, reject) =>
+        listener.once("error", reject).listen(Number(port), "127.0.0.1", resolve),
+      );
+      listener.close();
+      started(readFileSync(join(cwd, ".env"), "utf8").match(/^APP_ID=(\d+)$/m)?.[1] ?? "");
+    });
+    const { action } = postedForm(await getPage(`${base}/probot`));
+    const state = new URL(action).searchParams.get("state") ?? "";
+    const back = await fetch(`${base}/probot/setup?code=abc123&state=${state}`, {
+      redirect: "manual",
+    });
+    expect(back.status).toBe(302);
+    expect(await appStarted).toBe("4242");
   });
 });

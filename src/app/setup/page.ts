@@ -62,8 +62,9 @@ ${events}
 <h2 class="h3 mt-4">Then</h2>
 <p>GitHub shows the App for you to confirm, then sends you back here; this server writes
 <code>APP_ID</code>, the private key and the webhook secret to <code>.env</code> (keep it
-private) and takes you to the App's install page. Restart <code>npm start</code> so it
-runs with them. The remaining steps are in <code>docs/INSTALL.md</code>.</p>
+private), takes you to the App's install page and starts the App with them in this
+page's place (later starts read <code>.env</code>). The remaining steps are in
+<code>docs/INSTALL.md</code>.</p>
 <form action="${html(action)}" method="post" class="mt-3">
 <input type="hidden" name="manifest" id="manifest" value="${html(JSON.stringify(manifest))}">
 <button type="submit" class="btn btn-primary">Register ${html(manifest.name)} on GitHub</button>

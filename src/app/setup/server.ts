@@ -19,6 +19,11 @@ export interface SetupOptions {
   readonly cwd: string;
   /** Tests: a ProbotOctokit whose requests they can see. */
   readonly Octokit?: typeof ProbotOctokit;
+  /**
+   * Once the App is registered and .env written, the setup server stops and this starts
+   * the app with the new credentials (npm start: Probot's run), so no restart is needed.
+   */
+  readonly onRegistered?: () => Promise<unknown>;
 }
 
 /** Probot's test for credentials: an App id and a key (PRIVATE_KEY, _PATH or one .pem). */
@@ -55,7 +60,7 @@ export async function startSetupServer(options: SetupOptions): Promise<Server> {
     }),
   });
   await server.loadHandlerFactory((probot) =>
-    setupHandler(app, options, probot.log.child({ name: "setup" })),
+    setupHandler(app, options, probot.log.child({ name: "setup" }), () => server.stop()),
   );
   await server.start();
   return server;
@@ -63,7 +68,12 @@ export async function startSetupServer(options: SetupOptions): Promise<Server> {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
-function setupHandler(app: AppDefinition, options: SetupOptions, log: Logger): Handler {
+function setupHandler(
+  app: AppDefinition,
+  options: SetupOptions,
+  log: Logger,
+  stop: () => Promise<void>,
+): Handler {
   const { env, cwd } = options;
   // GitHub hands this back with the code: a code that comes with another state was not
   // started from this page (CSRF) and is refused.
@@ -100,10 +110,21 @@ function setupHandler(app: AppDefinition, options: SetupOptions, log: Logger): H
       }
       const created = await convertCode(code, env, options.Octokit ?? ProbotOctokit);
       updateDotEnv(cwd, created.settings);
+      const { onRegistered } = options;
       log.info(
-        `registered ${created.htmlUrl}; its id, key and webhook secret are in ${join(cwd, ".env")}: restart npm start`,
+        `registered ${created.htmlUrl}; its id, key and webhook secret are in ${join(cwd, ".env")}${onRegistered ? ": starting the app with them" : ": restart npm start"}`,
       );
       res.writeHead(302, { location: `${created.htmlUrl}/installations/new` }).end();
+      if (onRegistered) {
+        // After the browser has its answer: this server gives the port to the app.
+        res.once("finish", () => {
+          stop()
+            .then(onRegistered)
+            .catch((error: unknown) => {
+              log.error({ err: error }, "starting the app failed: restart npm start");
+            });
+        });
+      }
       return true;
     }
     return false;
