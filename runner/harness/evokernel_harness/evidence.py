@@ -113,9 +113,10 @@ class _Monitoring:
 
     def __init__(self):
         self.tool = None
+        self.unavailable = False  # every tool id was in use: no record, nothing to take away
 
     def install(self):
-        if self.tool is not None:
+        if self.tool is not None or self.unavailable:
             return
         mon = sys.monitoring
         for tool in (4, 3, 1, 5, 2, 0):
@@ -124,7 +125,8 @@ class _Monitoring:
                 self.tool = tool
                 break
         else:
-            return  # every tool id taken: no evidence (a warning says so, see active())
+            self.unavailable = True
+            return
         mon.register_callback(self.tool, mon.events.EXCEPTION_HANDLED, self._handled)
         mon.set_events(self.tool, mon.events.EXCEPTION_HANDLED)
 
@@ -135,7 +137,11 @@ class _Monitoring:
             rec.saw(_line_of(code, offset), exc)
 
     def active(self):
+        """False only when the record the harness had was taken away (a tool id freed, its
+        events switched off): with no tool id to be had there is no record to lose."""
         mon = sys.monitoring
+        if self.unavailable:
+            return True
         return (self.tool is not None and mon.get_tool(self.tool) == NAME
                 and bool(mon.get_events(self.tool) & mon.events.EXCEPTION_HANDLED))
 
@@ -210,4 +216,6 @@ def scope():
 
 
 def backend():
-    return "sys.monitoring" if isinstance(_BACKEND, _Monitoring) else "sys.settrace"
+    if isinstance(_BACKEND, _Monitoring):
+        return "none (every sys.monitoring tool id in use)" if _BACKEND.unavailable else "sys.monitoring"
+    return "sys.settrace"

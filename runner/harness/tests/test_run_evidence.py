@@ -181,6 +181,30 @@ class MonitoringTest(unittest.TestCase):
         self.assertTrue(out["active"])
         self.assertFalse(out["after_free"])  # a candidate that frees the tool id is seen
 
+    def test_no_tool_id_to_be_had_is_no_tampering(self):
+        """Every sys.monitoring tool id already in use (debuggers, coverage, profilers): no
+        record, said so, and no honest candidate refused for a record it never switched off."""
+        import json
+
+        script = textwrap.dedent("""
+            import importlib.util, json, sys
+            for tool in range(6):
+                if sys.monitoring.get_tool(tool) is None:
+                    sys.monitoring.use_tool_id(tool, "someone else")
+            spec = importlib.util.spec_from_file_location("ev", sys.argv[1])
+            ev = importlib.util.module_from_spec(spec); spec.loader.exec_module(ev)
+            rec = ev.watch(sys.argv[2])
+            print(json.dumps({"backend": ev.backend(), "active": rec.active()}))
+        """)
+        with tempfile.TemporaryDirectory() as tmp:
+            cand = write(tmp, "cand.py", CANDIDATE)
+            path = write(tmp, "full.py", script)
+            proc = subprocess.run([python312(), "-I", path, os.path.join(HARNESS, "evokernel_harness", "evidence.py"), cand],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            out = json.loads(proc.stdout)
+        self.assertEqual(out, {"backend": "none (every sys.monitoring tool id in use)", "active": True})
+
 
 class BackendFlagsTest(unittest.TestCase):
     def setUp(self):
