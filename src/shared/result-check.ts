@@ -64,6 +64,9 @@ function taskProblems(task: TaskReview, threshold: number): string[] {
   }
   problems.push(...summaryProblems(task, threshold));
   if (task.suggestion !== null) problems.push(...suggestionProblems(task));
+  // A win is claimed in the comment ("Evolved: a kernel 20 % faster") with or without a
+  // suggestion: its records must support it either way.
+  else if (task.optimize?.win === true) problems.push(...winProblems(task.optimize));
   return problems;
 }
 
@@ -179,8 +182,16 @@ function winProblems(result: Result): string[] {
 
 /** The task with every number the report shows derived from its times. */
 function derived(task: TaskReview, threshold: number): TaskReview {
+  const percent = (floorMs: number, spread: Spread | null) =>
+    spread === null || spread.medianMs <= 0 || floorMs <= 0
+      ? null
+      : (floorMs / spread.medianMs) * 100;
   const timings = task.timings.map((config) => ({
     ...config,
+    percentOfFloor: {
+      base: percent(config.floorMs, config.base),
+      head: percent(config.floorMs, config.head),
+    },
     speedup:
       config.base !== null && config.head !== null && config.head.medianMs > 0
         ? config.base.medianMs / config.head.medianMs

@@ -51,6 +51,19 @@ describe("a result's claims must follow from its records", () => {
     const task = checked.review.tasks[0];
     // The fixture rounds its summary (1.2, 1.3); what counts is base p20 / head p80 exactly.
     expect(task?.speedup?.lowerBound).toBe(0.1225 / 0.10200000000000001);
+    // The floor column too: floor over the median, whatever the result wrote.
+    const forged = withTask((first) => ({
+      ...first,
+      timings: first.timings.map((config) => ({
+        ...config,
+        percentOfFloor: { base: 400, head: 900 },
+      })),
+    }));
+    const derived = checkReviewResult(forged);
+    expect(derived.ok && derived.review.tasks[0]?.timings[0]?.percentOfFloor).toEqual({
+      base: (0.05 / 0.125) * 100,
+      head: (0.05 / 0.1) * 100,
+    });
   });
 
   it('refuses "verified on 0 shapes, 10x faster"', () => {
@@ -164,6 +177,10 @@ describe("a result's claims must follow from its records", () => {
       };
     });
     expect(problems(unverifiedWin)).toMatch(/no passing verification/);
+    // The same win claimed without a suggestion ("Evolved: … faster" in the comment).
+    expect(
+      problems({ ...slowWin, tasks: slowWin.tasks.map((task) => ({ ...task, suggestion: null })) }),
+    ).toMatch(/do not show a win beyond the noise/);
     expect(problems(unverifiedWin)).toMatch(/timed on 8192x8192, which was not verified/);
   });
 
