@@ -42,6 +42,8 @@ export async function openGit(cwd: string): Promise<Git> {
       env: GIT_SAFE_ENV,
       reject: false,
       encoding: "buffer",
+      // A file's bytes as they are: execa would strip its final newline.
+      stripFinalNewline: false,
       stdin: "ignore",
     });
     return result.exitCode === 0 ? result.stdout : null;
