@@ -3,9 +3,16 @@
 // stand-in, driven with signed webhooks over loopback. Measures how fast a webhook is
 // answered, how long from webhook to the workflow_dispatch request, and whether a minute at
 // 100 webhooks a second loses or duplicates anything (redeliveries included). Bounded in
-// count and time. Usage: node scripts/bench-webhooks.mjs [--seconds 60] [--rate 100] [--out FILE]
+// count and time. With --mix (issue 17.8) the load carries large payloads (1 MB every 50th,
+// 24 MB every 500th, 26 MB every 1000th, which must be refused), and every 200th PR's run
+// completes with a zip-bomb artifact whose check run must be concluded; the app's resident
+// memory is sampled throughout and its high-water mark (VmHWM) reported.
+// Usage: node scripts/bench-webhooks.mjs [--seconds 60] [--rate 100] [--mix] [--out FILE]
+import { Buffer } from "node:buffer";
+import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { setTimeout } from "node:timers";
+import { createDeflateRaw } from "node:zlib";
+import { clearInterval, setInterval, setTimeout } from "node:timers";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +24,7 @@ import {
   sendWebhook,
   startApp,
   startStandin,
+  workflowRunEvent,
 } from "./github-standin.mjs";
 
 const { values } = parseArgs({
@@ -24,6 +32,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "60" },
     rate: { type: "string", default: "100" },
     latency: { type: "string", default: "200" },
+    mix: { type: "boolean", default: false },
     out: { type: "string" },
   },
 });
@@ -54,7 +63,13 @@ try {
     port: 30_000 + Math.floor(Math.random() * 20_000),
     secret: SECRET,
     privateKey: generateAppKey(),
-    env: { EVOKERNEL_THROTTLE: "off", LOG_LEVEL: "error", NODE_ENV: "production" },
+    // Every PR here is one installation's and no run ever ends: lift the cap on its jobs.
+    env: {
+      EVOKERNEL_THROTTLE: "off",
+      EVOKERNEL_MAX_JOBS_PER_INSTALLATION: "1000000",
+      LOG_LEVEL: "error",
+      NODE_ENV: "production",
+    },
   });
 
   let nextPr = 1;
@@ -119,6 +134,37 @@ try {
   );
   say("");
 
+  // The mix: padding for large payloads, one zip bomb, the app's memory sampled.
+  const pad1 = "x".repeat(1024 * 1024);
+  const pad24 = "x".repeat(24 * 1024 * 1024);
+  const pad26 = "x".repeat(26 * 1024 * 1024);
+  const large = { mb1: 0, mb24: 0 };
+  const oversize = [];
+  const bombPrs = [];
+  const bombRuns = [];
+  const bomb = values.mix ? await zipBomb(256) : Buffer.alloc(0);
+  let rssPeak = 0;
+  function rssFromProc(field) {
+    try {
+      const status = readFileSync(`/proc/${app.child.pid}/status`, "utf8");
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+      return match ? Number(match[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  function sampleRss() {
+    rssPeak = Math.max(rssPeak, rssFromProc("VmRSS") ?? 0);
+  }
+  const sampler = setInterval(sampleRss, 200);
+  function runOf(pr) {
+    return standin.dispatches.find((d) => JSON.parse(d.inputs.spec).pr === pr)?.runId;
+  }
+  function concluded(runId) {
+    const run = standin.checkRuns.find((r) => (r.external_id ?? "").includes(`@${runId}~`));
+    return run?.status === "completed" && run.conclusion === "failure";
+  }
+
   // 2. Load: `rate` webhooks a second for `seconds`, 2% of them redelivered (same delivery id).
   const before = standin.dispatches.length;
   const loadNumbers = [];
@@ -133,8 +179,27 @@ try {
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
     const event = newEvent();
-    loadNumbers.push(event.number);
     const id = `load-${i}`;
+    if (values.mix && i % 1000 === 500) {
+      // Over GitHub's 25 MB: refused before it is read, so not a PR that should dispatch.
+      event.payload.pull_request.body = pad26;
+      inFlight.push(
+        send(event, id).then(
+          ({ status }) => oversize.push(status),
+          () => oversize.push("reset"),
+        ),
+      );
+      continue;
+    }
+    if (values.mix && i % 500 === 250) {
+      event.payload.pull_request.body = pad24;
+      large.mb24++;
+    } else if (values.mix && i % 50 === 10) {
+      event.payload.pull_request.body = pad1;
+      large.mb1++;
+    }
+    if (values.mix && i % 200 === 100) bombPrs.push(event.number);
+    loadNumbers.push(event.number);
     const redeliver = i % 50 === 25;
     if (redeliver) redeliveries++;
     inFlight.push(
@@ -154,14 +219,43 @@ try {
   }
   await Promise.all(inFlight);
   const sentSeconds = (performance.now() - started) / 1000;
+  if (values.mix) {
+    // Each chosen PR's run completes with a zip bomb as its result artifact.
+    await standin
+      .waitFor(
+        () => bombPrs.every((n) => runOf(n) !== undefined),
+        120_000,
+        "the bomb PRs' dispatches",
+      )
+      .catch((error) => say(`  ${error.message}`));
+    for (const n of bombPrs) {
+      const runId = runOf(n);
+      if (runId === undefined) continue;
+      standin.state.artifacts[runId] = bomb;
+      bombRuns.push(runId);
+      const { status } = await sendWebhook(
+        app.url,
+        SECRET,
+        "workflow_run",
+        workflowRunEvent({ runId }),
+        `bomb-${runId}`,
+      );
+      if (status !== 200) failures.push(status);
+    }
+  }
   await standin
-    .waitFor(() => standin.dispatches.length >= before + total, 300_000, "every load dispatch")
+    .waitFor(
+      () => standin.dispatches.length >= before + loadNumbers.length,
+      300_000,
+      "every load dispatch",
+    )
     .catch((error) => say(`  ${error.message}`));
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const drainedSeconds = (performance.now() - started) / 1000;
   const dispatched = standin.dispatches.slice(before).map((d) => JSON.parse(d.inputs.spec).pr);
   const unique = new Set(dispatched);
   const lost = loadNumbers.filter((n) => !unique.has(n)).length;
+  // An oversized payload (refused with 413) must dispatch nothing either.
   const duplicated = dispatched.length - unique.size;
   const loadToDispatch = dispatchLatencies(loadNumbers);
   say(
@@ -180,30 +274,85 @@ try {
     `  sustained processing: ${(total / drainedSeconds).toFixed(1)} webhooks/s (${(standin.requests.length / drainedSeconds).toFixed(0)} API requests/s); the queue holds the rest, each webhook answered at once`,
   );
   say(
-    `  dispatches: ${dispatched.length} for ${total} PRs: ${lost} lost, ${duplicated} duplicated (redeliveries must not dispatch again)`,
+    `  dispatches: ${dispatched.length} for ${loadNumbers.length} PRs: ${lost} lost, ${duplicated} duplicated (redeliveries must not dispatch again)${total > loadNumbers.length ? `; ${total - loadNumbers.length} oversized, refused, dispatch nothing` : ""}`,
   );
   say(
     `  API requests the stand-in served: ${standin.requests.length}; without a route: ${standin.unknown().length}`,
   );
+  say("");
+  let mixOk = true;
+  if (values.mix) {
+    await standin
+      .waitFor(
+        () => bombRuns.every((runId) => concluded(runId)),
+        120_000,
+        "every bomb's check run concluded",
+      )
+      .catch((error) => say(`  ${error.message}`));
+    clearInterval(sampler);
+    sampleRss();
+    const refusedOk = oversize.filter((status) => status === 413 || status === "reset").length;
+    const bombsConcluded = bombRuns.filter((runId) => concluded(runId)).length;
+    const hwm = rssFromProc("VmHWM");
+    say(
+      `  large payloads: ${large.mb1} of 1 MB and ${large.mb24} of 24 MB accepted and dispatched; ${oversize.length} of 26 MB refused before reading (${refusedOk} answered 413 or had the socket closed)`,
+    );
+    say(
+      `  zip-bomb artifacts (256 MiB of zeros in ${(bomb.length / 1024).toFixed(0)} KB): ${bombRuns.length} runs completed, ${bombsConcluded} check runs concluded as failures`,
+    );
+    say(
+      `  app resident memory: high-water mark (VmHWM) ${hwm === undefined ? "?" : `${(hwm / 1024).toFixed(0)} MB`}, highest sampled every 200 ms ${(rssPeak / 1024).toFixed(0)} MB (target < 300 MB)`,
+    );
+    mixOk =
+      refusedOk === oversize.length &&
+      bombsConcluded === bombRuns.length &&
+      hwm !== undefined &&
+      hwm < 300 * 1024;
+  }
   const ok =
+    mixOk &&
     failures.length === 0 &&
     lost === 0 &&
     duplicated === 0 &&
     pct(answers, 50) <= 50 &&
     pct(toDispatch, 50) <= 200;
-  say("");
   say(
     `load average at the end: ${loadavg()
       .map((x) => x.toFixed(1))
       .join(" ")}`,
   );
   say(ok ? "PASS: every target met" : "FAIL: a target was missed (see above)");
+  clearInterval(sampler);
   if (values.out) await writeFile(values.out, `${lines.join("\n")}\n`);
   process.exitCode = ok ? 0 : 1;
 } finally {
   await app?.stop();
   await standin.close();
   await rm(dir, { recursive: true, force: true });
+}
+
+/** `mib` MiB of zeros deflated as one zip entry whose header claims 100 bytes. */
+async function zipBomb(mib) {
+  const deflate = createDeflateRaw({ level: 9 });
+  const parts = [];
+  deflate.on("data", (chunk) => parts.push(chunk));
+  const done = new Promise((resolve) => deflate.on("end", resolve));
+  const zeros = Buffer.alloc(1024 * 1024);
+  for (let i = 0; i < mib; i++) {
+    if (!deflate.write(zeros)) await new Promise((resolve) => deflate.once("drain", resolve));
+  }
+  deflate.end();
+  await done;
+  const data = Buffer.concat(parts);
+  const name = Buffer.from("evokernel-result.json");
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt16LE(8, 8);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(100, 22);
+  local.writeUInt16LE(name.length, 26);
+  return Buffer.concat([local, name, data]);
 }
 
 function pct(values, p) {

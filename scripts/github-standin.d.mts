@@ -37,6 +37,8 @@ export interface Standin {
     config: string | null;
     pulls: Record<string, StandinPull>;
     permissions: Record<string, string>;
+    /** A run's result artifact (zip bytes) by run id. */
+    artifacts: Record<string, Buffer>;
   };
   requests: StandinRequest[];
   comments: { id: number; issue: number; body: string; edits: number }[];
@@ -62,6 +64,12 @@ export function startStandin(state?: {
   repoDir?: string;
 }): Promise<Standin>;
 export function generateAppKey(): string;
+export function workflowRunEvent(options: {
+  owner?: string;
+  repo?: string;
+  runId: number;
+  conclusion?: string;
+}): Record<string, unknown>;
 export function signWebhook(secret: string, body: string): string;
 export function sendWebhook(
   appUrl: string,

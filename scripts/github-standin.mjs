@@ -25,6 +25,7 @@ export async function startStandin(state = {}) {
     pulls: state.pulls ?? {},
     permissions: state.permissions ?? {},
     repoDir: state.repoDir ?? null,
+    artifacts: state.artifacts ?? {},
   };
   /** git in the clone, or null (no clone, or git cannot find the object). */
   function gitOut(args, encoding = "utf8") {
@@ -206,6 +207,35 @@ export async function startStandin(state = {}) {
       },
     ],
     ["POST", /^\/repos\/([^/]+)\/([^/]+)\/actions\/runs\/(\d+)\/cancel$/, () => [202, {}]],
+    // A run's result artifact: `state.artifacts[runId]` holds its zip (the load run's bombs).
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/actions\/runs\/(\d+)\/artifacts$/,
+      (m) => {
+        const zip = repoState.artifacts[m[3]];
+        const artifacts = zip
+          ? [
+              {
+                id: Number(m[3]),
+                name: "evokernel-result",
+                expired: false,
+                size_in_bytes: zip.length,
+              },
+            ]
+          : [];
+        return [200, { total_count: artifacts.length, artifacts }];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/actions\/artifacts\/(\d+)\/zip$/,
+      (m) => {
+        const zip = repoState.artifacts[m[3]];
+        return zip
+          ? [200, zip, { "content-type": "application/zip" }]
+          : [404, { message: "Not Found" }];
+      },
+    ],
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)\/reviews$/,
@@ -339,11 +369,12 @@ export async function startStandin(state = {}) {
       const [status, payload, headers = {}] = answer;
       record.status = status;
       const isText = typeof payload === "string";
+      const isBytes = Buffer.isBuffer(payload);
       res.writeHead(status, {
         "content-type": isText ? "text/plain; charset=utf-8" : "application/json; charset=utf-8",
         ...headers,
       });
-      res.end(isText ? payload : JSON.stringify(payload));
+      res.end(isText || isBytes ? payload : JSON.stringify(payload));
       notify();
     });
   });
@@ -528,6 +559,35 @@ export async function startApp({
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await once(child, "exit");
       clearTimeout(timer);
+    },
+  };
+}
+
+/** A workflow_run.completed webhook payload for a run of the evokernel workflow. */
+export function workflowRunEvent({
+  owner = "octo",
+  repo = "kernels",
+  runId,
+  conclusion = "success",
+}) {
+  return {
+    action: "completed",
+    installation: { id: 1 },
+    repository: {
+      id: 1,
+      name: repo,
+      full_name: `${owner}/${repo}`,
+      owner: { login: owner, type: "Organization" },
+      default_branch: "main",
+      private: false,
+    },
+    workflow_run: {
+      id: runId,
+      event: "workflow_dispatch",
+      status: "completed",
+      conclusion,
+      html_url: `https://github.invalid/${owner}/${repo}/actions/runs/${runId}`,
+      path: ".github/workflows/evokernel.yml",
     },
   };
 }

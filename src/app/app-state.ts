@@ -24,4 +24,6 @@ export interface AppState {
   readonly jobTimeoutMs: number;
   /** After a failed attempt to conclude a check run, the next one this much later. */
   readonly retryEndMs?: number;
+  /** Jobs an installation may have running at once (jobs.ts's default otherwise). */
+  readonly maxJobsPerInstallation?: number;
 }

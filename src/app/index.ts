@@ -86,6 +86,9 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       dispatchers,
       jobTimeoutMs: settings.jobTimeoutMs,
       ...(settings.retryEndMs === undefined ? {} : { retryEndMs: settings.retryEndMs }),
+      ...(settings.maxJobsPerInstallation === undefined
+        ? {}
+        : { maxJobsPerInstallation: settings.maxJobsPerInstallation }),
       dispatcherFor(config) {
         if (settings.forceLocal && local) return local;
         if (config.dispatch === "actions") return actions;

@@ -78,8 +78,11 @@ export const APPLY_ACTION = {
 
 /** Jobs a pull request may have running at once; more wait for one to end (or /cancel). */
 export const MAX_JOBS_PER_PULL = 4;
-/** Jobs an installation may have running at once, all its repositories together. */
-export const MAX_JOBS_PER_INSTALLATION = 32;
+/**
+ * Jobs an installation may have running at once, all its repositories together, unless the
+ * operator sets EVOKERNEL_MAX_JOBS_PER_INSTALLATION.
+ */
+export const MAX_JOBS_PER_INSTALLATION = 100;
 
 /** Live jobs by id and by workflow run id. */
 export interface JobRegistry {

@@ -32,6 +32,8 @@ export interface AppSettings {
   readonly recover?: { appId?: number };
   /** After a failed attempt to conclude a check run, the next one this much later. */
   readonly retryEndMs?: number;
+  /** EVOKERNEL_MAX_JOBS_PER_INSTALLATION: jobs an installation may have running at once. */
+  readonly maxJobsPerInstallation?: number;
   /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
   readonly botLogin?: string;
   /** A replacement for the actions backend (tests). */
@@ -46,6 +48,9 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
     ...(env.EVOKERNEL_BOT_LOGIN ? { botLogin: env.EVOKERNEL_BOT_LOGIN } : {}),
+    ...(env.EVOKERNEL_MAX_JOBS_PER_INSTALLATION
+      ? { maxJobsPerInstallation: positive(env.EVOKERNEL_MAX_JOBS_PER_INSTALLATION, 100) }
+      : {}),
     ...(env.EVOKERNEL_RECOVER === "off"
       ? {}
       : { recover: Number(env.APP_ID) > 0 ? { appId: Number(env.APP_ID) } : {} }),

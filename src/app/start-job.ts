@@ -167,8 +167,9 @@ function capReached(state: AppState, request: StartRequest): string | undefined 
     state.jobs.forPull(request.github.repo, spec.pr).length >= MAX_JOBS_PER_PULL
   )
     return `This pull request already has ${MAX_JOBS_PER_PULL} evokernel jobs running; each waits for a GPU. Wait for one to finish (or comment \`/cancel\`), then comment again.`;
-  if (state.jobs.countFor(request.installationId) >= MAX_JOBS_PER_INSTALLATION)
-    return `This installation already has ${MAX_JOBS_PER_INSTALLATION} evokernel jobs running; wait for some to finish, then comment again.`;
+  const perInstallation = state.maxJobsPerInstallation ?? MAX_JOBS_PER_INSTALLATION;
+  if (state.jobs.countFor(request.installationId) >= perInstallation)
+    return `This installation already has ${perInstallation} evokernel jobs running; wait for some to finish, then comment again.`;
   return undefined;
 }
 

@@ -59,7 +59,12 @@ export async function takeWebhookBody(
   }
   await budget.acquire(reserve);
   try {
-    const body = await readBounded(request, limit, "the webhook body");
+    const body = await readBounded(
+      request,
+      limit,
+      "the webhook body",
+      Number.isFinite(announced) ? announced : undefined,
+    );
     Object.assign(request, { body: {}, rawBody: body });
     return true;
   } catch (error) {

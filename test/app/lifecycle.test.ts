@@ -47,8 +47,10 @@ async function openPullWithJob(): Promise<string> {
     .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
     .get(`${R}/pulls/7/files`)
     .query({ per_page: 100 })
+    // Both tasks the result fixture holds: the app checks a result names only planned tasks.
     .reply(200, [
       { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+      { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
     ])
     .post(
       `${R}/actions/workflows/evokernel.yml/dispatches`,
