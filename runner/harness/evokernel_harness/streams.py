@@ -80,14 +80,26 @@ def describe(result):
 
 TAIL_MS = 0.1  # the device busy this long after the caller's stream finished: work escaped
 TAIL_RUNS = 3
+TAIL_CONFIRM_RUNS = 12  # a tail over TAIL_MS is measured again before it counts
 
 
 def tail_ms(fn, head_start_cycles=HEAD_START_CYCLES):
     """How long the device stays busy after the caller's stream has finished a call placed as
     the timer places it (the least of TAIL_RUNS calls): a second witness beside the trace,
     which needs no profiler (and sees work the profiler may not attribute, as inside graphs)."""
+    best = _least_tail(fn, head_start_cycles, TAIL_RUNS)
+    if best > TAIL_MS:
+        # The host's clock measures this: a thread descheduled between the two waits (a busy
+        # machine, builds on every core) looks like a busy GPU. Work that escaped the caller's
+        # stream is there on every call; a descheduling is not, so the least of more calls
+        # tells them apart.
+        best = min(best, _least_tail(fn, head_start_cycles, TAIL_CONFIRM_RUNS))
+    return best
+
+
+def _least_tail(fn, head_start_cycles, runs):
     best = None
-    for _ in range(TAIL_RUNS):
+    for _ in range(runs):
         guards.synchronize()
         end = torch.cuda.Event()
         guards.sleep(head_start_cycles)
