@@ -219,7 +219,9 @@ describe("one harness child against three, on the stand-in harness", () => {
     server = new client.ForkServer({
       start: async (onLine) => {
         await Promise.resolve();
-        const argv = [fakeHarness, "-m", "evokernel_harness", "serve"];
+        // started as the runner starts the harness (python -I -c LAUNCH serve)
+        const launch = "import sys; import evokernel_harness.__main__";
+        const argv = [fakeHarness, "-I", "-c", launch, "serve"];
         return startLineProcess(process.execPath, argv, { env: childEnv(), onLine });
       },
     });

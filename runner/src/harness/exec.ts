@@ -255,8 +255,11 @@ const FIND_TORCH =
 
 /** Why `candidate` is not a Python with torch, or null when it is. */
 async function torchProblem(candidate: string, parent: NodeJS.ProcessEnv): Promise<string | null> {
-  const probe = await runProcess(candidate, ["-c", FIND_TORCH], {
+  // -I and a neutral working folder: a torch.py in the folder the CLI runs from (a PR's
+  // tree) must not count as PyTorch, or the harness would start on a Python without it.
+  const probe = await runProcess(candidate, ["-I", "-c", FIND_TORCH], {
     env: childEnv(parent),
+    cwd: tmpdir(),
     timeoutMs: 120_000,
   });
   if (probe.exitCode === 0) return null;
