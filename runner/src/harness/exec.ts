@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
+import { HARNESS_SETTINGS, MACHINE_ENV, pickEnv } from "../../../src/shared/environment.js";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir, harnessDir } from "../paths.js";
 import {
@@ -29,51 +30,13 @@ export type ProcessOutcome = {
   output: string;
 };
 
-const PASSED_THROUGH = [
-  "PATH",
-  "HOME",
-  "LANG",
-  "LC_ALL",
-  "TMPDIR",
-  "CUDA_VISIBLE_DEVICES",
-  "CUDA_HOME",
-  "CUDA_PATH",
-  "LD_LIBRARY_PATH",
-  "NVIDIA_VISIBLE_DEVICES",
-  "TORCHINDUCTOR_CACHE_DIR",
-  "TRITON_CACHE_DIR",
-] as const;
-
-// The harness's own settings, by name: a prefix would let EVOKERNEL_PRIVATE_KEY and the
-// like through to the candidate.
-const HARNESS_SETTINGS = [
-  "EVOKERNEL_BUILD_JOBS",
-  "EVOKERNEL_BUILD_SLOTS",
-  "EVOKERNEL_CCWRAP_CACHE",
-  "EVOKERNEL_CCWRAP_LOG",
-  "EVOKERNEL_CCWRAP_SALT",
-  "EVOKERNEL_FASTPATH",
-  "EVOKERNEL_GPU_LOCKS",
-  "EVOKERNEL_GPU_MEM_FRACTION",
-  "EVOKERNEL_MEM_LIMIT_MB",
-  "EVOKERNEL_WORKER",
-] as const;
 const OUTPUT_TAIL = 64 * 1024;
 const PYTHON_CANDIDATES = ["python3", "/usr/bin/python3"] as const;
 
-/** The environment a harness child sees: the two allowlists above and our own settings. */
+/** The environment a harness child sees: the machine's basics, the harness's settings (both
+ * allowlists in src/shared/environment.ts, never a key) and our own settings. */
 export function childEnv(parent: NodeJS.ProcessEnv = process.env, cache = cacheDir()): ChildEnv {
-  const env: ChildEnv = {};
-  for (const name of [...PASSED_THROUGH, ...HARNESS_SETTINGS]) {
-    const value = parent[name];
-    if (value !== undefined) env[name] = value;
-  }
-  // The tests' stand-in harnesses take their settings this way (no secret is named so).
-  for (const [name, value] of Object.entries(parent)) {
-    if (name.startsWith("EVOKERNEL_FAKE_") && !/TOKEN|SECRET|KEY|PASSWORD/i.test(name)) {
-      if (value !== undefined) env[name] = value;
-    }
-  }
+  const env: ChildEnv = pickEnv(parent, [...MACHINE_ENV, ...HARNESS_SETTINGS]);
   // One cache for both sides: builds the harness makes on its own land beside ours.
   env["EVOKERNEL_CACHE"] = cache;
   env["TORCH_EXTENSIONS_DIR"] = join(cache, "torch_extensions");

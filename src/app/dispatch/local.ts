@@ -11,6 +11,7 @@ import { createWorkQueue } from "../queue.js";
 import type { Dispatcher, JobOutcome } from "./types.js";
 import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
+import { runnerEnv } from "../../shared/environment.js";
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -27,10 +28,6 @@ export interface LocalOptions {
   /** Where to keep a copy of each job's result and log (EVOKERNEL_RESULT_DIR), for a person. */
   readonly keepDir?: string;
 }
-
-// The runner runs a PR's code: none of the app's credentials may reach its environment.
-const SECRET_ENV =
-  /^(PRIVATE_KEY|PRIVATE_KEY_PATH|WEBHOOK_SECRET|GITHUB_TOKEN|GH_TOKEN|APP_ID|GITHUB_CLIENT_SECRET|CLIENT_SECRET)$|SECRET|TOKEN|PASSWORD/i;
 
 export function createLocalDispatcher(options: LocalOptions): Dispatcher {
   const queue = createWorkQueue(options.gpus, options.onError);
@@ -100,7 +97,9 @@ async function runInWorktree(
       };
     const run = await execa(command, [...args, "--spec", specFile, "--out", outFile], {
       cwd: worktree,
-      env: { ...runnerEnv(), CUDA_VISIBLE_DEVICES: String(gpu) },
+      // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
+      // so none of the app's credentials, nor any other service's, reaches it.
+      env: { ...runnerEnv(process.env), CUDA_VISIBLE_DEVICES: String(gpu) },
       extendEnv: false,
       reject: false,
       all: true,
@@ -207,12 +206,4 @@ function explainExit(code: number | undefined): string {
   if (code === 3) return " (no CUDA GPU or no Python with PyTorch on the app's machine)";
   if (code === 4) return " (an internal error in the runner)";
   return "";
-}
-
-function runnerEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !SECRET_ENV.test(key)) env[key] = value;
-  }
-  return env;
 }

@@ -1,0 +1,77 @@
+// Which environment variables reach which process, by name. An allowlist, never a denylist:
+// a denylist of "secret-looking" names let ANTHROPIC_API_KEY, OPENAI_API_KEY and DATABASE_URL
+// through to a pull request's code. Two audiences:
+// - the runner (trusted Node code the local backend starts for a job): the machine's
+//   basics, the runner's own settings and the LLM's key (its proposer calls the API);
+// - a harness child (where a candidate's code runs): the machine's basics and the
+//   harness's settings, never a key.
+
+/** The machine's basics: where programs, libraries, CUDA and caches are. */
+export const MACHINE_ENV = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LC_ALL",
+  "TMPDIR",
+  "CUDA_VISIBLE_DEVICES",
+  "CUDA_HOME",
+  "CUDA_PATH",
+  "LD_LIBRARY_PATH",
+  "NVIDIA_VISIBLE_DEVICES",
+  "TORCHINDUCTOR_CACHE_DIR",
+  "TRITON_CACHE_DIR",
+] as const;
+
+/** The harness's own settings (a prefix would let EVOKERNEL_PRIVATE_KEY and the like by). */
+export const HARNESS_SETTINGS = [
+  "EVOKERNEL_BUILD_JOBS",
+  "EVOKERNEL_BUILD_SLOTS",
+  "EVOKERNEL_CCWRAP_CACHE",
+  "EVOKERNEL_CCWRAP_LOG",
+  "EVOKERNEL_CCWRAP_SALT",
+  "EVOKERNEL_FASTPATH",
+  "EVOKERNEL_GPU_LOCKS",
+  "EVOKERNEL_GPU_MEM_FRACTION",
+  "EVOKERNEL_MEM_LIMIT_MB",
+  "EVOKERNEL_WORKER",
+] as const;
+
+/** What the runner reads besides the harness's settings. */
+export const RUNNER_SETTINGS = [
+  "XDG_CACHE_HOME",
+  "TZ",
+  "EVOKERNEL_CACHE",
+  "EVOKERNEL_PYTHON",
+  "EVOKERNEL_ROOT",
+  "EVOKERNEL_SANDBOX",
+  "EVOKERNEL_SANDBOX_UID",
+  "EVOKERNEL_SHARED_DATA",
+  // the LLM proposer's; the runner never hands them to a harness child
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_BASE_URL",
+] as const;
+
+/** The tests' stand-in harnesses take settings named so (never a secret's name). */
+export function isStandInSetting(name: string): boolean {
+  return name.startsWith("EVOKERNEL_FAKE_") && !/TOKEN|SECRET|KEY|PASSWORD/i.test(name);
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The names given, with their values in `parent`, plus the stand-ins' settings. */
+export function pickEnv(parent: Env, names: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of names) {
+    const value = parent[name];
+    if (value !== undefined) env[name] = value;
+  }
+  for (const [name, value] of Object.entries(parent)) {
+    if (value !== undefined && isStandInSetting(name)) env[name] = value;
+  }
+  return env;
+}
+
+/** The environment the local backend gives the runner it starts for a job. */
+export function runnerEnv(parent: Env): Record<string, string> {
+  return pickEnv(parent, [...MACHINE_ENV, ...HARNESS_SETTINGS, ...RUNNER_SETTINGS]);
+}
