@@ -148,7 +148,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       context: Context,
       schema: S,
       accept: (event: z.infer<S>) => boolean,
-      work: (event: z.infer<S>, context: Context) => Promise<void>,
+      work: (event: z.infer<S>, octokit: Context["octokit"]) => Promise<void>,
     ): void {
       const parsed = schema.safeParse(context.payload);
       if (!parsed.success) {
@@ -160,13 +160,18 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       }
       if (!accept(parsed.data)) return;
       const key = `delivery:${context.id}`;
+      // Only the parsed fields (zod drops the rest) and the client wait in the queue, never
+      // the context: a backlog of 1-24 MB payloads would otherwise stay on the heap.
+      const event = parsed.data;
+      const octokit = context.octokit;
+      const label = `${context.name} ${context.id}`;
       if (!current.seen.first(key)) return;
       // Work that failed (GitHub down, say) may be redelivered by hand: forget it was seen.
       // Keyed by installation: one whose GitHub calls hang holds at most a quarter of the slots.
       current.queue.push(
-        `${context.name} ${context.id}`,
+        label,
         () =>
-          work(parsed.data, context).catch((error: unknown) => {
+          work(event, octokit).catch((error: unknown) => {
             current.seen.forget(key);
             throw error;
           }),
@@ -181,8 +186,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           context,
           pullRequestEventSchema,
           () => true,
-          async (event) => {
-            const github = createGitHub(context.octokit, repoOf(event), identity);
+          async (event, octokit) => {
+            const github = createGitHub(octokit, repoOf(event), identity);
             // A closed PR's jobs are cancelled whatever the config says: no config read.
             if (event.action === "closed") await handlePullClosed(current, github, event);
             else await handlePullRequest(current, github, event, await loadConfig(github));
@@ -191,8 +196,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       },
     );
     app.on("issue_comment.created", (context) => {
-      enqueue(context, issueCommentEventSchema, isCommandComment, async (event) => {
-        const github = createGitHub(context.octokit, repoOf(event), identity);
+      enqueue(context, issueCommentEventSchema, isCommandComment, async (event, octokit) => {
+        const github = createGitHub(octokit, repoOf(event), identity);
         await handleIssueComment(current, github, event, () => loadConfig(github));
       });
     });
@@ -201,8 +206,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         context,
         workflowRunEventSchema,
         (event) => event.workflow_run.event === "workflow_dispatch",
-        async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event), identity);
+        async (event, octokit) => {
+          const github = createGitHub(octokit, repoOf(event), identity);
           await handleWorkflowRun(current, github, event, () => loadConfig(github));
         },
       );
@@ -212,8 +217,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         context,
         checkRunEventSchema,
         (event) => event.check_run.name.startsWith(CHECK_NAME_PREFIX),
-        async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event), identity);
+        async (event, octokit) => {
+          const github = createGitHub(octokit, repoOf(event), identity);
           await handleRerun(current, github, event, () => loadConfig(github));
         },
       );
@@ -223,8 +228,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         context,
         checkSuiteEventSchema,
         () => true,
-        async (event) => {
-          const github = createGitHub(context.octokit, repoOf(event), identity);
+        async (event, octokit) => {
+          const github = createGitHub(octokit, repoOf(event), identity);
           await handleSuiteRerun(current, github, event, () => loadConfig(github));
         },
       );
@@ -234,12 +239,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         context,
         checkRunEventSchema,
         () => true,
-        async (event) => {
-          await handleCheckRun(
-            current,
-            createGitHub(context.octokit, repoOf(event), identity),
-            event,
-          );
+        async (event, octokit) => {
+          await handleCheckRun(current, createGitHub(octokit, repoOf(event), identity), event);
         },
       );
     });
