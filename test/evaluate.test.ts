@@ -11,7 +11,7 @@ import {
 } from "../runner/src/evaluate.js";
 import { evaluate as evaluateInOneChild } from "../runner/src/harness/client.js";
 import type { HarnessRunner } from "../runner/src/harness/outcome.js";
-import type { BuildRecord } from "../runner/src/harness/records.js";
+import type { BuildRecord } from "../src/shared/contract/records.js";
 import { evaluateFrom } from "./helpers/evaluate-standin.js";
 import {
   benchRecord,

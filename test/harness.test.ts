@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluateCandidates } from "../runner/src/evaluate.js";
 import { ForkServer, device, inspectTask, staticCheck } from "../runner/src/harness/client.js";
-import { deviceRecordSchema } from "../runner/src/harness/records.js";
+import { deviceRecordSchema } from "../src/shared/contract/records.js";
 import { allowRead } from "../runner/src/sandbox/sandbox.js";
 import { repo, runCli } from "./helpers/cli.js";
 import { skipWithoutPython } from "./helpers/python.js";

@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { HarnessError } from "../runner/src/errors.js";
+import { parseRecord, parseRecordText } from "../runner/src/harness/records.js";
 import {
   benchRecordSchema,
   buildRecordSchema,
   deviceRecordSchema,
-  parseRecord,
-  parseRecordText,
   staticRecordSchema,
   taskInfoSchema,
   verifyRecordSchema,
-} from "../runner/src/harness/records.js";
+} from "../src/shared/contract/records.js";
 import {
   benchRecord,
   buildRecord,

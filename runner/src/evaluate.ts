@@ -20,7 +20,7 @@ import type {
   StaticRecord,
   VerifyRecord,
   VerifyStatus,
-} from "./harness/records.js";
+} from "../../src/shared/contract/records.js";
 import { createLimit, type Limit } from "./util/limit.js";
 
 export type Step = "static" | "build" | "quick" | "verify" | "bench";

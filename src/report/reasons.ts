@@ -1,7 +1,10 @@
 // The verifier's reason codes in words a PR author reads without the docs; the code stays
 // beside them (`mismatch`), for searching and for the docs. An unknown code (a newer
-// harness) reads as a rejection with its code.
-const WORDS: Readonly<Record<string, string>> = {
+// harness) reads as a rejection with its code. The codes are the contract's
+// (src/shared/contract/reasons.ts): a key that is none of them does not typecheck.
+import type { Reason } from "../shared/contract/reasons.js";
+
+const WORDS: Readonly<Partial<Record<Reason, string>>> = {
   mismatch: "its output differs from the reference",
   "reduced-precision": "it computes in lower precision than the task allows",
   "accuracy-loss": "it loses accuracy against the reference",
@@ -37,5 +40,5 @@ const WORDS: Readonly<Record<string, string>> = {
 
 /** "its output differs from the reference", or null for a code we have no words for. */
 export function reasonWords(code: string): string | null {
-  return WORDS[code] ?? null;
+  return Object.hasOwn(WORDS, code) ? (WORDS[code as Reason] ?? null) : null;
 }

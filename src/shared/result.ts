@@ -2,6 +2,7 @@
 // that posts it. Times in milliseconds; speedups are baseline (or eager, torch.compile) time
 // over the best kernel's time, so above 1 is faster.
 import { z } from "zod";
+import { taskFormatSchema } from "./contract/formats.js";
 
 const ms = z.number().nonnegative();
 const ratio = z.number().positive();
@@ -59,7 +60,7 @@ export const resultSchema = z.object({
   kind: z.literal("optimize"),
   task: z.object({
     name: z.string(),
-    format: z.enum(["native", "kernelbench", "robust-kbench"]),
+    format: taskFormatSchema,
     path: z.string(),
   }),
   run: z.object({

@@ -3,13 +3,12 @@
 // the base kernel, and an evolved kernel with the change to suggest. Times in
 // milliseconds; a speedup is base time over head time, so above 1 is faster.
 import { z } from "zod";
+import { taskFormatSchema } from "./contract/formats.js";
 import { jobSpecSchema } from "./job.js";
 import { resultSchema, spreadSchema } from "./result.js";
 
 const ms = z.number().nonnegative();
 const ratio = z.number().positive();
-
-export const taskFormatSchema = z.enum(["native", "kernelbench", "robust-kbench"]);
 
 /**
  * passed: head verified (and timed); wrong: head rejected by verification or timing (a

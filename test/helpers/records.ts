@@ -8,7 +8,7 @@ import type {
   Stat,
   TaskInfo,
   VerifyRecord,
-} from "../../runner/src/harness/records.js";
+} from "../../src/shared/contract/records.js";
 
 export const h100: Device = {
   name: "NVIDIA H100 80GB HBM3",

@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { extname, resolve } from "node:path";
 import { build as harnessBuild, type Defines } from "../harness/client.js";
-import type { BuildRecord } from "../harness/records.js";
+import type { BuildRecord } from "../../../src/shared/contract/records.js";
 import { createLimit } from "../util/limit.js";
 
 export type BuildFn = (

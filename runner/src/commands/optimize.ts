@@ -14,9 +14,13 @@ import type { Language } from "../evolve/fingerprint.js";
 import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
 import { TECHNIQUES } from "../evolve/techniques.js";
-import type { Budget, EvoConfig, ProposalContext } from "../evolve/types.js";
+import type { Budget, EvoConfig } from "../evolve/types.js";
 import { inspectTask } from "../harness/client.js";
-import type { TaskInfo } from "../harness/records.js";
+import type { TaskInfo } from "../../../src/shared/contract/records.js";
+import {
+  detectCandidateFormat,
+  type CandidateFormat,
+} from "../../../src/shared/contract/formats.js";
 import { packageVersion } from "../paths.js";
 import { createProposer, DEFAULT_MODEL, defaultProposer, PROPOSERS } from "../proposers/index.js";
 import { describeEngineEvent } from "../report/optimize-progress.js";
@@ -302,10 +306,12 @@ async function referenceSource(task: DiscoveredTask, info: TaskInfo): Promise<st
   return readFile(join(task.path, checked.task.reference), "utf8");
 }
 
-/** The candidate format, as the harness detects it (docs/DESIGN.md, "Candidates"). */
-function formatOf(file: string, source: string): ProposalContext["task"]["format"] {
-  if (extname(file) === ".py") return "py";
-  return source.includes("PYBIND11_MODULE") ? "torch-ext" : "evk";
+/**
+ * The candidate format, as the harness detects it (docs/DESIGN.md, "Candidates"); a source
+ * the harness will refuse is shown the evk format's rules.
+ */
+function formatOf(file: string, source: string): CandidateFormat {
+  return detectCandidateFormat(file, source) ?? "evk";
 }
 
 /** result.json always; the winner's source only when it is one. */

@@ -4,7 +4,7 @@ import { access, mkdir } from "node:fs/promises";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
-import type { DeviceRecord } from "../harness/records.js";
+import type { DeviceRecord } from "../../../src/shared/contract/records.js";
 import { gpuPossible } from "../gpu/presence.js";
 
 export const NO_GPU =

@@ -4,11 +4,12 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { candidateFormatSchema } from "../../../src/shared/contract/formats.js";
 
 export const corpusEntrySchema = z.object({
   file: z.string(),
   task: z.string(),
-  format: z.enum(["evk", "torch-ext", "py"]).optional(),
+  format: candidateFormatSchema.optional(),
   hack: z.number().int().min(1).max(16).nullable(),
   expect: z.enum(["pass", "reject"]),
   reasons: z.array(z.string()),

@@ -1,6 +1,7 @@
 // The contract of the evolution loop (issue 3): what a proposer is given, what it returns,
 // and what the evaluator says of a candidate. Proposers (llm, tuner, …) implement
 // `Proposer`; a new one is one new file in runner/src/proposers.
+import type { CandidateFormat } from "../../../src/shared/contract/formats.js";
 import type { Spread } from "../../../src/shared/result.js";
 
 export type { Spread } from "../../../src/shared/result.js";
@@ -93,7 +94,7 @@ export type ProposalContext = {
       /** The inputs' shapes, in order (absent where the task was not inspected). */
       shapes?: number[][];
     }[];
-    format: "evk" | "torch-ext" | "py";
+    format: CandidateFormat;
     gpu: string;
     cuda: string;
   };

@@ -16,12 +16,12 @@ import {
 } from "./failed-records.js";
 import { failureOf, type HarnessRunner } from "./outcome.js";
 import { scratchFolder } from "../sandbox/sandbox.js";
+import { parseRecordText } from "./records.js";
 import {
   benchRecordSchema,
   buildRecordSchema,
   ceilingsSchema,
   deviceRecordSchema,
-  parseRecordText,
   staticContextSchema,
   staticRecordSchema,
   taskInfoSchema,
@@ -35,7 +35,7 @@ import {
   type StaticRecord,
   type TaskInfo,
   type VerifyRecord,
-} from "./records.js";
+} from "../../../src/shared/contract/records.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";
 export type { HarnessOutcome, HarnessRunner } from "./outcome.js";

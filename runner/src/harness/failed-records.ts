@@ -7,7 +7,7 @@ import type {
   StaticRecord,
   VerifyRecord,
   VerifyStatus,
-} from "./records.js";
+} from "../../../src/shared/contract/records.js";
 
 export type Failure = {
   status: Exclude<VerifyStatus, "passed" | "rejected" | "compile-error">;

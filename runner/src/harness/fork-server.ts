@@ -1,27 +1,16 @@
 // The client side of `python -m evokernel_harness serve` (docs/DESIGN.md, "The fork
 // server"): torch is imported once, and each request runs in a fresh forked child. Requests
 // go one at a time, so a request's deadline starts when the server takes it.
-import { z } from "zod";
+import {
+  harnessResponseSchema,
+  harnessStartedSchema,
+  harnessWaitingSchema,
+  type HarnessRequest,
+  type HarnessResponse,
+} from "../../../src/shared/contract/harness-request.js";
 import { HarnessError } from "../errors.js";
 import { startHarness, type LineProcess } from "./exec.js";
 import type { HarnessOutcome } from "./outcome.js";
-
-const responseSchema = z.object({
-  id: z.string(),
-  exit: z.number().int().nullable(),
-  signal: z.union([z.string(), z.number()]).nullable(),
-  seconds: z.number(),
-  timedOut: z.boolean(),
-  memKilled: z.boolean(),
-  log: z.string(),
-});
-type Response = z.infer<typeof responseSchema>;
-
-// Sent before the answer: the server waits for the GPU's machine-wide lock (another process's
-// GPU work) before it starts the child, and says when the request's deadline starts.
-// While it waits, no deadline runs (a dead server is still seen by its exit).
-const startedSchema = z.object({ id: z.string(), started: z.literal(true) });
-const waitingSchema = z.object({ id: z.string(), waiting: z.literal(true) });
 
 export type StartServer = (onLine: (line: string) => void) => Promise<LineProcess>;
 
@@ -109,7 +98,8 @@ export class ForkServer {
           hung = arm();
         },
       };
-      server.write(JSON.stringify({ id, argv, timeoutS: timeoutMs / 1000 }));
+      const request: HarnessRequest = { id, argv: [...argv], timeoutS: timeoutMs / 1000 };
+      server.write(JSON.stringify(request));
     });
   }
 
@@ -130,20 +120,20 @@ export class ForkServer {
   }
 
   private receive(line: string): void {
-    let response: Response;
+    let response: HarnessResponse;
     try {
       const message: unknown = JSON.parse(line);
-      const started = startedSchema.safeParse(message);
+      const started = harnessStartedSchema.safeParse(message);
       if (started.success) {
         if (this.pending?.id === started.data.id) this.pending.started();
         return;
       }
-      const waiting = waitingSchema.safeParse(message);
+      const waiting = harnessWaitingSchema.safeParse(message);
       if (waiting.success) {
         if (this.pending?.id === waiting.data.id) this.pending.waiting();
         return;
       }
-      response = responseSchema.parse(message);
+      response = harnessResponseSchema.parse(message);
     } catch {
       // Not a protocol line (the server's own chatter); the protocol says it should not happen.
       return;

@@ -6,7 +6,7 @@ import { selectChangedTasks } from "../../../src/shared/changed-tasks.js";
 import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
 import type { JobSpec } from "../../../src/shared/job.js";
 import type { Git } from "../git.js";
-import type { TaskFormat } from "../harness/records.js";
+import type { TaskFormat } from "../../../src/shared/contract/formats.js";
 import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
 import { writeTree, type Tree } from "./checkout.js";
 

@@ -17,7 +17,7 @@ import { loadTarget } from "../commands/target.js";
 import type { Session } from "../commands/session.js";
 import { TaskError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
-import type { BenchConfig, Stat } from "../harness/records.js";
+import type { BenchConfig, Stat } from "../../../src/shared/contract/records.js";
 import { checkNativeTask } from "../tasks/check-native.js";
 import type { Optimizer } from "./optimize-head.js";
 import type { PlannedTask } from "./plan.js";

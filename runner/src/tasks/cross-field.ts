@@ -3,7 +3,8 @@
 // what to fix, at the path where the fix goes.
 import { parseConstraint } from "../proposers/constraints.js";
 import { parseExpression, type Expression } from "./expression.js";
-import { FLOAT_DTYPES, type TaskShape } from "./schema.js";
+import { FLOAT_DTYPES } from "../../../src/shared/contract/dtypes.js";
+import type { TaskShape } from "./schema.js";
 
 type Path = (string | number)[];
 type Issue = { message: string; path: Path };

@@ -4,7 +4,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
-import type { TaskFormat } from "../harness/records.js";
+import type { TaskFormat } from "../../../src/shared/contract/formats.js";
 import { kernelsDir } from "../paths.js";
 
 /**

@@ -4,18 +4,7 @@
 import { z } from "zod";
 import { crossFieldIssues, pathText } from "./cross-field.js";
 import { ExpressionError, parseExpression } from "./expression.js";
-
-export const DTYPES = [
-  "float32",
-  "float16",
-  "bfloat16",
-  "float64",
-  "int32",
-  "int64",
-  "bool",
-] as const;
-export const FLOAT_DTYPES = ["float32", "float16", "bfloat16", "float64"] as const;
-export const INITS = ["normal", "uniform", "signed-mixed", "positive", "offset"] as const;
+import { FLOAT_DTYPES, INITS, TASK_DTYPES as DTYPES } from "../../../src/shared/contract/dtypes.js";
 
 function strict<T extends z.ZodRawShape>(what: string, shape: T) {
   const allowed = Object.keys(shape);

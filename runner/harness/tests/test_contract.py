@@ -1,0 +1,204 @@
+"""The contract with the runner: the records the harness writes, and the lists it keeps, against
+the JSON Schemas generated from the runner's zod schemas (src/shared/contract, written into
+evokernel_harness/contract/ by `npm run contract`; the TypeScript side fails on drift).
+
+The records come from real commands on the CPU, sent through the fork server as the runner
+sends them (`serve`, one JSON request a line), so the requests and the server's answers are
+held to the contract too. The facts both sides declare (dtypes, initialisations, candidate
+formats and their detection, hack classes, reason codes) are compared with the schemas' enums
+here, so each is written once on each side and checked across.
+
+Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_contract -v
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import jsonschema
+
+from evokernel_harness import env, inputs, verify
+from evokernel_harness.candidates import CandidateError, detect_format
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HARNESS = os.path.dirname(HERE)
+REPO = os.path.normpath(os.path.join(HARNESS, "..", ".."))
+CONTRACT = os.path.join(HARNESS, "evokernel_harness", "contract")
+SMALL_SOFTMAX = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
+PASSING = os.path.join(SMALL_SOFTMAX, "candidate_ok.py")
+CANDIDATES = os.path.join(HERE, "candidates")
+SEED = "7"
+TIMEOUT_S = 1200  # a hang guard only: a loaded 2-core machine is slow, never this slow
+
+
+def schema(name):
+    with open(os.path.join(CONTRACT, name)) as f:
+        return json.load(f)
+
+
+def enum(name):
+    return schema(name)["enum"]
+
+
+def check(instance, name):
+    """Raises with the path and the rule when instance breaks the schema."""
+    jsonschema.Draft202012Validator(schema(name)).validate(instance)
+
+
+class ForkServer:
+    """`python -m evokernel_harness serve`, spoken to as runner/src/harness/fork-server.ts does."""
+
+    def __init__(self):
+        full = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "evokernel_harness", "serve"], env=full, cwd=HARNESS,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert json.loads(self.proc.stdout.readline())["ready"]
+        self.n = 0
+        self.answers = []
+
+    def run(self, *argv):
+        self.n += 1
+        request = {"id": f"r{self.n}", "argv": list(argv), "timeoutS": TIMEOUT_S}
+        check(request, "harness-request.schema.json")
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"the fork server ended during {argv[0]}")
+            answer = json.loads(line)
+            self.answers.append(answer)
+            if "exit" in answer:
+                if answer["exit"] != 0:
+                    raise AssertionError(f"{argv[0]} exited {answer['exit']}:\n{answer['log'][-3000:]}")
+                return answer
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=600)
+        self.proc.stdout.close()
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+class RecordsTest(unittest.TestCase):
+    """Every record kind the runner reads, written by the real commands."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = lambda name: os.path.join(cls.tmp.name, name)  # noqa: E731 — a path in the run's folder
+        server = ForkServer()
+        try:
+            server.run("device", "--out", out("device.json"))
+            server.run("inspect", "--task", SMALL_SOFTMAX, "--probe", "--out", out("task.json"))
+            server.run("static-context", "--task", SMALL_SOFTMAX, "--out", out("static-context.json"))
+            server.run("static", "--candidate", PASSING, "--task", SMALL_SOFTMAX, "--relaxed", "--out",
+                       out("static.json"))
+            server.run("build", "--candidate", PASSING, "--cache", out("cache"), "--out", out("build.json"))
+            cls.evaluations = {}
+            # a pass (quick, verify and the CPU's bench record), a plain wrong result and a hack,
+            # both refused at the quick check (the smallest configuration)
+            for name, candidate in (("ok", PASSING),
+                                    ("h10", os.path.join(CANDIDATES, "h10_aligned_shapes_only.py")),
+                                    ("h02", os.path.join(CANDIDATES, "h02_inplace_exp.py"))):
+                outs = {stage: out(f"{name}-{stage}.json") for stage in ("quick", "verify", "bench")}
+                server.run("evaluate", "--device", "cpu", "--seed", SEED, "--task", SMALL_SOFTMAX, "--candidate",
+                           candidate, "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out",
+                           outs["bench"])
+                cls.evaluations[name] = {stage: load(path) for stage, path in outs.items() if os.path.exists(path)}
+        finally:
+            server.close()
+        cls.answers = server.answers
+        cls.records = {kind: load(out(f"{kind}.json")) for kind in ("device", "task", "static-context", "static", "build")}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def verify_records(self):
+        return [rec for stages in self.evaluations.values() for stage, rec in stages.items() if stage != "bench"]
+
+    def test_the_fork_servers_answers(self):
+        self.assertTrue(any("started" in answer for answer in self.answers))
+        for answer in self.answers:
+            check(answer, "harness-response.schema.json")
+
+    def test_device_record(self):
+        check(self.records["device"], "device-record.schema.json")
+
+    def test_task_record(self):
+        record = self.records["task"]
+        check(record, "task-record.schema.json")
+        self.assertTrue(record["ok"], record["error"])
+        dtypes = {inp["dtype"] for config in record["configs"] for inp in config["inputs"]}
+        self.assertTrue(dtypes <= set(enum("dtype.schema.json")), dtypes)
+
+    def test_static_records(self):
+        check(self.records["static-context"], "static-context.schema.json")
+        check(self.records["static"], "static-record.schema.json")
+        self.assertIn(self.records["static"]["format"], enum("candidate-format.schema.json"))
+
+    def test_build_record(self):
+        check(self.records["build"], "build-record.schema.json")
+
+    def test_verify_records(self):
+        records = self.verify_records()
+        self.assertEqual(len(records), 4)  # ok: quick, verify; h10: quick; h02: quick
+        for record in records:
+            with self.subTest(candidate=record["candidate"], status=record["status"]):
+                check(record, "verify-record.schema.json")
+                self.assertEqual(record["ok"], record["status"] == "passed")  # zod's refine, not in JSON Schema
+
+    def test_refusals_carry_a_reason_and_hack_of_the_contract(self):
+        hacks = schema("hack-classes.schema.json")["properties"]
+        refused = {name: stages["quick"] for name, stages in self.evaluations.items() if name != "ok"}
+        # h10 is right on the aligned shapes only: on the quick check's one odd shape, plainly wrong
+        self.assertEqual({name: (rec["reason"], rec["hack"]) for name, rec in refused.items()},
+                         {"h10": ("mismatch", None), "h02": ("input-mutation", 2)})
+        for name, record in refused.items():
+            with self.subTest(name):
+                self.assertIn(record["reason"], enum("reason.schema.json"))
+                self.assertEqual(record["hack"], hacks.get(record["reason"], {}).get("const"))
+
+    def test_bench_record(self):
+        record = self.evaluations["ok"]["bench"]
+        check(record, "bench-record.schema.json")
+        self.assertIn(record["reason"], enum("reason.schema.json"))  # the CPU: timing did not run
+
+
+class ListsTest(unittest.TestCase):
+    """The harness's own lists are the contract's."""
+
+    def test_dtypes(self):
+        self.assertEqual(sorted(env.DTYPES), sorted(enum("dtype.schema.json")))
+        self.assertEqual(sorted(env.dtype_name(d) for d in env.FLOAT_DTYPES), sorted(enum("float-dtype.schema.json")))
+        self.assertTrue(set(enum("task-dtype.schema.json")) <= set(env.DTYPES))
+
+    def test_inits(self):
+        self.assertEqual(list(inputs.INITS), enum("init.schema.json"))
+
+    def test_hack_classes(self):
+        check(verify.HACKS, "hack-classes.schema.json")
+        self.assertTrue(set(verify.HACKS) <= set(enum("reason.schema.json")))
+
+    def test_candidate_formats_are_detected_as_the_runner_detects_them(self):
+        formats = set(enum("candidate-format.schema.json"))
+        for case in schema("format-detection.json")["cases"]:
+            with self.subTest(file=case["file"], source=case["source"]):
+                if case["format"] is None:
+                    with self.assertRaises(CandidateError):
+                        detect_format(case["file"], case["source"])
+                else:
+                    self.assertIn(case["format"], formats)
+                    self.assertEqual(detect_format(case["file"], case["source"]), case["format"])
+
+
+if __name__ == "__main__":
+    unittest.main()

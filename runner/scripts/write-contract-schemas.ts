@@ -1,0 +1,18 @@
+// npm run contract: writes runner/harness/evokernel_harness/contract/*.json from the zod
+// contract (src/shared/contract), never by hand; test/contract.test.ts fails on drift.
+import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { contractFileText, contractJsonSchemas } from "../../src/shared/contract/json-schemas.js";
+import { repoRoot } from "../src/paths.js";
+
+const dir = join(repoRoot(), "runner", "harness", "evokernel_harness", "contract");
+await mkdir(dir, { recursive: true });
+const files = contractJsonSchemas();
+// A schema dropped from the contract goes from the folder too.
+for (const name of await readdir(dir)) {
+  if (name.endsWith(".json") && !(name in files)) await rm(join(dir, name));
+}
+for (const [name, value] of Object.entries(files)) {
+  await writeFile(join(dir, name), contractFileText(value));
+}
+console.log(`wrote ${Object.keys(files).length} files to ${dir}`);
