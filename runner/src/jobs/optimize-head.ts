@@ -1,11 +1,12 @@
-// A job's optimize step: `evokernel optimize` on the head kernel, called as the command
-// itself (flags in, result JSON out) so a job searches exactly as a user's run does. Its
-// archive and outputs stay in the job's own folder.
+// A job's optimize step: optimize's pipeline (runner/src/pipeline/optimize.ts) on the head
+// kernel, called as a function with the settings a user's `evokernel optimize` gets by
+// default, so a job searches exactly as a user's run does. Its archive and outputs stay in
+// the job's own folder.
 import { join } from "node:path";
-import { resultSchema, type Result } from "../../../src/shared/result.js";
 import type { JobBudget } from "../../../src/shared/job.js";
-import type { Io } from "../commands/command.js";
-import { optimizeCommand } from "../commands/optimize.js";
+import { resultSchema, type Result } from "../../../src/shared/result.js";
+import { DEFAULTS } from "../evolve/engine.js";
+import { runOptimize } from "../pipeline/optimize.js";
 
 export type OptimizeRequest = {
   /** The task in the head tree (absolute). */
@@ -13,11 +14,11 @@ export type OptimizeRequest = {
   /** Folder for the archive and result. */
   work: string;
   budget: JobBudget;
-  /** auto: the command's own default (llm with an API key, else tuner). */
+  /** auto: the pipeline's own default (llm with an API key, else tuner). */
   proposer: "auto" | "llm" | "tuner";
   model?: string | undefined;
   seed?: number | undefined;
-  /** Progress lines (stderr of the command). */
+  /** Progress lines. */
   say: (line: string) => void;
 };
 
@@ -26,46 +27,34 @@ export type OptimizeOutcome = { ok: true; result: Result } | { ok: false; messag
 /** The seam a job searches through; tests put a stand-in here. */
 export type Optimizer = (request: OptimizeRequest) => Promise<OptimizeOutcome>;
 
-export const runOptimizeCommand: Optimizer = async function optimizeHead(request) {
-  let stdout = "";
-  let pending = "";
-  const io: Io = {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      pending += text;
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      for (const line of lines) if (line.trim() !== "") request.say(line);
-    },
-    stderrIsTTY: false,
-    cwd: request.work,
-  };
-  const values: Record<string, string | boolean> = {
-    json: true,
-    archive: join(request.work, "archive.jsonl"),
-    out: join(request.work, "out"),
-    candidates: String(request.budget.candidates),
-    minutes: String(request.budget.minutes),
-    usd: String(request.budget.usd),
-  };
-  if (request.proposer !== "auto") values["proposer"] = request.proposer;
-  if (request.seed !== undefined) values["seed"] = String(request.seed);
-  if (request.model !== undefined && request.proposer !== "tuner") values["model"] = request.model;
+export const optimizeHead: Optimizer = async function optimizeHead(request) {
   try {
-    const code = await optimizeCommand.run({ values, positionals: [request.task] }, io);
-    if (code !== 0 && code !== 1) return { ok: false, message: `optimize exited ${code}` };
+    const run = await runOptimize({
+      task: request.task,
+      cwd: request.work,
+      archive: join(request.work, "archive.jsonl"),
+      out: join(request.work, "out"),
+      budget: {
+        candidates: request.budget.candidates,
+        seconds: request.budget.minutes * 60,
+        usd: request.budget.usd,
+      },
+      population: DEFAULTS.populationSize,
+      proposer: request.proposer === "auto" ? undefined : request.proposer,
+      seed: request.seed,
+      // The tuner asks no model: a model named for the llm does not pass to it.
+      model: request.proposer === "tuner" ? undefined : request.model,
+      env: process.env,
+      say: (text) => {
+        for (const line of text.split("\n")) if (line.trim() !== "") request.say(line);
+      },
+    });
+    if (run.interrupted) return { ok: false, message: "optimize was interrupted" };
+    // What the app reads back: held to the artifact's schema here, as it is there.
+    const parsed = resultSchema.safeParse(run.result);
+    if (!parsed.success) return { ok: false, message: "optimize made a result we cannot read" };
+    return { ok: true, result: parsed.data };
   } catch (error) {
     return { ok: false, message: error instanceof Error ? error.message : String(error) };
   }
-  let data: unknown;
-  try {
-    data = JSON.parse(stdout);
-  } catch {
-    return { ok: false, message: "optimize printed no result" };
-  }
-  const parsed = resultSchema.safeParse(data);
-  if (!parsed.success) return { ok: false, message: "optimize printed a result we cannot read" };
-  return { ok: true, result: parsed.data };
 };

@@ -12,7 +12,7 @@ import { EnvironmentError } from "../errors.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import type { Git } from "../git.js";
 import { packageVersion } from "../paths.js";
-import { runOptimizeCommand, type Optimizer } from "./optimize-head.js";
+import { optimizeHead, type Optimizer } from "./optimize-head.js";
 import { planJob, type Plan } from "./plan.js";
 import { needsGpu, quietReview, reviewTask } from "./review-task.js";
 import { allowRead, sandboxMode } from "../sandbox/sandbox.js";
@@ -65,7 +65,7 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
             bench: spec.kind !== "verify",
             optimize: wantsOptimize(spec)
               ? {
-                  optimizer: options.optimizer ?? runOptimizeCommand,
+                  optimizer: options.optimizer ?? optimizeHead,
                   budget: spec.budget ?? budgetOf(),
                   proposer: spec.proposer ?? "auto",
                   model: spec.model,

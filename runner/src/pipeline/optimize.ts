@@ -1,0 +1,264 @@
+// optimize's pipeline as a function (issue 21.2): the task and its starting kernel, the
+// archive, the proposer, a session (fork server, device) for the search and the final
+// checks, the result and its files. `evokernel optimize` (flags → options → this → print)
+// and a job's optimize step (runner/src/jobs/optimize-head.ts) both call it.
+import { randomInt } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { basename, dirname, extname, isAbsolute, join, relative, resolve } from "node:path";
+import {
+  detectCandidateFormat,
+  type CandidateFormat,
+} from "../../../src/shared/contract/formats.js";
+import type { TaskInfo } from "../../../src/shared/contract/records.js";
+import type { Result } from "../../../src/shared/result.js";
+import { candidatesFor, loadTarget } from "../commands/target.js";
+import { requireGpu, withSession } from "../commands/session.js";
+import type { EvaluationEvent } from "../evaluate.js";
+import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
+import { DEFAULTS, runEngine } from "../evolve/engine.js";
+import { createHarnessEvaluator } from "../evolve/evaluator.js";
+import { finalize } from "../evolve/final.js";
+import type { Language } from "../evolve/fingerprint.js";
+import { buildResult } from "../evolve/result.js";
+import { proposalTask } from "../evolve/task-context.js";
+import { TECHNIQUES } from "../evolve/techniques.js";
+import type { Budget, EvoConfig } from "../evolve/types.js";
+import { inspectTask } from "../harness/client.js";
+import { packageVersion } from "../paths.js";
+import { createProposer, DEFAULT_MODEL, defaultProposer } from "../proposers/index.js";
+import { describeEngineEvent } from "../report/optimize-progress.js";
+import { allowRead } from "../sandbox/sandbox.js";
+import { checkNativeTask } from "../tasks/check-native.js";
+import type { DiscoveredTask } from "../tasks/discover.js";
+
+export const DEFAULT_CONFIG: EvoConfig = "insight";
+/**
+ * Proposals in flight: EvoEngineer's 4 for the llm; 8 for the offline tuners, whose
+ * proposals cost nothing: with a build taking 2-3 s and the GPU's part of a candidate under
+ * one, 4 in flight leave the GPU waiting for builds.
+ */
+export const OFFLINE_PARALLEL = 8;
+
+export type OptimizeOptions = {
+  /** The task as a user names it: a folder, a KernelBench .py file, a name under ./kernels. */
+  task: string | undefined;
+  /** What relative paths (task, candidate, archive, out) are relative to. */
+  cwd: string;
+  /** Start from this kernel instead of the task's own. */
+  candidate?: string | undefined;
+  /** The run's archive (default .evokernel/<task>/archive.jsonl). */
+  archive?: string | undefined;
+  /** Where result.json (and a winner's source) go; absent: nowhere. */
+  out?: string | undefined;
+  /** Absent: the archive's, else the default (insight). */
+  config?: EvoConfig | undefined;
+  /** Absent: the archive's, else random. */
+  seed?: number | undefined;
+  /** Absent: llm with an API key in env, else tuner. */
+  proposer?: string | undefined;
+  model?: string | undefined;
+  budget: Budget;
+  population: number;
+  /** Absent: the proposer's default (parallelFor). */
+  parallel?: number | undefined;
+  /** Where the proposer looks for its API key. */
+  env: NodeJS.ProcessEnv;
+  /** One line per step of the search (each candidate, the final checks). */
+  say: (line: string) => void;
+  /** Each step of a candidate's cascade (a terminal's status line). */
+  onEvaluation?: ((event: EvaluationEvent) => void) | undefined;
+  /**
+   * Asked for once the search is about to start (the CLI's first Ctrl-C from then on aborts
+   * it): stop after the candidates in flight and skip the final checks.
+   */
+  interruptSignal?: (() => AbortSignal) | undefined;
+};
+
+export type OptimizeRun =
+  | { interrupted: true }
+  | {
+      interrupted: false;
+      result: Result;
+      /** The files written, as a user would name them. */ written: string[];
+    };
+
+/** The search, the final checks and the result; throws for a run that cannot start. */
+export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun> {
+  const { say } = options;
+  const settings = options;
+  const io = { cwd: options.cwd };
+  const target = await loadTarget(options.task, io.cwd);
+  const given = options.candidate;
+  const [start] = await candidatesFor(target, given === undefined ? [] : [given], io.cwd);
+  if (start === undefined) throw new Error("candidatesFor returned no candidate");
+  const archivePath = resolve(
+    io.cwd,
+    options.archive ?? join(".evokernel", target.task.name, "archive.jsonl"),
+  );
+  const archived = await readArchive(archivePath);
+  // The search writes its candidates here; the sandbox reads them.
+  const candidatesDir = join(dirname(archivePath), "candidates");
+  await mkdir(candidatesDir, { recursive: true });
+  allowRead(candidatesDir);
+  const first = archived[0];
+  const config = settings.config ?? first?.config ?? DEFAULT_CONFIG;
+  const seed = settings.seed ?? first?.seed ?? randomInt(2 ** 31);
+  assertResumable(archived, { seed, config });
+  const baselineSource = await readFile(start, "utf8");
+  const proposerName = settings.proposer ?? defaultProposer(options.env);
+  const model = proposerName === "llm" ? (settings.model ?? DEFAULT_MODEL) : null;
+  const proposer = createProposer(proposerName, {
+    seed,
+    taskPath: target.task.path,
+    baselineSource,
+    ...(await tuningOf(target.task)),
+    compiled: extname(start) !== ".py",
+    ...(settings.model === undefined ? {} : { model: settings.model }),
+    env: options.env,
+  });
+
+  const interrupt = options.interruptSignal?.();
+  return withSession(
+    async function optimizeWithServer(session) {
+      requireGpu(session);
+      const startedAt = new Date().toISOString();
+      const info = await inspectTask(target.task.path, { runner: session.server.run });
+      const { device } = session.device;
+      const evaluator = createHarnessEvaluator({
+        task: target.task.path,
+        baseline: start,
+        workDir: candidatesDir,
+        server: session.server,
+        knownDevice: device,
+        ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
+      });
+      const language: Language = extname(start) === ".py" ? "python" : "c";
+      const reference = await referenceSource(target.task, info);
+      const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
+      const engine = await runEngine({
+        task,
+        config,
+        seed,
+        proposer,
+        evaluator,
+        archive: fileArchive(archivePath),
+        clock: { now: () => performance.now() },
+        budget: settings.budget,
+        baseline: { source: baselineSource },
+        language,
+        populationSize: settings.population,
+        parallel: parallelFor(settings.parallel, proposerName),
+        techniques: TECHNIQUES,
+        onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
+        ...(interrupt === undefined ? {} : { signal: interrupt }),
+      });
+      if (engine.stoppedBy === "interrupted") {
+        say(
+          `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
+            "has each one; run the same command to resume",
+        );
+        return { interrupted: true };
+      }
+      say(
+        `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
+      );
+      const final = await finalize({
+        population: engine.population,
+        baseline: engine.baseline,
+        rechecker: evaluator,
+      });
+      const file = relative(io.cwd, start);
+      const result = buildResult({
+        task: { name: info.name, format: info.format, path: target.task.path },
+        run: {
+          config,
+          proposer: proposer.name,
+          model,
+          seed,
+          populationSize: settings.population,
+          archive: archivePath,
+          startedAt,
+          finishedAt: new Date().toISOString(),
+        },
+        budget: settings.budget,
+        engine,
+        final,
+        original: {
+          file: file.startsWith("..") || isAbsolute(file) ? basename(start) : file,
+          source: baselineSource,
+        },
+        language,
+        device: {
+          gpu: device.name,
+          driver: device.driver,
+          cuda: device.cuda,
+          torch: device.torch,
+          python: device.python,
+          evokernel: packageVersion(),
+        },
+      });
+      const written = await writeOutputs(result, options.out, io.cwd, start);
+      return { interrupted: false, result, written };
+    },
+    { say },
+  );
+}
+
+/** The proposals in flight for a proposer, unless given. */
+export function parallelFor(given: number | undefined, proposer: string): number {
+  return given ?? (proposer === "llm" ? DEFAULTS.parallel : OFFLINE_PARALLEL);
+}
+
+/** The task's declared tunables and the rules their combinations keep (task.json). */
+async function tuningOf(
+  task: DiscoveredTask,
+): Promise<{ tunables: Record<string, (string | number)[]>; constraints?: string[] }> {
+  if (task.format !== "native") return { tunables: {} };
+  const checked = await checkNativeTask(task.path);
+  if (!checked.ok) return { tunables: {} };
+  const { tunables = {}, constraints } = checked.task;
+  return constraints === undefined ? { tunables } : { tunables, constraints };
+}
+
+/** The PyTorch reference a proposal is shown (the task's, never a held-out configuration). */
+async function referenceSource(task: DiscoveredTask, info: TaskInfo): Promise<string> {
+  if (task.format === "kernelbench") return readFile(task.folder, "utf8");
+  if (task.format === "robust-kbench") {
+    const file = info.backward ? "func_backward.py" : "func_forward.py";
+    return readFile(join(task.folder, file), "utf8");
+  }
+  const checked = await checkNativeTask(task.path);
+  if (!checked.ok) return "";
+  return readFile(join(task.path, checked.task.reference), "utf8");
+}
+
+/**
+ * The candidate format, as the harness detects it (docs/DESIGN.md, "Candidates"); a source
+ * the harness will refuse is shown the evk format's rules.
+ */
+function formatOf(file: string, source: string): CandidateFormat {
+  return detectCandidateFormat(file, source) ?? "evk";
+}
+
+/** result.json always; the winner's source only when it is one. */
+async function writeOutputs(
+  result: Result,
+  out: string | undefined,
+  cwd: string,
+  start: string,
+): Promise<string[]> {
+  if (out === undefined) return [];
+  const dir = resolve(cwd, out);
+  await mkdir(dir, { recursive: true });
+  const written = [join(dir, "result.json")];
+  await writeFile(written[0] ?? "", `${JSON.stringify(result, null, 2)}\n`, "utf8");
+  if (result.win && result.best !== null) {
+    const file = join(dir, `best${extname(start) === ".py" ? ".py" : ".cu"}`);
+    await writeFile(file, result.best.source, "utf8");
+    written.push(file);
+  }
+  return written.map((path) => {
+    const near = relative(cwd, path);
+    return near === "" || near.startsWith("..") || isAbsolute(near) ? path : near;
+  });
+}
