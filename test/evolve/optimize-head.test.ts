@@ -68,7 +68,14 @@ describe("a job's optimize step", () => {
         join(dir, "cli", "archive.jsonl"),
         "--json",
       ],
-      { env: { ...process.env } },
+      {
+        env: {
+          ANTHROPIC_API_KEY: "",
+          EVOKERNEL_PYTHON: fakeHarness,
+          EVOKERNEL_SANDBOX: "off",
+          EVOKERNEL_CACHE: join(dir, "cache"),
+        },
+      },
     );
     const printed = resultSchema.parse(JSON.parse(cli.stdout));
     const ids = (result: typeof printed) => result.history.map((entry) => entry.id);
