@@ -1,14 +1,24 @@
 // The result artifact's zip, unzipped by fflate as its bytes stream in, under caps on the
 // number of entries, each entry's size, the total and the ratio of inflated to compressed
-// bytes: a 68 KB zip bomb stops after its first megabyte, not at 3 GiB. Compressed input is
-// fed in 16 KB pieces, so one push inflates at most about 16 MB (deflate's ratio tops out
-// near 1032:1) before the caps are checked. Only entries the caller keeps are held; the
-// rest are counted and dropped. Nothing in an artifact is ever executed.
+// bytes: a 68 KB zip bomb stops after its first two megabytes, not at 3 GiB. Compressed input
+// is fed in pieces no larger than could inflate (deflate tops out near 1032:1) past the ratio
+// cap by more than about 1 MB before the caps are checked: 1 KB at first and while an archive
+// inflates near the cap, up to 16 KB once an honest one's ratio leaves room. With 16 KB
+// pieces throughout, each bomb put a 16 MB chunk on the heap before it was refused, and the
+// load run's bombs held 50-70 MB of them (awaiting collection). Only entries the caller keeps
+// are held; the rest are counted and dropped. Nothing in an artifact is ever executed.
 import { Unzip, UnzipInflate, type UnzipFile } from "fflate";
 import type { ZipLimits } from "./input-limits.js";
 
 export class ZipError extends Error {
   override readonly name = "ZipError";
+  constructor(
+    message: string,
+    /** Bytes inflated when the archive was refused (how far a bomb got). */
+    readonly inflated = 0,
+  ) {
+    super(message);
+  }
 }
 
 export interface ZipEntry {
@@ -16,7 +26,10 @@ export interface ZipEntry {
   readonly data: Buffer;
 }
 
-const PIECE = 16 * 1024;
+const MIN_PIECE = 1024;
+const MAX_PIECE = 16 * 1024;
+/** Deflate's highest ratio of inflated to compressed bytes (258 bytes per 2 bits, about). */
+const DEFLATE_MAX_RATIO = 1032;
 const RATIO_AFTER = 1024 * 1024;
 const LOCAL_SIGNATURE = [0x50, 0x4b, 0x03, 0x04];
 
@@ -38,7 +51,7 @@ export async function unzipBounded(
   const open = new Set<UnzipFile>();
 
   function fail(message: string): void {
-    failure ??= new ZipError(message);
+    failure ??= new ZipError(message, inflated);
     for (const file of open) file.terminate();
     open.clear();
   }
@@ -82,8 +95,12 @@ export async function unzipBounded(
 
   for await (const chunk of source) {
     if (compressed === 0 && !startsLikeZip(chunk)) fail("not a zip archive");
-    for (let at = 0; at < chunk.length && !failure; at += PIECE) {
-      const piece = chunk.subarray(at, at + PIECE);
+    for (let at = 0; at < chunk.length && !failure;) {
+      // What may still inflate before the ratio check refuses, in compressed bytes.
+      const room = Math.max(RATIO_AFTER, limits.ratio * compressed) - inflated;
+      const size = Math.min(MAX_PIECE, Math.max(MIN_PIECE, Math.floor(room / DEFLATE_MAX_RATIO)));
+      const piece = chunk.subarray(at, at + size);
+      at += piece.length;
       compressed += piece.length;
       try {
         unzip.push(piece);
