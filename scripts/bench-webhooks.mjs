@@ -6,8 +6,10 @@
 // count and time. With --mix (issue 17.8) the load carries large payloads (1 MB every 50th,
 // 24 MB every 500th, 26 MB every 1000th, which must be refused), and every 200th PR's run
 // completes with a zip-bomb artifact whose check run must be concluded; the app's resident
-// memory is sampled throughout and its high-water mark (VmHWM) reported.
+// memory is sampled throughout and its high-water mark (VmHWM) reported, split by a probe
+// loaded into the app (bench-memory-probe.mjs) into V8's heap, its live part and buffers.
 // Usage: node scripts/bench-webhooks.mjs [--seconds 60] [--rate 100] [--mix] [--out FILE]
+//        [--node-option=--some-v8-flag ...] (Node options for the app process)
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -34,6 +36,8 @@ const { values } = parseArgs({
     latency: { type: "string", default: "200" },
     mix: { type: "boolean", default: false },
     out: { type: "string" },
+    // Node's options for the app's process, e.g. --node-option=--max-semi-space-size=4
+    "node-option": { type: "string", multiple: true, default: [] },
   },
 });
 const seconds = Math.min(Number(values.seconds), 120);
@@ -53,6 +57,7 @@ function say(line) {
   console.log(line);
 }
 
+const probeFile = join(dir, "memory.json");
 const standin = await startStandin({ config: "pullRequests: bench\ndispatch: actions\n" });
 let app;
 try {
@@ -63,12 +68,19 @@ try {
     port: 30_000 + Math.floor(Math.random() * 20_000),
     secret: SECRET,
     privateKey: generateAppKey(),
+    // The probe splits the app's memory into V8's heap and what lies outside it.
+    nodeArgs: [
+      ...values["node-option"],
+      "--import",
+      new URL("./bench-memory-probe.mjs", import.meta.url).href,
+    ],
     // Every PR here is one installation's and no run ever ends: lift the cap on its jobs.
     env: {
       EVOKERNEL_THROTTLE: "off",
       EVOKERNEL_MAX_JOBS_PER_INSTALLATION: "1000000",
       LOG_LEVEL: "error",
       NODE_ENV: "production",
+      EVOKERNEL_MEMORY_PROBE: probeFile,
     },
   });
 
@@ -99,6 +111,8 @@ try {
   say(
     "GitHub: the loopback stand-in (scripts/github-standin.mjs); EVOKERNEL_THROTTLE=off (no 1 s write pacing: nothing to protect here)",
   );
+  if (values["node-option"].length)
+    say(`the app's Node options: ${values["node-option"].join(" ")}`);
   say(
     "each webhook: pull_request.opened touching kernels/softmax -> config, files, workflow_dispatch, check run (4 API calls)",
   );
@@ -281,6 +295,8 @@ try {
   );
   say("");
   let mixOk = true;
+  let refusedOk = 0;
+  let bombsConcluded = 0;
   if (values.mix) {
     await standin
       .waitFor(
@@ -289,26 +305,37 @@ try {
         "every bomb's check run concluded",
       )
       .catch((error) => say(`  ${error.message}`));
-    clearInterval(sampler);
-    sampleRss();
-    const refusedOk = oversize.filter((status) => status === 413 || status === "reset").length;
-    const bombsConcluded = bombRuns.filter((runId) => concluded(runId)).length;
-    const hwm = rssFromProc("VmHWM");
+    refusedOk = oversize.filter((status) => status === 413 || status === "reset").length;
+    bombsConcluded = bombRuns.filter((runId) => concluded(runId)).length;
     say(
       `  large payloads: ${large.mb1} of 1 MB and ${large.mb24} of 24 MB accepted and dispatched; ${oversize.length} of 26 MB refused before reading (${refusedOk} answered 413 or had the socket closed)`,
     );
     say(
       `  zip-bomb artifacts (256 MiB of zeros in ${(bomb.length / 1024).toFixed(0)} KB): ${bombRuns.length} runs completed, ${bombsConcluded} check runs concluded as failures`,
     );
+  }
+  clearInterval(sampler);
+  sampleRss();
+  const hwm = rssFromProc("VmHWM");
+  // The probe writes its samples as the app exits.
+  await app.stop();
+  const probe = readProbe();
+  say(
+    `  app resident memory: high-water mark (VmHWM) ${hwm === undefined ? "?" : `${(hwm / 1024).toFixed(0)} MB`}, highest sampled every 200 ms ${(rssPeak / 1024).toFixed(0)} MB${values.mix ? " (target < 300 MB)" : ""}`,
+  );
+  if (probe) {
+    const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+    const { atPeak, highest, liveAfterFullGc, fullGcs } = probe;
     say(
-      `  app resident memory: high-water mark (VmHWM) ${hwm === undefined ? "?" : `${(hwm / 1024).toFixed(0)} MB`}, highest sampled every 200 ms ${(rssPeak / 1024).toFixed(0)} MB (target < 300 MB)`,
+      `  inside the app (process.memoryUsage every 50 ms): at the resident peak ${mb(atPeak.rss)}: V8 heap ${mb(atPeak.heapUsed)} used of ${mb(atPeak.heapTotal)}, buffers ${mb(atPeak.arrayBuffers)} (external ${mb(atPeak.external)}); highest: heap used ${mb(highest.heapUsed)}, heap total ${mb(highest.heapTotal)}, buffers ${mb(highest.arrayBuffers)}; live after a full GC at most ${mb(liveAfterFullGc)} (${fullGcs} full GCs)`,
     );
+  }
+  if (values.mix)
     mixOk =
       refusedOk === oversize.length &&
       bombsConcluded === bombRuns.length &&
       hwm !== undefined &&
       hwm < 300 * 1024;
-  }
   const ok =
     mixOk &&
     failures.length === 0 &&
@@ -329,6 +356,14 @@ try {
   await app?.stop();
   await standin.close();
   await rm(dir, { recursive: true, force: true });
+}
+
+function readProbe() {
+  try {
+    return JSON.parse(readFileSync(probeFile, "utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 /** `mib` MiB of zeros deflated as one zip entry whose header claims 100 bytes. */

@@ -93,6 +93,8 @@ export function startApp(options: {
   cwd?: string;
   log?: boolean;
   inheritEnv?: boolean;
+  /** Node's options before the entry (the bench's memory probe, a heap limit). */
+  nodeArgs?: string[];
 }): Promise<AppProcess>;
 export function pullRequestEvent(options: {
   owner?: string;

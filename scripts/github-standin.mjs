@@ -497,8 +497,9 @@ export async function startApp({
   cwd,
   log = false,
   inheritEnv = false,
+  nodeArgs = [],
 }) {
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     cwd,
     env: {
       // inheritEnv: the real runner needs CUDA's and Python's variables (the GPU run).
