@@ -7,6 +7,13 @@
 export const WEBHOOK_BODY_LIMIT = 25 * 1024 * 1024;
 
 /**
+ * A string value in a webhook body longer than this (escaped bytes) is emptied as the body
+ * streams in: nothing the app reads comes near it (GitHub caps PR and comment bodies at
+ * 65,536 characters, at most 384 KiB escaped), and the body's size then costs no memory.
+ */
+export const WEBHOOK_STRING_LIMIT = 1024 * 1024;
+
+/**
  * Bytes of webhook bodies being read at once, across all requests: the 26th concurrent 25 MB
  * body waits for the socket's turn (TCP back-pressure) instead of adding to the heap.
  */

@@ -7,14 +7,20 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, type ApplicationFunction } from "probot";
 import type { ProbotOctokit } from "probot";
-import { WEBHOOK_BODIES_IN_FLIGHT, WEBHOOK_BODY_LIMIT } from "./input-limits.js";
-import { createByteBudget, takeWebhookBody } from "./webhook-body.js";
+import {
+  WEBHOOK_BODIES_IN_FLIGHT,
+  WEBHOOK_BODY_LIMIT,
+  WEBHOOK_STRING_LIMIT,
+} from "./input-limits.js";
+import { createByteBudget, type LongStrings, takeWebhookBody } from "./webhook-body.js";
 
 export interface AppServerOptions {
   readonly env: NodeJS.ProcessEnv;
   readonly Octokit: typeof ProbotOctokit;
   readonly bodyLimit?: number;
   readonly bodiesInFlight?: number;
+  /** Escaped bytes a string in a webhook body may have before it is emptied. */
+  readonly stringLimit?: number;
   /** Where warnings go before Probot's logger exists. */
   readonly warn?: (message: string) => void;
 }
@@ -44,6 +50,10 @@ export async function startAppServer(
   const middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: webhookPath });
   const limit = options.bodyLimit ?? WEBHOOK_BODY_LIMIT;
   const budget = createByteBudget(options.bodiesInFlight ?? WEBHOOK_BODIES_IN_FLIGHT);
+  // Without a secret Probot falls back to its development one; no strings are emptied then.
+  const longStrings: LongStrings | undefined = env.WEBHOOK_SECRET
+    ? { secret: env.WEBHOOK_SECRET, limit: options.stringLimit ?? WEBHOOK_STRING_LIMIT }
+    : undefined;
 
   const server = createServer((request, response) => {
     void (async () => {
@@ -53,7 +63,7 @@ export async function startAppServer(
         return;
       }
       if (request.method === "POST" && path === webhookPath) {
-        if (!(await takeWebhookBody(request, response, limit, budget))) return;
+        if (!(await takeWebhookBody(request, response, limit, budget, longStrings))) return;
       }
       await middleware(request, response, () => {
         response.writeHead(404, { "content-type": "text/plain" }).end("Not Found");

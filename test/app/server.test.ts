@@ -12,19 +12,22 @@ import { createByteBudget } from "../../src/app/webhook-body.js";
 const SECRET = "server-test";
 let server: AppServer | undefined;
 let received: string[] = [];
+let payloads: unknown[] = [];
 const warnings: string[] = [];
 
 afterEach(async () => {
   await server?.close();
   server = undefined;
   received = [];
+  payloads = [];
 });
 
-async function start(env: NodeJS.ProcessEnv = {}): Promise<AppServer> {
+async function start(env: NodeJS.ProcessEnv = {}, stringLimit?: number): Promise<AppServer> {
   server = await startAppServer(
     (app) => {
       app.on("issues", (context) => {
         received.push(context.id);
+        payloads.push(context.payload);
       });
     },
     {
@@ -39,6 +42,7 @@ async function start(env: NodeJS.ProcessEnv = {}): Promise<AppServer> {
       },
       Octokit: evokernelOctokit({ throttle: false, retry: false }),
       warn: (message) => warnings.push(message),
+      ...(stringLimit === undefined ? {} : { stringLimit }),
     },
   );
   return server;
@@ -117,6 +121,35 @@ describe("the app's server", () => {
     expect(forged.status).toBe(400);
     expect(received).toEqual(["d-1"]);
     expect((await fetch(url("/elsewhere"))).status).toBe(404);
+  });
+
+  it("empties a signed body's strings past the limit before Probot holds them, and refuses a forged one", async () => {
+    await start({}, 1024);
+    const event = {
+      action: "opened",
+      issue: { number: 1, title: "short", body: `log ${"x".repeat(4096)} "end"` },
+      installation: { id: 1 },
+    };
+    const body = JSON.stringify(event);
+    const deliver = (id: string, secret: string) =>
+      fetch(url("/api/github/webhooks"), {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "issues",
+          "x-github-delivery": id,
+          "x-hub-signature-256": signWebhook(secret, body),
+        },
+        body,
+      });
+    expect((await deliver("long-1", SECRET)).status).toBe(200);
+    expect(received).toEqual(["long-1"]);
+    // Without the filter Probot's payload holds the 4 KB text.
+    expect(payloads[0]).toEqual({ ...event, issue: { ...event.issue, body: "" } });
+    // The filter checks the signature itself (it re-signs what it passes on): a forged body
+    // with a long string is refused as Probot refuses one without.
+    expect((await deliver("long-2", "wrong")).status).toBe(400);
+    expect(received).toEqual(["long-1"]);
   });
 
   it("refuses a body whose Content-Length is over 25 MB before reading it", async () => {
