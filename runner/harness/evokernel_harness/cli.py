@@ -17,7 +17,12 @@ def _write(record, out):
     text = json.dumps(record, allow_nan=False, default=str)
     if out:
         tmp = out + ".tmp"
-        with open(tmp, "w") as f:
+        try:  # whatever is there (a symlink a candidate left) goes; the record is a new file
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, out)  # a reader never sees half a record
     else:
@@ -237,8 +242,9 @@ def _verify_load(args, backend, rec):
         return None, {**rec, "status": "rejected", "reason": "load-error", "message": str(err)}
 
 
-def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
-    """Verification of a loaded candidate (_load_for_run's result): the record of cmd_verify."""
+def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout, dump=None):
+    """Verification of a loaded candidate (_load_for_run's result): the record of cmd_verify.
+    dump: an outputs.Dump keeping each passing trial's outputs for the judge (judge.py)."""
     task, path, fmt, static, cand = loaded
     seed = rec["seed"]
     rec.update(task=task.name, candidate=os.path.abspath(path), format=fmt)
@@ -259,7 +265,7 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
     from .verify import verify
 
     result, verifier = verify(task, cand, backend, seed, include_heldout=heldout and not quick,
-                              trials=args.trials, log=_log, quick=quick)
+                              trials=args.trials, log=_log, quick=quick, dump=dump)
     static_check = rec["checks"][0]
     static_warnings = rec["warnings"]
     rec.update({k: v for k, v in result.items() if k not in ("seconds", "phases")})
@@ -297,6 +303,15 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout):
 
 
 def cmd_verify(args):
+    """The verdict is the judge's (judge.py): the candidate is verified in a process of its own
+    and its passing outputs compared again where it never ran."""
+    from .judge import verify_judged
+
+    return verify_judged(args, _verify_in_process)
+
+
+def _verify_in_process(args, dump):
+    """The verification in the candidate's process: its record is only a claim."""
     started = time.perf_counter()
     backend, rec, t0 = _verify_begin(args, started)
     if backend is None:
@@ -304,7 +319,7 @@ def cmd_verify(args):
     loaded, failed = _verify_load(args, backend, rec)
     if failed is not None:
         return failed
-    return _verify_loaded(args, rec, backend, loaded, t0, quick=args.quick, heldout=args.heldout)
+    return _verify_loaded(args, rec, backend, loaded, t0, quick=args.quick, heldout=args.heldout, dump=dump)
 
 
 def _no_gpu_bench(task, message="no CUDA GPU on this machine: timing needs one"):

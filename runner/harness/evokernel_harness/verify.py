@@ -25,6 +25,8 @@ HACKS = {
     "degenerate-task": 8, "distribution-specific": 9, "shape-specific": 10, "result-caching": 11,
     "torch-fallback": 12, "launch-error": 13, "race": 15, "below-floor": 16,
     "timing-output-mismatch": 11,
+    # the judge (judge.py): the candidate's process tampered with the verification's record
+    "verdict-forged": 6, "outputs-missing": 6, "outputs-invalid": 6, "no-record": 6, "record-invalid": 6,
 }
 
 
@@ -62,10 +64,21 @@ def refill_case(task, config, case, seed, init, observable=False):
             (dst if observable else dst.data).copy_(src)
 
 
+def trial_seed(seed, config, trial):
+    """The inputs' seed of one trial: the judge (judge.py) regenerates them from it."""
+    return (seed * 1000003 + trial * 7919 + sum(map(ord, config.name)) * 31) & 0x7FFFFFFF
+
+
+REFILL_SEED = 0xCAC4E  # the same-buffer refill's new values: trial_seed(...) ^ REFILL_SEED
+
+
 class Verifier:
-    def __init__(self, task, candidate, device, seed, trials=2, log=print):
+    def __init__(self, task, candidate, device, seed, trials=2, log=print, dump=None):
         self.task, self.cand, self.device, self.seed = task, candidate, torch.device(device), seed
         self.trials = trials
+        # outputs.Dump: the outputs of each passing trial, for the judge's own comparison
+        self.dump = dump
+        self.config_index = {c.name: i for i, c in enumerate(task.configs)}
         self.checks, self.warnings, self.configs = [], [], []
         self.ref_entry = task.reference_entry()
         self.sizes = {}
@@ -205,8 +218,14 @@ class Verifier:
     def init_of(self, case):
         return case.meta.get("init")
 
+    def keep(self, config, trial, outs):
+        """Hands a passing trial's outputs to the dump (the judge compares them again)."""
+        if self.dump is not None:
+            with self.phases.part("dump"):
+                self.dump.write(self.config_index[config.name], trial, outs)
+
     def run_trial(self, config, trial, init):
-        seed = (self.seed * 1000003 + trial * 7919 + sum(map(ord, config.name)) * 31) & 0x7FFFFFFF
+        seed = trial_seed(self.seed, config, trial)
         case = self.make_case(config, seed, init=init)
         case.meta["init"] = init
         cand_case = case.clone()
@@ -223,6 +242,8 @@ class Verifier:
         del refs
         if failed is not None and self.within_truth(outs, case, config, f"trial {trial}"):
             failed = None
+        if failed is None:
+            self.keep(config, trial, outs)
         if failed is None and trial == 0:
             self.repeat_checks(config, case, outs, seed)
         del outs
@@ -241,7 +262,7 @@ class Verifier:
         cand_case = case.clone()
         self.candidate(cand_case)
         with self.phases.part("inputs"):
-            refill_case(self.task, config, cand_case, seed ^ 0xCAC4E, self.init_of(case))
+            refill_case(self.task, config, cand_case, seed ^ REFILL_SEED, self.init_of(case))
         refs = self.reference(cand_case.clone())
         outs = self.candidate(cand_case)
         results = [compare(o, r, self.task.tolerance(dtype_name(r.dtype))) for o, r in zip(outs, refs)]
@@ -252,6 +273,9 @@ class Verifier:
             if not res["ok"]:
                 res.update({"config": config.name, "trial": 0, "output": f"output {i} (new values in the same buffers)", "outputIndex": i})
                 raise Reject("result-caching", "after new values were written into the same input buffers the output was stale: results cached by pointer or by value", res)
+        from .outputs import REFILL
+
+        self.keep(config, REFILL, outs)
         self.checks.append({"name": f"repeat-and-refill:{config.name}", "ok": True, "detail": "identical runs agree; new values in the same buffers give new results"})
 
     def probe_memory_reuse(self, config, case):
@@ -266,24 +290,37 @@ class Verifier:
             return False
         return all(compare(o, e, self.task.tolerance(dtype_name(e.dtype)))["ok"] for o, e in zip(outs, expected))
 
-    def run(self, include_heldout, quick=False):
+    def configs_to_run(self, include_heldout, quick=False):
         configs = [c for c in self.task.configs if include_heldout or not c.heldout]
         if quick:  # the cascade's cheap gate: the smallest visible configuration only
             configs = [min(self.task.visible_configs(), key=config_size)]
-        self.check_task(configs[0])
+        return configs
+
+    def plan(self, configs):
+        """config name → the init of each trial, in order (None: the declared init)."""
         probe = [a for _, a in self.make_case(configs[0], 1).tensors() if a.is_floating_point()]
         has_float = bool(probe)
         # a common offset 40× the spread exposes a one-pass variance; in bf16/fp16 inputs it
         # would only quantise them, so float32 tasks alone get the trial
         all_fp32 = has_float and all(a.dtype == torch.float32 for a in probe)
         del probe
-        first_fail, passed_configs, by_config = None, [], {}
+        plan = {}
         for config in configs:
             inits = [None] * self.trials
             if has_float and config.init != "signed-mixed":
                 inits.append("signed-mixed")
             if all_fp32 and config.init != "offset":
                 inits.append("offset")
+            plan[config.name] = inits
+        return plan
+
+    def run(self, include_heldout, quick=False):
+        configs = self.configs_to_run(include_heldout, quick)
+        self.check_task(configs[0])
+        plan = self.plan(configs)
+        first_fail, passed_configs, by_config = None, [], {}
+        for config in configs:
+            inits = plan[config.name]
             entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
                      "trials": 0, "maxAbs": 0.0, "normRel": 0.0, "reason": None}
             for trial, init in enumerate(inits):
@@ -486,9 +523,10 @@ def config_size(config):
     return sum(v for v in config.dims.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, quick=False):
-    """Returns the fields of a VerifyRecord (status, reason, message, mismatch, configs, …)."""
-    v = Verifier(task, candidate, device, seed, trials=trials, log=log)
+def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, quick=False, dump=None):
+    """Returns the fields of a VerifyRecord (status, reason, message, mismatch, configs, …).
+    dump: an outputs.Dump that keeps each passing trial's outputs for the judge."""
+    v = Verifier(task, candidate, device, seed, trials=trials, log=log, dump=dump)
     start = time.perf_counter()
     out = {"ok": False, "status": "rejected", "reason": None, "hack": None, "message": "", "mismatch": None}
     try:

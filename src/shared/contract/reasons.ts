@@ -27,6 +27,14 @@ export const REASONS = [
   "fake-tensor",
   "below-floor",
   "timing-output-mismatch",
+  "verdict-forged",
+  "outputs-missing",
+  "outputs-invalid",
+  "no-record",
+  "record-invalid",
+  "recheck-error",
+  "samples-missing",
+  "samples-invalid",
   "launch-error",
   "compile-error",
   "load-error",
@@ -66,6 +74,12 @@ export const HACK_CLASSES = {
   race: 15,
   "below-floor": 16,
   "timing-output-mismatch": 11,
+  // the judge (issue 16.1): the candidate's process tampered with the verification's record
+  "verdict-forged": 6,
+  "outputs-missing": 6,
+  "outputs-invalid": 6,
+  "no-record": 6,
+  "record-invalid": 6,
 } as const satisfies Partial<Record<Reason, number>>;
 
 /** The table itself as a schema: exactly these reasons, each with its number. */

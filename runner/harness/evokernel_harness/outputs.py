@@ -1,0 +1,160 @@
+"""A candidate's outputs, carried from the process that ran it to the judge (judge.py), which
+never loads candidate code and compares them with its own reference.
+
+The candidate's process writes, per trial, `<key>.json` (a small header: each output's dtype
+and shape) and `<key>.<i>.bin` (the output's raw bytes, C order). Nothing in these files is
+trusted: the judge names the files itself (never a path read from them), opens them without
+following symlinks, reads only regular files of exactly the size the reference's output has,
+parses the header as JSON and the data as raw bytes of a dtype it knows (no pickle, ever).
+
+Which trials must be there is a rule both sides compute: the first trial of each
+configuration and its same-buffer refill always; each further trial while the bytes kept so
+far stay within the budget (EVOKERNEL_VERDICT_DUMP_BYTES, 2 GiB by default), so a problem with
+gigabyte outputs does not fill the scratch folder's tmpfs. A candidate cannot choose to leave
+out a trial the rule keeps.
+"""
+
+import json
+import os
+import stat
+
+import torch
+
+from .env import DTYPES
+
+DUMP_BUDGET = int(os.environ.get("EVOKERNEL_VERDICT_DUMP_BYTES", str(2 << 30)))
+HEADER_LIMIT = 64 << 10  # bytes: a header names a few outputs
+MAX_OUTPUTS = 64
+MAX_DIMS = 16
+REFILL = "refill"
+ALLOWED = {name: dtype for name, dtype in DTYPES.items()}
+
+
+class OutputError(Exception):
+    """The outputs for one trial are missing or not what the reference's outputs are."""
+
+    def __init__(self, reason, message):
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def key(config_index, trial):
+    return f"c{int(config_index)}-{trial if trial == REFILL else int(trial)}"
+
+
+def trial_keys(trials):
+    """The order both sides count the budget in: trial 0, its refill, then the others."""
+    return [0, REFILL] + list(range(1, trials))
+
+
+def required(trial, nbytes, kept, budget=DUMP_BUDGET):
+    """Whether the rule keeps this trial's outputs, `kept` bytes being kept before it."""
+    return trial in (0, REFILL) or kept + nbytes <= budget
+
+
+def nbytes_of(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+class Dump:
+    """The candidate's side: writes each trial's outputs as the rule says (verify.Verifier)."""
+
+    def __init__(self, folder, budget=DUMP_BUDGET):
+        self.folder, self.budget, self.kept = folder, budget, 0
+        os.makedirs(folder, exist_ok=True)
+
+    def write(self, config_index, trial, outs):
+        size = nbytes_of(outs)
+        if not required(trial, size, self.kept, self.budget):
+            return False
+        self.kept += size
+        name = key(config_index, trial)
+        header = {"outputs": []}
+        for i, o in enumerate(outs):
+            t = o.detach()
+            header["outputs"].append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
+            data = t.contiguous().cpu().reshape(-1).view(torch.uint8).numpy()
+            with open(os.path.join(self.folder, f"{name}.{i}.bin"), "wb") as f:
+                f.write(memoryview(data))
+        with open(os.path.join(self.folder, f"{name}.json"), "w") as f:
+            json.dump(header, f)
+        return True
+
+
+def _dtype_name(dtype):
+    return next((n for n, d in ALLOWED.items() if d == dtype), str(dtype))
+
+
+def read(folder, config_index, trial, refs, where, accepts_shape=lambda got, ref: False):
+    """The candidate's outputs for one trial as CPU tensors, validated against the reference's
+    outputs `refs` (count, dtype, shape, exact byte size) before a byte of data is read.
+    accepts_shape(shape, ref): a format's own rule for a shape that differs (one element for a
+    scalar). Raises OutputError with the true reason."""
+    name = key(config_index, trial)
+    raw = _read_file(os.path.join(folder, f"{name}.json"), None, HEADER_LIMIT, where, "the header")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise OutputError("outputs-invalid", f"{where}: the header of the candidate's outputs is not JSON") from None
+    items = header.get("outputs") if isinstance(header, dict) else None
+    if not isinstance(items, list) or len(items) > MAX_OUTPUTS:
+        raise OutputError("outputs-invalid", f"{where}: the header of the candidate's outputs lists no outputs")
+    if len(items) != len(refs):
+        raise OutputError("outputs-invalid", f"{where}: {len(items)} outputs written, the reference has {len(refs)}")
+    outs = []
+    for i, (item, ref) in enumerate(zip(items, refs)):
+        dtype, shape = _check_item(item, ref, i, where, accepts_shape)
+        size = ref.numel() * ref.element_size()
+        data = _read_file(os.path.join(folder, f"{name}.{i}.bin"), size, size, where, f"output {i}")
+        if size == 0:
+            outs.append(torch.empty(shape, dtype=dtype))
+        else:
+            outs.append(torch.frombuffer(data, dtype=dtype).reshape(shape))
+    return outs
+
+
+def _check_item(item, ref, i, where, accepts_shape):
+    if not isinstance(item, dict):
+        raise OutputError("outputs-invalid", f"{where}: output {i}'s header is not an object")
+    dtype = ALLOWED.get(item.get("dtype")) if isinstance(item.get("dtype"), str) else None
+    if dtype is None:
+        raise OutputError("outputs-invalid", f"{where}: output {i} has dtype {str(item.get('dtype'))[:40]!r}, which the judge does not read")
+    if dtype != ref.dtype:
+        raise OutputError("outputs-invalid", f"{where}: output {i} is written as {item['dtype']}, the reference's is {_dtype_name(ref.dtype)}")
+    shape = item.get("shape")
+    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
+            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**62 for n in shape)):
+        raise OutputError("outputs-invalid", f"{where}: output {i}'s shape is not a list of sizes")
+    if tuple(shape) != tuple(ref.shape) and not accepts_shape(tuple(shape), ref):
+        raise OutputError("outputs-invalid", f"{where}: output {i} is written with shape {tuple(shape)[:8]}, the reference's is {tuple(ref.shape)}")
+    return dtype, tuple(shape)
+
+
+def _read_file(path, size, limit, where, what):
+    """The whole of a regular file (never through a symlink), at most `limit` bytes; exactly
+    `size` where size is given."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise OutputError("outputs-missing", f"{where}: the candidate's process wrote no file for {what} of its outputs") from None
+    except OSError as err:  # ELOOP: a symlink
+        raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs cannot be opened as a file "
+                          f"of its own ({os.strerror(err.errno) if err.errno else err}): a symlink or not a file") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs is not a regular file")
+        if st.st_size > limit or (size is not None and st.st_size != size):
+            expected = f"{size} bytes" if size is not None else f"at most {limit} bytes"
+            raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, "
+                              f"expected {expected}")
+        buf = bytearray(st.st_size)
+        view, got = memoryview(buf), 0
+        while got < len(buf):
+            n = os.readv(fd, [view[got:]])
+            if n <= 0:
+                raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs changed size while read")
+            got += n
+        return buf
+    finally:
+        os.close(fd)

@@ -1,0 +1,204 @@
+"""The verdict decided where the candidate never ran (issue 16.1, judge.py), on the CPU with
+the real harness command line: candidates that take over their own process (replace the
+harness's compare function, write a passing record themselves and exit, bend the files that
+carry their outputs, leave a process behind to rewrite the record) are refused with the true
+reason; an honest candidate's record is unchanged. The hostile candidates live in
+test/security/fixtures/verdict/ (the TypeScript security test runs them through the runner).
+
+Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_verdict_judge -v
+"""
+
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import torch
+
+from evokernel_harness import judge, outputs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+HARNESS = os.path.join(REPO, "runner", "harness")
+SMALL_SOFTMAX = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
+PASSING = os.path.join(SMALL_SOFTMAX, "candidate_ok.py")
+HOSTILE = os.path.join(REPO, "test", "security", "fixtures", "verdict")
+SEED = "7"
+
+
+def verify(candidate, *extra):
+    """The record `verify` left in --out once the command ended (and a moment after: a stray
+    process would have rewritten it by then), the command's exit code and its stderr."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "verify.json")
+        env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
+        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", SEED,
+                               "--task", SMALL_SOFTMAX, "--candidate", candidate, *extra, "--out", out],
+                              capture_output=True, text=True, env=env, timeout=600)
+        time.sleep(0.3)
+        try:
+            with open(out) as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            record = None
+        return record, proc.returncode, proc.stderr
+
+
+RUNS = {name: (os.path.join(HOSTILE, f"{name}.py"),) for name in (
+    "patch_compare", "forged_record", "output_symlink", "output_absurd_size", "output_wrong_dtype", "stray_rewriter")}
+RUNS["honest"] = (PASSING,)
+RUNS["honest-quick"] = (PASSING, "--quick")
+_pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
+_futures = {name: _pool.submit(verify, *args) for name, args in RUNS.items()}
+
+
+def result(name):
+    return _futures[name].result()
+
+
+class HostileCandidatesTest(unittest.TestCase):
+    def refused(self, name, reason, *words):
+        record, code, stderr = result(name)
+        self.assertEqual(code, 0, stderr[-3000:])
+        self.assertIsNotNone(record, stderr[-3000:])
+        self.assertFalse(record["ok"], record["message"])
+        self.assertEqual(record["status"], "rejected")
+        self.assertEqual(record["reason"], reason, record["message"])
+        for word in words:
+            self.assertIn(word, record["message"])
+        return record
+
+    def test_a_candidate_that_replaces_the_compare_function_is_refused_by_the_judge(self):
+        record = self.refused("patch_compare", "verdict-forged", "never loaded the candidate", "configuration 64x1000")
+        self.assertEqual(record["hack"], 6)
+        self.assertEqual(record["mismatch"]["nonFinite"], 0)
+
+    def test_a_passing_record_written_by_the_candidate_itself_never_counts(self):
+        record = self.refused("forged_record", "outputs-missing", "wrote no file")
+        self.assertNotEqual(record["message"], "passed 7 trials on 2 configurations")
+
+    def test_an_output_file_that_is_a_symlink_is_refused(self):
+        self.refused("output_symlink", "outputs-invalid", "symlink")
+
+    def test_an_output_file_of_absurd_size_is_refused_before_it_is_read(self):
+        self.refused("output_absurd_size", "outputs-invalid", f"holds {1 << 32} bytes", "expected 256000 bytes")
+
+    def test_outputs_written_in_another_dtype_are_refused(self):
+        self.refused("output_wrong_dtype", "outputs-invalid", "written as float64", "float32")
+
+    def test_a_process_left_behind_cannot_rewrite_the_record_after_the_judge(self):
+        record = self.refused("stray_rewriter", "mismatch")
+        self.assertNotIn("FORGED", record["message"])
+
+
+class HonestCandidateTest(unittest.TestCase):
+    def test_an_honest_candidate_passes_with_the_record_its_own_process_gives(self):
+        record, code, stderr = result("honest")
+        self.assertEqual(code, 0, stderr[-3000:])
+        self.assertTrue(record["ok"], record["message"])
+        self.assertEqual(record["message"], "passed 7 trials on 2 configurations")
+        self.assertEqual([c["trials"] for c in record["configs"]], [4, 3])
+        self.assertIn("pass confirmed", stderr)
+        # what the judge costs on the CPU: writing the outputs in the candidate's process,
+        # reading and comparing them in the judge's
+        print(f"\n[verdict] small_softmax on the CPU: dump {record['phases'].get('dump', 0):.4f} s, "
+              f"recheck {record['phases']['recheck']:.4f} s", file=sys.stderr)
+
+    def test_the_quick_check_is_judged_on_its_one_configuration(self):
+        record, code, stderr = result("honest-quick")
+        self.assertEqual(code, 0, stderr[-3000:])
+        self.assertTrue(record["ok"], record["message"])
+        self.assertEqual([c["name"] for c in record["configs"]], ["odd-33x257"])
+        self.assertIn("recheck", record["phases"])
+
+
+class OutputFilesTest(unittest.TestCase):
+    """outputs.read against files a candidate's process may leave, one way of lying each."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.ref = [torch.randn(3, 5)]
+
+    def header(self, text):
+        with open(os.path.join(self.dir, "c0-0.json"), "w") as f:
+            f.write(text)
+
+    def data(self, size):
+        with open(os.path.join(self.dir, "c0-0.0.bin"), "wb") as f:
+            f.write(b"\0" * size)
+
+    def refused(self, reason, word):
+        with self.assertRaises(outputs.OutputError) as caught:
+            outputs.read(self.dir, 0, 0, self.ref, "here")
+        self.assertEqual(caught.exception.reason, reason)
+        self.assertIn(word, caught.exception.message)
+
+    def test_what_the_dump_writes_reads_back_bit_for_bit(self):
+        ref = [torch.randn(3, 5), torch.randn(()).to(torch.bfloat16), torch.zeros(0, 4), torch.tensor([True, False])]
+        outputs.Dump(self.dir).write(0, 0, ref)
+        got = outputs.read(self.dir, 0, 0, ref, "here")
+        for g, r in zip(got, ref):
+            self.assertEqual((g.dtype, g.shape), (r.dtype, r.shape))
+            self.assertTrue(torch.equal(g, r))
+
+    def test_a_header_that_is_not_json_or_too_large_or_lists_too_much(self):
+        self.header("{not json")
+        self.refused("outputs-invalid", "not JSON")
+        self.header(" " * (outputs.HEADER_LIMIT + 1))
+        self.refused("outputs-invalid", "expected at most")
+        self.header(json.dumps({"outputs": [{"dtype": "float32", "shape": [3, 5]}] * 65}))
+        self.refused("outputs-invalid", "lists no outputs")
+        self.header(json.dumps({"outputs": []}))
+        self.refused("outputs-invalid", "0 outputs written")
+
+    def test_an_unknown_dtype_or_a_shape_that_is_not_the_references(self):
+        self.header(json.dumps({"outputs": [{"dtype": "object", "shape": [3, 5]}]}))
+        self.refused("outputs-invalid", "does not read")
+        self.header(json.dumps({"outputs": [{"dtype": "float32", "shape": [5, 3]}]}))
+        self.refused("outputs-invalid", "shape (5, 3)")
+        self.header(json.dumps({"outputs": [{"dtype": "float32", "shape": [3, "5"]}]}))
+        self.refused("outputs-invalid", "not a list of sizes")
+
+    def test_a_data_file_of_the_wrong_size_or_missing_or_not_a_file(self):
+        self.header(json.dumps({"outputs": [{"dtype": "float32", "shape": [3, 5]}]}))
+        self.refused("outputs-missing", "wrote no file for output 0")
+        self.data(59)
+        self.refused("outputs-invalid", "holds 59 bytes, expected 60 bytes")
+        os.unlink(os.path.join(self.dir, "c0-0.0.bin"))
+        os.mkfifo(os.path.join(self.dir, "c0-0.0.bin"))  # a reader that opened it would wait forever
+        self.refused("outputs-invalid", "not a regular file")
+
+    def test_the_rule_of_what_is_kept_is_the_same_on_both_sides(self):
+        keys = outputs.trial_keys(4)
+        self.assertEqual(keys, [0, outputs.REFILL, 1, 2, 3])
+        kept, dumped = 0, []
+        for trial in keys:  # a budget of two and a half trials: the first, its refill, no more
+            if outputs.required(trial, 100, kept, budget=250):
+                kept += 100
+                dumped.append(trial)
+        self.assertEqual(dumped, [0, outputs.REFILL])
+
+
+class ClaimTest(unittest.TestCase):
+    def test_a_claim_is_read_only_from_a_small_regular_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            real = os.path.join(tmp, "real.json")
+            with open(real, "w") as f:
+                json.dump({"kind": "verify", "ok": True}, f)
+            self.assertEqual(judge.read_claim(real)["ok"], True)
+            link = os.path.join(tmp, "claim.json")
+            os.symlink(real, link)
+            self.assertIsNone(judge.read_claim(link))
+            self.assertIsNone(judge.read_claim(os.path.join(tmp, "none.json")))
+
+    def test_a_claim_that_is_not_a_pass_stays_a_failure_whatever_it_says(self):
+        rec = judge.as_failure({"kind": "verify", "ok": False, "status": "passed", "reason": None})
+        self.assertEqual((rec["ok"], rec["status"], rec["reason"]), (False, "rejected", "record-invalid"))
+
+
+if __name__ == "__main__":
+    unittest.main()
