@@ -1,6 +1,7 @@
 // One fork server per command run (torch imported once), and what it says about the machine.
 import { constants } from "node:fs";
-import { access, mkdir } from "node:fs/promises";
+import { access, mkdir, stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
@@ -43,7 +44,7 @@ export async function withSession<T>(
  */
 export async function requireWritableCache(cache = cacheDir()): Promise<void> {
   try {
-    await mkdir(cache, { recursive: true });
+    await makeFolders(resolve(cache));
     await access(cache, constants.W_OK);
   } catch (error) {
     const why = error instanceof Error && "code" in error ? String(error.code) : String(error);
@@ -52,6 +53,31 @@ export async function requireWritableCache(cache = cacheDir()): Promise<void> {
       `the build cache ${setting}${cache} cannot be written (${why}): point EVOKERNEL_CACHE at a folder you can write`,
       { cause: error },
     );
+  }
+}
+
+/**
+ * `mkdir -p` one folder at a time. Node 20's `mkdir(…, { recursive: true })` never returns
+ * when a parent exists but refuses children with ENOENT (/proc, /sys): a setting such as
+ * EVOKERNEL_CACHE=/proc/x hung the CLI instead of failing.
+ */
+async function makeFolders(path: string): Promise<void> {
+  const missing: string[] = [];
+  let dir = path;
+  while (!(await exists(dir))) {
+    missing.unshift(dir);
+    if (dirname(dir) === dir) break;
+    dir = dirname(dir);
+  }
+  for (const folder of missing) await mkdir(folder);
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
   }
 }
 
