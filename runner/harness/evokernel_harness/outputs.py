@@ -27,7 +27,18 @@ HEADER_LIMIT = 64 << 10  # bytes: a header names a few outputs
 MAX_OUTPUTS = 64
 MAX_DIMS = 16
 REFILL = "refill"
-ALLOWED = {name: dtype for name, dtype in DTYPES.items()}
+
+# Every plain dtype torch has, not only the tasks' input dtypes: the in-process verification
+# compares any output dtype equal to the reference's (int16, complex64, float8, …), and the
+# judge must read what it would have passed. Quantized dtypes have no raw-bytes form.
+ALLOWED = {
+    **{
+        str(value).removeprefix("torch."): value
+        for value in vars(torch).values()
+        if isinstance(value, torch.dtype) and not str(value).startswith(("torch.qint", "torch.quint"))
+    },
+    **DTYPES,
+}
 
 
 class OutputError(Exception):
