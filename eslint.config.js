@@ -2,6 +2,13 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// The one module that may start a process.
+const SPAWN_MODULE = "src/process/spawn.ts";
+const NO_SPAWN = {
+  group: ["execa", "execa/*", "child_process", "node:child_process"],
+  message: `Processes start in ${SPAWN_MODULE} only (spawnProcess), or through runner/src/harness/exec.ts.`,
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -32,6 +39,14 @@ export default tseslint.config(
     },
   },
   {
+    // Processes start in one module (src/process/spawn.ts): each start says what environment
+    // the child sees, so the allowlists hold wherever a process starts. (The rules below
+    // repeat this pattern: a file's no-restricted-imports is the last block's that matches.)
+    files: ["src/**/*.ts", "runner/**/*.ts"],
+    ignores: [SPAWN_MODULE],
+    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN] }] },
+  },
+  {
     // The app reaches the runner only through the shared contracts and the pure renderers.
     files: ["src/app/**/*.ts"],
     rules: {
@@ -39,9 +54,11 @@ export default tseslint.config(
         "error",
         {
           patterns: [
+            NO_SPAWN,
             {
               group: ["**/runner/**", "**/runner", "**/test/**", "**/scripts/**"],
-              message: "src/app may import src/shared, src/report and its own files only.",
+              message:
+                "src/app may import src/shared, src/report, src/process and its own files only.",
             },
           ],
         },
@@ -55,6 +72,7 @@ export default tseslint.config(
         "error",
         {
           patterns: [
+            NO_SPAWN,
             {
               group: ["**/src/app/**", "**/src/app"],
               message: "The runner never imports the app: share code through src/shared.",
@@ -78,7 +96,14 @@ export default tseslint.config(
               message: "src/shared and src/report stay pure: no files, no processes.",
             },
             {
-              group: ["**/runner/**", "**/runner", "**/src/app/**", "**/src/app"],
+              group: [
+                "**/runner/**",
+                "**/runner",
+                "**/src/app/**",
+                "**/src/app",
+                "**/process/**",
+                "**/process",
+              ],
               message: "src/shared and src/report import only each other (and zod, yaml, diff).",
             },
           ],

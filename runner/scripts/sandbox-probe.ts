@@ -3,13 +3,13 @@
 // same canaries the test plants (the runner's keys in its environment, another process's
 // environment, a key file, a loopback service), and CUDA inside against outside: a 4096²
 // matmul timed by CUDA events, 5 runs of 50 each way. Prints one JSON document.
-import { execa } from "execa";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pythonInvocation, runProcess } from "../src/harness/exec.js";
 import { allowRead } from "../src/sandbox/sandbox.js";
+import { spawnProcess } from "../../src/process/spawn.js";
 
 const CANARY = "EVK-CANARY";
 const probeDir = resolve(process.argv[2] ?? "test/security/fixtures");
@@ -47,7 +47,7 @@ async function python(args: string[], sandbox: boolean): Promise<unknown> {
 process.env["ANTHROPIC_API_KEY"] = `${CANARY}-anthropic`;
 process.env["GITHUB_TOKEN"] = `${CANARY}-token`;
 process.env["ACTIONS_RUNTIME_TOKEN"] = `${CANARY}-actions`;
-const app = execa("sleep", ["900"], {
+const app = spawnProcess("sleep", ["900"], {
   env: { PRIVATE_KEY: `${CANARY}-app-key` },
   extendEnv: false,
 });

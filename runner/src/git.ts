@@ -1,9 +1,9 @@
-// Every git command evokernel runs, through one execa seam. Read-only on the user's
+// Every git command the runner runs (processes start in src/process/spawn.ts). Read-only on the user's
 // repository: refs are resolved and files read out of commits (`git show`), never checked
 // out, so the working tree and the index stay as the user left them.
-import { execa } from "execa";
 import { UsageError } from "./errors.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../src/shared/git-safety.js";
+import { spawnProcess } from "../../src/process/spawn.js";
 
 export type Git = {
   /** The repository's top folder. */
@@ -37,15 +37,20 @@ export async function openGit(cwd: string): Promise<Git> {
   const root = top.stdout.trim();
   const git = (args: readonly string[]) => run(root, args);
   async function readBlob(commit: string, path: string): Promise<Uint8Array | null> {
-    const result = await execa("git", [...GIT_SAFE_ARGS, "cat-file", "blob", `${commit}:${path}`], {
-      cwd: root,
-      env: GIT_SAFE_ENV,
-      reject: false,
-      encoding: "buffer",
-      // A file's bytes as they are: execa would strip its final newline.
-      stripFinalNewline: false,
-      stdin: "ignore",
-    });
+    const result = await spawnProcess(
+      "git",
+      [...GIT_SAFE_ARGS, "cat-file", "blob", `${commit}:${path}`],
+      {
+        cwd: root,
+        env: GIT_SAFE_ENV,
+        extendEnv: true,
+        reject: false,
+        encoding: "buffer",
+        // A file's bytes as they are: execa would strip its final newline.
+        stripFinalNewline: false,
+        stdin: "ignore",
+      },
+    );
     return result.exitCode === 0 ? result.stdout : null;
   }
   return {
@@ -78,9 +83,10 @@ export async function openGit(cwd: string): Promise<Git> {
       if (paths.length === 0) return new Map();
       // Paths with a newline cannot be asked for on --batch's line protocol: read them alone.
       const plain = paths.filter((path) => !path.includes("\n"));
-      const result = await execa("git", [...GIT_SAFE_ARGS, "cat-file", "--batch"], {
+      const result = await spawnProcess("git", [...GIT_SAFE_ARGS, "cat-file", "--batch"], {
         cwd: root,
         env: GIT_SAFE_ENV,
+        extendEnv: true,
         encoding: "buffer",
         input: plain.map((path) => `${commit}:${path}\n`).join(""),
         reject: false,
@@ -105,9 +111,10 @@ export async function openGit(cwd: string): Promise<Git> {
 type Run = { exitCode: number; stdout: string; stderr: string; command: string };
 
 async function run(cwd: string, args: readonly string[]): Promise<Run> {
-  const result = await execa("git", [...GIT_SAFE_ARGS, ...args], {
+  const result = await spawnProcess("git", [...GIT_SAFE_ARGS, ...args], {
     cwd,
     env: GIT_SAFE_ENV,
+    extendEnv: true,
     reject: false,
     stdin: "ignore",
     stripFinalNewline: false,

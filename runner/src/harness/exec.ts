@@ -1,12 +1,13 @@
-// The one place processes start. Every child gets an allowlisted environment (no tokens,
-// no API keys: a candidate runs in that child), its own process group (a timeout kills the
-// candidate's helpers too), and a bounded tail of its output.
-import { execa } from "execa";
+// Where the harness's processes start, through src/process/spawn.ts (the one module that
+// starts any process, git's and the app's included). Every harness child gets an allowlisted
+// environment (no tokens, no API keys: a candidate runs in that child), its own process group
+// (a timeout kills the candidate's helpers too), and a bounded tail of its output.
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
 import { HARNESS_SETTINGS, MACHINE_ENV, pickEnv } from "../../../src/shared/environment.js";
+import { spawnProcess } from "../../../src/process/spawn.js";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir, harnessDir } from "../paths.js";
 import {
@@ -135,7 +136,7 @@ export async function runProcess(
   options: RunOptions,
 ): Promise<ProcessOutcome> {
   const started = performance.now();
-  const child = execa(file, args, {
+  const child = spawnProcess(file, args, {
     env: options.env,
     extendEnv: false,
     detached: true,
@@ -267,7 +268,7 @@ export function startLineProcess(
   options: { env: ChildEnv; cwd?: string; onLine: (line: string) => void },
 ): LineProcess {
   const started = performance.now();
-  const child = execa(file, args, {
+  const child = spawnProcess(file, args, {
     env: options.env,
     extendEnv: false,
     detached: true,

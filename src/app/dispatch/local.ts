@@ -4,7 +4,6 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa } from "execa";
 import type { JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
@@ -12,6 +11,7 @@ import type { Dispatcher, JobOutcome } from "./types.js";
 import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 import { runnerEnv } from "../../shared/environment.js";
+import { spawnProcess } from "../../process/spawn.js";
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -77,9 +77,10 @@ async function runInWorktree(
   const dir = await mkdtemp(join(tmpdir(), "evokernel-job-"));
   const worktree = join(dir, "checkout");
   const git = (args: string[]) =>
-    execa("git", [...GIT_SAFE_ARGS, "-C", options.repoDir, ...args], {
+    spawnProcess("git", [...GIT_SAFE_ARGS, "-C", options.repoDir, ...args], {
       cancelSignal: signal,
       env: GIT_SAFE_ENV,
+      extendEnv: true,
     });
   try {
     for (const sha of [spec.sha, spec.baseSha]) {
@@ -95,7 +96,7 @@ async function runInWorktree(
         kind: "failed",
         message: "EVOKERNEL_RUNNER_CMD is empty; set it to the runner's command",
       };
-    const run = await execa(command, [...args, "--spec", specFile, "--out", outFile], {
+    const run = await spawnProcess(command, [...args, "--spec", specFile, "--out", outFile], {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
       // so none of the app's credentials, nor any other service's, reaches it.
@@ -116,11 +117,12 @@ async function runInWorktree(
       };
     return await readOutcome(outFile, spec, run.exitCode, run.all ?? "");
   } finally {
-    await execa(
+    await spawnProcess(
       "git",
       [...GIT_SAFE_ARGS, "-C", options.repoDir, "worktree", "remove", "--force", worktree],
       {
         env: GIT_SAFE_ENV,
+        extendEnv: true,
         reject: false,
       },
     );
@@ -140,10 +142,11 @@ async function keepOutputs(
 }
 
 async function ensureCommit(repoDir: string, sha: string, pr: number | undefined): Promise<void> {
-  const present = await execa(
+  const present = await spawnProcess(
     "git",
     [...GIT_SAFE_ARGS, "-C", repoDir, "cat-file", "-e", `${sha}^{commit}`],
     {
+      extendEnv: true,
       reject: false,
     },
   );
@@ -151,10 +154,11 @@ async function ensureCommit(repoDir: string, sha: string, pr: number | undefined
   // A fork's commits reach the base repository as refs/pull/N/head.
   const refs = pr === undefined ? [sha] : [sha, `refs/pull/${pr}/head`];
   for (const ref of refs) {
-    const fetched = await execa(
+    const fetched = await spawnProcess(
       "git",
       [...GIT_SAFE_ARGS, "-C", repoDir, "fetch", "--quiet", "origin", ref],
       {
+        extendEnv: true,
         reject: false,
       },
     );
