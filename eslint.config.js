@@ -9,6 +9,27 @@ const NO_SPAWN = {
   message: `Processes start in ${SPAWN_MODULE} only (spawnProcess), or through runner/src/harness/exec.ts.`,
 };
 
+const NO_APP = {
+  group: ["**/src/app/**", "**/src/app"],
+  message: "The runner never imports the app: share code through src/shared.",
+};
+
+const NO_FS = {
+  group: ["fs", "fs/*", "node:fs", "node:fs/*"],
+  message:
+    "The runner's files go through runner/src/workspace/files.ts (or a module in eslint.config.js's FS_EXCEPTIONS).",
+};
+
+// The runner's modules that use node:fs themselves, and why it is theirs.
+const FS_EXCEPTIONS = {
+  "runner/src/paths.ts": "finds the package's own folders and version, synchronously at start",
+  "runner/src/sandbox/sandbox.ts": "builds the sandbox: its scratch folder and what it shows",
+  "runner/src/gpu/presence.ts": "asks whether an NVIDIA device node exists, before torch loads",
+  "runner/src/evolve/archive.ts": "the search's append-only archive, which a resumed run reads",
+  "runner/src/commands/session.ts":
+    "checks the build cache can be written before the harness starts",
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -67,20 +88,14 @@ export default tseslint.config(
   },
   {
     files: ["runner/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            NO_SPAWN,
-            {
-              group: ["**/src/app/**", "**/src/app"],
-              message: "The runner never imports the app: share code through src/shared.",
-            },
-          ],
-        },
-      ],
-    },
+    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP] }] },
+  },
+  {
+    // The runner's files enter through runner/src/workspace (tasks read once, candidates,
+    // the checkout, artifacts); the modules in FS_EXCEPTIONS keep files of their own.
+    files: ["runner/src/**/*.ts"],
+    ignores: ["runner/src/workspace/**", ...Object.keys(FS_EXCEPTIONS)],
+    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP, NO_FS] }] },
   },
   {
     // The contracts and renderers both sides import: pure, so the app and the runner (and

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../runner/src/errors.js";
-import { discoverTasks, resolveTask } from "../runner/src/tasks/discover.js";
+import { discoverTasks, resolveTask } from "../runner/src/workspace/discover.js";
 import { repo } from "./helpers/cli.js";
 
 const fixtures = join(repo, "test", "fixtures");

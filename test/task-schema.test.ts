@@ -1,8 +1,8 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkNativeTask } from "../runner/src/tasks/check-native.js";
-import { discoverTasks } from "../runner/src/tasks/discover.js";
+import { checkNativeTask } from "../runner/src/workspace/native-task.js";
+import { discoverTasks } from "../runner/src/workspace/discover.js";
 import { parseExpression } from "../runner/src/tasks/expression.js";
 import { taskJsonSchema } from "../runner/src/tasks/schema.js";
 import { repo } from "./helpers/cli.js";

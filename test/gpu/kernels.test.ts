@@ -3,8 +3,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluateCandidates } from "../../runner/src/evaluate.js";
 import { ForkServer, device } from "../../runner/src/harness/client.js";
-import { discoverTasks } from "../../runner/src/tasks/discover.js";
-import { checkNativeTask } from "../../runner/src/tasks/check-native.js";
+import { discoverTasks } from "../../runner/src/workspace/discover.js";
+import { checkNativeTask } from "../../runner/src/workspace/native-task.js";
 import { join } from "node:path";
 import { repo, runCli } from "../helpers/cli.js";
 

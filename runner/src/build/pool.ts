@@ -6,12 +6,12 @@
 // process of every evokernel command on the machine holds one, and a second build of one
 // content hash in another process waits for the first's artifact.
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { extname, resolve } from "node:path";
 import { build as harnessBuild, type Defines } from "../harness/client.js";
 import type { BuildRecord } from "../../../src/shared/contract/records.js";
 import { createLimit } from "../util/limit.js";
+import { readBytes } from "../workspace/files.js";
 
 export type BuildFn = (
   candidate: string,
@@ -57,7 +57,7 @@ async function buildKey(
   defines: Defines,
   flags: readonly string[],
 ): Promise<string> {
-  const source = await readFile(candidate).catch(() => `missing:${resolve(candidate)}`);
+  const source = await readBytes(candidate).catch(() => `missing:${resolve(candidate)}`);
   const sorted = Object.entries(defines).sort(([a], [b]) => a.localeCompare(b));
   return createHash("sha256")
     .update(source)

@@ -5,7 +5,7 @@ import { renderCandidate } from "../report/candidates.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
 import { requireGpu, withSession } from "./session.js";
-import { candidatesFor, loadTarget } from "./target.js";
+import { candidatesFor, loadTarget } from "../workspace/target.js";
 
 export const benchCommand: Command = {
   name: "bench",

@@ -1,6 +1,5 @@
 // evokernel job: runs one job spec (what the app dispatched) in a checkout of its SHA and
 // writes the review result. The GitHub Action and the app's local backend run exactly this.
-import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { decodeJobInputs } from "../../../src/shared/job.js";
 import { UsageError } from "../errors.js";
@@ -10,6 +9,7 @@ import { renderReview, writeJson } from "../jobs/write-review.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
 import { withSession } from "./session.js";
+import { readText } from "../workspace/files.js";
 
 export const jobCommand: Command = {
   name: "job",
@@ -37,7 +37,7 @@ exit: 0 the check passes (or there was nothing to check), 1 a kernel is wrong or
   async run(parsed, io) {
     const file = stringOption(parsed, "spec");
     if (file === undefined) throw new UsageError("pass --spec FILE (the job's JSON)");
-    const text = await readFile(resolve(io.cwd, file), "utf8").catch((error: unknown) => {
+    const text = await readText(resolve(io.cwd, file)).catch((error: unknown) => {
       throw new UsageError(`cannot read the spec ${file}: ${(error as Error).message}`, {
         cause: error,
       });

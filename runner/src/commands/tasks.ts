@@ -1,16 +1,16 @@
 // evokernel tasks: find tasks, check native ones against the schema, and with --probe have
 // the harness load each one and run its reference.
-import { existsSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { ForkServer, inspectTask } from "../harness/client.js";
 import { findPython, requirePython } from "../harness/exec.js";
 import { kernelsDir } from "../paths.js";
 import { renderTasks, type TaskRow } from "../report/tasks-table.js";
-import { checkNativeTask } from "../tasks/check-native.js";
-import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
+import { checkNativeTask } from "../workspace/native-task.js";
+import { discoverTasks, type DiscoveredTask } from "../workspace/discover.js";
 import { flag, printJson, type Command } from "./command.js";
 import { requireWritableCache } from "./session.js";
 import { allowRead } from "../sandbox/sandbox.js";
+import { existsNow } from "../workspace/files.js";
 
 export const tasksCommand: Command = {
   name: "tasks",
@@ -49,7 +49,7 @@ exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
 
 function defaultKernels(cwd: string): string {
   const local = join(cwd, "kernels");
-  return existsSync(local) ? local : kernelsDir();
+  return existsNow(local) ? local : kernelsDir();
 }
 
 function usable(row: TaskRow): boolean {

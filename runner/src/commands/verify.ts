@@ -15,7 +15,7 @@ import { createLimit } from "../util/limit.js";
 import { flag, printJson, stringOption, stringsOption, type Command, type Io } from "./command.js";
 import { createProgress } from "./progress.js";
 import { NO_GPU, withSession, type Session } from "./session.js";
-import { candidatesFor, loadTarget, type Target } from "./target.js";
+import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 
 export const verifyCommand: Command = {
   name: "verify",

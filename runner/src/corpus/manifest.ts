@@ -1,10 +1,10 @@
 // A corpus manifest: candidates with the verdict each must get (runner/corpus/manifest.json,
 // runner/corpus/isolation/manifest.json, runner/corpus/correct/manifest.json). Shared by
 // `evokernel selftest` and the GPU tests.
-import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { candidateFormatSchema } from "../../../src/shared/contract/formats.js";
+import { readText } from "../workspace/files.js";
 
 export const corpusEntrySchema = z.object({
   file: z.string(),
@@ -23,7 +23,7 @@ export const corpusEntrySchema = z.object({
 export type CorpusEntry = z.infer<typeof corpusEntrySchema>;
 
 export async function readManifest(path: string): Promise<CorpusEntry[]> {
-  const text = await readFile(path, "utf8");
+  const text = await readText(path);
   const parsed = z.array(corpusEntrySchema).safeParse(JSON.parse(text));
   if (!parsed.success) {
     throw new Error(`${path}: not a corpus manifest: ${z.prettifyError(parsed.error)}`);
@@ -37,7 +37,7 @@ export type CandidateEntry = z.infer<typeof candidateEntrySchema>;
 
 /** A list of {file, task} entries: a corpus manifest, or any list naming only those two. */
 export async function readCandidateList(path: string): Promise<CandidateEntry[]> {
-  const text = await readFile(path, "utf8");
+  const text = await readText(path);
   const parsed = z.array(candidateEntrySchema).safeParse(JSON.parse(text));
   if (!parsed.success) {
     throw new Error(

@@ -5,7 +5,6 @@
 // parallel; GPU work waits its turn in one queue, so proposing and compiling overlap the
 // timing of another candidate.
 import { createHash } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { createBuildPool, type BuildPool } from "../build/pool.js";
 import {
@@ -29,6 +28,7 @@ import type {
   Spread,
   Variant,
 } from "./types.js";
+import { makeFolder, writeData } from "../workspace/files.js";
 
 export type HarnessEvaluatorOptions = {
   /** The task's path. */
@@ -80,8 +80,8 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
   async function write(source: string): Promise<string> {
     const name = createHash("sha256").update(source).digest("hex").slice(0, 16);
     const file = join(options.workDir, `${name}${extname(options.baseline)}`);
-    await mkdir(options.workDir, { recursive: true });
-    await writeFile(file, source, "utf8");
+    await makeFolder(options.workDir);
+    await writeData(file, source);
     return file;
   }
 

@@ -1,7 +1,6 @@
 // Calls into the harness: one function per harness command, each returning the parsed
 // record. Candidate-facing calls (static, build, verify, bench) turn every failure into a
 // failed record; task and machine calls (inspect, device, ceilings) throw HarnessError.
-import { readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
 import { HarnessError } from "../errors.js";
@@ -36,6 +35,7 @@ import {
   type TaskInfo,
   type VerifyRecord,
 } from "../../../src/shared/contract/records.js";
+import { readText, removeAll } from "../workspace/files.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";
 export type { HarnessOutcome, HarnessRunner } from "./outcome.js";
@@ -75,7 +75,7 @@ async function call<T extends z.ZodType>(
     const outcome = await (options.runner ?? directRunner)([...argv, "--out", out], timeoutMs);
     const failure = failureOf(outcome, timeoutMs);
     if (failure !== null) return { failure };
-    const text = await readFile(out, "utf8").catch(() => null);
+    const text = await readText(out).catch(() => null);
     if (text === null) {
       return {
         failure: { status: "error", message: "the harness wrote no record", log: outcome.log },
@@ -86,7 +86,7 @@ async function call<T extends z.ZodType>(
     if (!(error instanceof HarnessError)) throw error;
     return { failure: { status: "error", message: error.message, log: error.log }, cause: error };
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeAll(dir);
   }
 }
 
@@ -350,7 +350,7 @@ export async function evaluate(
   async function collect(): Promise<void> {
     while (!stopped && next < EVALUATE_STAGES.length) {
       const stage = EVALUATE_STAGES[next] as EvaluateStage;
-      const text = await readFile(outs[stage], "utf8").catch(() => null);
+      const text = await readText(outs[stage]).catch(() => null);
       if (text === null) return;
       try {
         const schema = stage === "bench" ? benchRecordSchema : verifyRecordSchema;
@@ -394,7 +394,7 @@ export async function evaluate(
     }
     return records;
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeAll(dir);
   }
 }
 

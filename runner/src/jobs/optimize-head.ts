@@ -7,10 +7,11 @@ import type { JobBudget } from "../../../src/shared/job.js";
 import { resultSchema, type Result } from "../../../src/shared/result.js";
 import { DEFAULTS } from "../evolve/engine.js";
 import { runOptimize } from "../pipeline/optimize.js";
+import type { Target } from "../workspace/target.js";
 
 export type OptimizeRequest = {
-  /** The task in the head tree (absolute). */
-  task: string;
+  /** The task in the head tree: its absolute path, or as the job loaded it (read once). */
+  task: string | Target;
   /** Folder for the archive and result. */
   work: string;
   budget: JobBudget;

@@ -7,8 +7,8 @@ import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
 import type { JobSpec } from "../../../src/shared/job.js";
 import type { Git } from "../git.js";
 import type { TaskFormat } from "../../../src/shared/contract/formats.js";
-import { discoverTasks, type DiscoveredTask } from "../tasks/discover.js";
-import { writeTree, type Tree } from "./checkout.js";
+import { discoverTasks, type DiscoveredTask } from "../workspace/discover.js";
+import { writeTree, type Tree } from "../workspace/checkout.js";
 
 export type PlannedTask = {
   /** Relative to the repository root (a robust-kbench backward task ends in #backward). */

@@ -1,7 +1,6 @@
 // One task of a job: verify the head kernel on every configuration (held-out ones too),
 // time it beside the base kernel, eager PyTorch and torch.compile in one interleaved run,
 // optionally search for a faster one, and turn the records into the task's review.
-import { lstat, readFile } from "node:fs/promises";
 import { basename, isAbsolute, join, relative } from "node:path";
 import type { JobBudget } from "../../../src/shared/job.js";
 import { KERNEL_SOURCE, pathShapeProblem } from "../../../src/shared/suggestion-path.js";
@@ -13,12 +12,13 @@ import {
   isRegression,
   summarizeSpeedup,
 } from "../../../src/shared/speedup.js";
-import { loadTarget } from "../commands/target.js";
+import { loadTarget } from "../workspace/target.js";
 import type { Session } from "../commands/session.js";
 import { TaskError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
 import type { BenchConfig, Stat } from "../../../src/shared/contract/records.js";
-import { checkNativeTask } from "../tasks/check-native.js";
+import { isPlainFile, readText } from "../workspace/files.js";
+import type { Task } from "../tasks/schema.js";
 import type { Optimizer } from "./optimize-head.js";
 import type { PlannedTask } from "./plan.js";
 
@@ -97,7 +97,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
   });
   if (result === undefined) throw new Error("evaluateCandidates returned no result");
 
-  const verification = verificationOf(result, await toleranceOf(planned.head.path));
+  const verification = verificationOf(result, toleranceOf(head.spec));
   const status = statusOf(result);
   const timings = (result.bench?.configs ?? []).map((config) =>
     timingOf(config, baseKernel !== null, work.threshold),
@@ -117,7 +117,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
 
   work.say(`${planned.path}: searching for a faster kernel`);
   const searched = await work.optimize.optimizer({
-    task: planned.head.path,
+    task: head,
     work: join(work.work, "optimize"),
     budget: work.optimize.budget,
     proposer: work.optimize.proposer,
@@ -130,7 +130,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     return { ...reviewed, summary: `${reviewed.summary}; the search failed: ${searched.message}` };
   }
   const suggestable = await suggestablePath(planned, headKernel, kernel);
-  return withOptimize(reviewed, searched.result, suggestable, await readFile(headKernel, "utf8"));
+  return withOptimize(reviewed, searched.result, suggestable, await readText(headKernel));
 }
 
 /**
@@ -148,8 +148,7 @@ export async function suggestablePath(
   const inside = relative(folder, headKernel);
   if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return null;
   if (pathShapeProblem(kernel) !== undefined || !KERNEL_SOURCE.test(kernel)) return null;
-  const stat = await lstat(headKernel).catch(() => null);
-  return stat !== null && stat.isFile() ? kernel : null;
+  return (await isPlainFile(headKernel)) ? kernel : null;
 }
 
 /** The evolved kernel's times beside the table's, and the change to suggest for a win. */
@@ -239,12 +238,11 @@ function verificationOf(result: CandidateResult, tolerance: Tolerance): Verifica
 }
 
 /** The tolerance a native task declares for its first input's dtype (else the harness's own). */
-async function toleranceOf(taskPath: string): Promise<Tolerance> {
+function toleranceOf(spec: Task | null): Tolerance {
   const none = { atol: null, rtol: null };
-  const checked = await checkNativeTask(taskPath).catch(() => null);
-  if (checked === null || !checked.ok) return none;
-  const dtype = checked.task.inputs[0]?.dtype;
-  const declared = dtype === undefined ? undefined : checked.task.tolerance?.[dtype];
+  if (spec === null) return none;
+  const dtype = spec.inputs[0]?.dtype;
+  const declared = dtype === undefined ? undefined : spec.tolerance?.[dtype];
   return { atol: declared?.atol ?? null, rtol: declared?.rtol ?? null };
 }
 

@@ -1,8 +1,6 @@
 // A job from its spec to its result: plan the tasks from the two commits, then review each
 // on this machine's GPU. `evokernel job` (the GitHub Action, the app's local backend) and
 // `evokernel review` both come through here.
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
 import type { JobSpec } from "../../../src/shared/job.js";
@@ -16,6 +14,7 @@ import { optimizeHead, type Optimizer } from "./optimize-head.js";
 import { planJob, type Plan } from "./plan.js";
 import { needsGpu, quietReview, reviewTask } from "./review-task.js";
 import { allowRead, sandboxMode } from "../sandbox/sandbox.js";
+import { makeFolder, makeTempFolder, removeAll } from "../workspace/files.js";
 
 export const DEFAULT_THRESHOLD = 3;
 
@@ -32,7 +31,7 @@ export type JobOptions = {
 
 export async function runJob(spec: JobSpec, options: JobOptions): Promise<ReviewResult> {
   const startedAt = new Date().toISOString();
-  const work = await mkdtemp(join(tmpdir(), "evokernel-job-"));
+  const work = await makeTempFolder("evokernel-job-");
   try {
     const plan = await planJob(options.git, spec, work);
     // The tasks as checked out, and the search's candidates beside them: read-only inside.
@@ -58,7 +57,7 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
           continue;
         }
         const folder = join(work, "tasks", String(index));
-        await mkdir(folder, { recursive: true });
+        await makeFolder(folder);
         tasks.push(
           await reviewTask(task, {
             session,
@@ -97,7 +96,7 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
       );
     });
   } finally {
-    await rm(work, { recursive: true, force: true });
+    await removeAll(work);
   }
 }
 

@@ -1,6 +1,5 @@
 // The files `evokernel review --out` leaves behind: exactly what the app would post (the
 // comment, the check run), the suggested change as a patch, and the full result.
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ReviewResult } from "../../../src/shared/review.js";
 import { checkReviewResult } from "../../../src/shared/result-check.js";
@@ -11,6 +10,7 @@ import {
   renderPatch,
   type CheckRunOutput,
 } from "../../../src/report/index.js";
+import { makeFolder, writeData } from "../workspace/files.js";
 
 export type RenderedReview = { comment: string; checkRun: CheckRunOutput; patch: string };
 
@@ -43,18 +43,18 @@ export async function writeReview(
   review: ReviewResult,
   rendered: RenderedReview,
 ): Promise<string[]> {
-  await mkdir(dir, { recursive: true });
+  await makeFolder(dir);
   const files: [string, string][] = [
     ["review.json", `${JSON.stringify(review, null, 2)}\n`],
     ["comment.md", rendered.comment],
     ["check-run.json", `${JSON.stringify(rendered.checkRun, null, 2)}\n`],
   ];
   if (rendered.patch !== "") files.push(["suggestion.patch", rendered.patch]);
-  for (const [name, text] of files) await writeFile(join(dir, name), text, "utf8");
+  for (const [name, text] of files) await writeData(join(dir, name), text);
   return files.map(([name]) => join(dir, name));
 }
 
 /** Writes one JSON document (the job's result) where it was asked for. */
 export async function writeJson(file: string, document: unknown): Promise<void> {
-  await writeFile(file, `${JSON.stringify(document, null, 2)}\n`, "utf8");
+  await writeData(file, `${JSON.stringify(document, null, 2)}\n`);
 }

@@ -3,7 +3,6 @@
 // checks, the result and its files. `evokernel optimize` (flags → options → this → print)
 // and a job's optimize step (runner/src/jobs/optimize-head.ts) both call it.
 import { randomInt } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from "node:path";
 import {
   detectCandidateFormat,
@@ -11,7 +10,7 @@ import {
 } from "../../../src/shared/contract/formats.js";
 import type { TaskInfo } from "../../../src/shared/contract/records.js";
 import type { Result } from "../../../src/shared/result.js";
-import { candidatesFor, loadTarget } from "../commands/target.js";
+import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "../commands/session.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
@@ -28,8 +27,7 @@ import { packageVersion } from "../paths.js";
 import { createProposer, DEFAULT_MODEL, defaultProposer } from "../proposers/index.js";
 import { describeEngineEvent } from "../report/optimize-progress.js";
 import { allowRead } from "../sandbox/sandbox.js";
-import { checkNativeTask } from "../tasks/check-native.js";
-import type { DiscoveredTask } from "../tasks/discover.js";
+import { makeFolder, readText, writeData } from "../workspace/files.js";
 
 export const DEFAULT_CONFIG: EvoConfig = "insight";
 /**
@@ -40,8 +38,11 @@ export const DEFAULT_CONFIG: EvoConfig = "insight";
 export const OFFLINE_PARALLEL = 8;
 
 export type OptimizeOptions = {
-  /** The task as a user names it: a folder, a KernelBench .py file, a name under ./kernels. */
-  task: string | undefined;
+  /**
+   * The task as a user names it (a folder, a KernelBench .py file, a name under ./kernels),
+   * or already loaded (a job's task): then its task.json is not read again.
+   */
+  task: string | Target | undefined;
   /** What relative paths (task, candidate, archive, out) are relative to. */
   cwd: string;
   /** Start from this kernel instead of the task's own. */
@@ -87,7 +88,8 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   const { say } = options;
   const settings = options;
   const io = { cwd: options.cwd };
-  const target = await loadTarget(options.task, io.cwd);
+  const target =
+    typeof options.task === "object" ? options.task : await loadTarget(options.task, io.cwd);
   const given = options.candidate;
   const [start] = await candidatesFor(target, given === undefined ? [] : [given], io.cwd);
   if (start === undefined) throw new Error("candidatesFor returned no candidate");
@@ -98,20 +100,20 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   const archived = await readArchive(archivePath);
   // The search writes its candidates here; the sandbox reads them.
   const candidatesDir = join(dirname(archivePath), "candidates");
-  await mkdir(candidatesDir, { recursive: true });
+  await makeFolder(candidatesDir);
   allowRead(candidatesDir);
   const first = archived[0];
   const config = settings.config ?? first?.config ?? DEFAULT_CONFIG;
   const seed = settings.seed ?? first?.seed ?? randomInt(2 ** 31);
   assertResumable(archived, { seed, config });
-  const baselineSource = await readFile(start, "utf8");
+  const baselineSource = await readText(start);
   const proposerName = settings.proposer ?? defaultProposer(options.env);
   const model = proposerName === "llm" ? (settings.model ?? DEFAULT_MODEL) : null;
   const proposer = createProposer(proposerName, {
     seed,
     taskPath: target.task.path,
     baselineSource,
-    ...(await tuningOf(target.task)),
+    ...tuningOf(target),
     compiled: extname(start) !== ".py",
     ...(settings.model === undefined ? {} : { model: settings.model }),
     env: options.env,
@@ -133,7 +135,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
         ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
       });
       const language: Language = extname(start) === ".py" ? "python" : "c";
-      const reference = await referenceSource(target.task, info);
+      const reference = await referenceSource(target, info);
       const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
       const engine = await runEngine({
         task,
@@ -210,26 +212,24 @@ export function parallelFor(given: number | undefined, proposer: string): number
 }
 
 /** The task's declared tunables and the rules their combinations keep (task.json). */
-async function tuningOf(
-  task: DiscoveredTask,
-): Promise<{ tunables: Record<string, (string | number)[]>; constraints?: string[] }> {
-  if (task.format !== "native") return { tunables: {} };
-  const checked = await checkNativeTask(task.path);
-  if (!checked.ok) return { tunables: {} };
-  const { tunables = {}, constraints } = checked.task;
+function tuningOf(target: Target): {
+  tunables: Record<string, (string | number)[]>;
+  constraints?: string[];
+} {
+  if (target.spec === null) return { tunables: {} };
+  const { tunables = {}, constraints } = target.spec;
   return constraints === undefined ? { tunables } : { tunables, constraints };
 }
 
 /** The PyTorch reference a proposal is shown (the task's, never a held-out configuration). */
-async function referenceSource(task: DiscoveredTask, info: TaskInfo): Promise<string> {
-  if (task.format === "kernelbench") return readFile(task.folder, "utf8");
+async function referenceSource({ task, spec }: Target, info: TaskInfo): Promise<string> {
+  if (task.format === "kernelbench") return readText(task.folder);
   if (task.format === "robust-kbench") {
     const file = info.backward ? "func_backward.py" : "func_forward.py";
-    return readFile(join(task.folder, file), "utf8");
+    return readText(join(task.folder, file));
   }
-  const checked = await checkNativeTask(task.path);
-  if (!checked.ok) return "";
-  return readFile(join(task.path, checked.task.reference), "utf8");
+  if (spec === null) return "";
+  return readText(join(task.path, spec.reference));
 }
 
 /**
@@ -249,12 +249,12 @@ async function writeOutputs(
 ): Promise<string[]> {
   if (out === undefined) return [];
   const dir = resolve(cwd, out);
-  await mkdir(dir, { recursive: true });
+  await makeFolder(dir);
   const written = [join(dir, "result.json")];
-  await writeFile(written[0] ?? "", `${JSON.stringify(result, null, 2)}\n`, "utf8");
+  await writeData(written[0] ?? "", `${JSON.stringify(result, null, 2)}\n`);
   if (result.win && result.best !== null) {
     const file = join(dir, `best${extname(start) === ".py" ? ".py" : ".cu"}`);
-    await writeFile(file, result.best.source, "utf8");
+    await writeData(file, result.best.source);
     written.push(file);
   }
   return written.map((path) => {

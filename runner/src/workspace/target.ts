@@ -1,26 +1,34 @@
-// The task a command works on, checked before any Python starts, and its candidates.
-import { access } from "node:fs/promises";
+// The task a run works on, checked before any Python starts, and its candidates. A native
+// task's task.json is read here, once per run: `spec` carries it to whatever needs it (the
+// tunables, the reference, the tolerance), so nothing reads it again.
 import { dirname, join, resolve } from "node:path";
 import { TaskError, UsageError } from "../errors.js";
-import { checkNativeTask } from "../tasks/check-native.js";
-import { resolveTask, type DiscoveredTask } from "../tasks/discover.js";
 import { allowRead } from "../sandbox/sandbox.js";
+import type { Task } from "../tasks/schema.js";
+import { resolveTask, type DiscoveredTask } from "./discover.js";
+import { kindOf } from "./files.js";
+import { checkNativeTask } from "./native-task.js";
 
-export type Target = { task: DiscoveredTask; baseline: string | null };
+/** `spec`: a native task's task.json, parsed (null for the other formats). */
+export type Target = { task: DiscoveredTask; spec: Task | null; baseline: string | null };
 
 export async function loadTarget(nameOrPath: string | undefined, cwd: string): Promise<Target> {
   if (nameOrPath === undefined)
     throw new UsageError("name a task (a path, or a folder under ./kernels)");
   const task = await resolveTask(nameOrPath, cwd);
   allowRead(task.path);
-  if (task.format !== "native") return { task, baseline: null };
+  if (task.format !== "native") return { task, spec: null, baseline: null };
   const checked = await checkNativeTask(task.path);
   if (!checked.ok)
     throw new TaskError(
       `task ${task.name} is invalid:\n${checked.errors.map((line) => `  - ${line}`).join("\n")}`,
     );
   const kernel = checked.task.kernel;
-  return { task, baseline: kernel === undefined ? null : join(task.path, kernel) };
+  return {
+    task,
+    spec: checked.task,
+    baseline: kernel === undefined ? null : join(task.path, kernel),
+  };
 }
 
 /** The given candidate files (each must exist), or the task's own kernel when none is given. */
@@ -37,9 +45,7 @@ export async function candidatesFor(
   }
   const files = given.map((file) => resolve(cwd, file));
   for (const file of files) {
-    await access(file).catch(() => {
-      throw new UsageError(`candidate ${file} does not exist`);
-    });
+    if ((await kindOf(file)) === null) throw new UsageError(`candidate ${file} does not exist`);
     allowRead(dirname(file));
   }
   return files;

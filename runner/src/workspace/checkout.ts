@@ -1,9 +1,9 @@
 // A commit's task folders, written out of git into a folder of our own (never the user's
 // working tree), so base and head can sit side by side while the harness reads them.
-import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { isUnder } from "../../../src/shared/glob.js";
 import type { Git } from "../git.js";
+import { makeFolder, writeData } from "./files.js";
 
 export type Tree = {
   commit: string;
@@ -28,12 +28,12 @@ export async function writeTree(
   const files = (await git.listFiles(commit)).filter((file) =>
     roots.some((root) => isUnder(file, root)),
   );
-  await mkdir(dir, { recursive: true });
+  await makeFolder(dir);
   const contents = await git.readFiles(commit, files);
   for (const [file, bytes] of contents) {
     const target = join(dir, ...file.split("/"));
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, bytes);
+    await makeFolder(dirname(target));
+    await writeData(target, bytes);
   }
   return { commit, dir, files, roots: matchedRoots(files, roots) };
 }

@@ -1,11 +1,11 @@
 // Finds tasks on disk in their three shapes (docs/DESIGN.md, "Tasks"): a folder with
 // task.json, a robust-kbench folder with func_forward.py (and, with func_backward.py, its
 // backward task, named `folder#backward`), a KernelBench .py file.
-import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import type { TaskFormat } from "../../../src/shared/contract/formats.js";
 import { kernelsDir } from "../paths.js";
+import { kindOf, listFolder, readText } from "./files.js";
 
 /**
  * `path` is what the harness is given (a robust-kbench backward task ends in `#backward`);
@@ -25,10 +25,9 @@ const SKIPPED_FOLDERS = new Set(["node_modules", "__pycache__", "dist"]);
 
 /** The task a file or folder is (its forward task), or null when it is none. */
 export async function classifyTask(path: string): Promise<DiscoveredTask | null> {
-  const info = await stat(path).catch(() => null);
-  if (info === null) return null;
-  if (info.isFile()) return (await isKernelBench(path)) ? kernelBenchTask(path) : null;
-  if (!info.isDirectory()) return null;
+  const kind = await kindOf(path);
+  if (kind === "file") return (await isKernelBench(path)) ? kernelBenchTask(path) : null;
+  if (kind !== "folder") return null;
   const task = { name: basename(path), path, folder: path, backward: false };
   if (await isFile(join(path, "task.json"))) return { ...task, format: "native" };
   if (await isFile(join(path, "func_forward.py"))) return { ...task, format: "robust-kbench" };
@@ -62,11 +61,11 @@ async function tasksUnder(path: string): Promise<DiscoveredTask[]> {
     const backward = await backwardTask(task);
     return backward === null ? [task] : [task, backward];
   }
-  const entries = await readdir(path, { withFileTypes: true }).catch(() => []);
+  const entries = await listFolder(path);
   const nested = await Promise.all(
     entries
       .filter((entry) => !entry.name.startsWith(".") && !SKIPPED_FOLDERS.has(entry.name))
-      .filter((entry) => entry.isDirectory() || entry.name.endsWith(".py"))
+      .filter((entry) => entry.folder || entry.name.endsWith(".py"))
       .map((entry) => tasksUnder(join(path, entry.name))),
   );
   return nested.flat();
@@ -112,7 +111,7 @@ export async function resolveTask(
 
 async function isKernelBench(path: string): Promise<boolean> {
   if (!path.endsWith(".py")) return false;
-  const text = await readFile(path, "utf8").catch(() => "");
+  const text = await readText(path).catch(() => "");
   return /^class Model\b/m.test(text) && /^def get_inputs\b/m.test(text);
 }
 
@@ -127,9 +126,9 @@ function kernelBenchTask(path: string): DiscoveredTask {
 }
 
 async function isFile(path: string): Promise<boolean> {
-  return (await stat(path).catch(() => null))?.isFile() ?? false;
+  return (await kindOf(path)) === "file";
 }
 
 async function exists(path: string): Promise<boolean> {
-  return (await stat(path).catch(() => null)) !== null;
+  return (await kindOf(path)) !== null;
 }

@@ -1,8 +1,9 @@
-// Validates a native task folder without Python: task.json against the schema, and the
-// files it names.
-import { access, readFile } from "node:fs/promises";
+// A native task folder checked without Python: task.json against the schema, and the files
+// it names. The one place the runner reads a task.json: a run reads it once (loadTarget)
+// and passes the parsed task on.
 import { join } from "node:path";
-import { describeIssues, taskSchema, type Task } from "./schema.js";
+import { describeIssues, taskSchema, type Task } from "../tasks/schema.js";
+import { kindOf, readText } from "./files.js";
 
 export type TaskCheck = { ok: true; task: Task } | { ok: false; errors: string[] };
 
@@ -21,7 +22,7 @@ export function checkTaskJson(text: string, file = "task.json"): TaskCheck {
 
 export async function checkNativeTask(folder: string): Promise<TaskCheck> {
   const file = join(folder, "task.json");
-  const text = await readFile(file, "utf8").catch(() => null);
+  const text = await readText(file).catch(() => null);
   if (text === null) return { ok: false, errors: [`${file}: cannot be read`] };
   const checked = checkTaskJson(text, file);
   if (!checked.ok) return checked;
@@ -31,10 +32,7 @@ export async function checkNativeTask(folder: string): Promise<TaskCheck> {
   ];
   const missing = await Promise.all(
     named.map(async ({ key, file: name }) =>
-      (await access(join(folder, name)).then(
-        () => true,
-        () => false,
-      ))
+      (await kindOf(join(folder, name))) !== null
         ? []
         : [`${file} ${key}: "${name}" does not exist in ${folder}`],
     ),
