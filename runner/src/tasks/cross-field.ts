@@ -4,7 +4,7 @@
 import { parseConstraint } from "../proposers/constraints.js";
 import { parseExpression, type Expression } from "./expression.js";
 import { FLOAT_DTYPES } from "../../../src/shared/contract/dtypes.js";
-import type { TaskShape } from "./schema.js";
+import type { TaskShape } from "./fields.js";
 
 type Path = (string | number)[];
 type Issue = { message: string; path: Path };
