@@ -26,7 +26,7 @@ const FS_EXCEPTIONS = {
   "runner/src/sandbox/sandbox.ts": "builds the sandbox: its scratch folder and what it shows",
   "runner/src/gpu/presence.ts": "asks whether an NVIDIA device node exists, before torch loads",
   "runner/src/evolve/archive.ts": "the search's append-only archive, which a resumed run reads",
-  "runner/src/commands/session.ts":
+  "runner/src/pipeline/session.ts":
     "checks the build cache can be written before the harness starts",
 };
 

@@ -2,12 +2,12 @@
 import { describe, expect, it } from "vitest";
 import type { CandidateResult } from "../runner/src/evaluate.js";
 import { failedVerify } from "../runner/src/harness/failed-records.js";
-import { renderBench } from "../runner/src/report/bench-table.js";
-import { renderCandidates } from "../runner/src/report/candidates.js";
-import { renderDevice } from "../runner/src/report/device.js";
-import { describeEvent } from "../runner/src/report/progress.js";
-import { renderTasks, type TaskRow } from "../runner/src/report/tasks-table.js";
-import { renderStatic, renderVerify } from "../runner/src/report/verify-table.js";
+import { renderBench } from "../runner/src/render/bench-table.js";
+import { renderCandidates } from "../runner/src/render/candidates.js";
+import { renderDevice } from "../runner/src/render/device.js";
+import { describeEvent } from "../runner/src/render/progress.js";
+import { renderTasks, type TaskRow } from "../runner/src/render/tasks-table.js";
+import { renderStatic, renderVerify } from "../runner/src/render/verify-table.js";
 import {
   benchRecord,
   buildRecord,

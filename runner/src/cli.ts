@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Entry point of the evokernel command (bin/evokernel.js and the esbuild bundle).
-import { main } from "./main.js";
+import { main } from "./cli/main.js";
 
 let interrupt: AbortController | undefined;
 

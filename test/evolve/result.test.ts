@@ -12,7 +12,7 @@ import {
   type ResultInput,
 } from "../../runner/src/evolve/result.js";
 import type { Rechecker } from "../../runner/src/evolve/types.js";
-import { renderOptimizeSummary } from "../../runner/src/report/optimize-summary.js";
+import { renderOptimizeSummary } from "../../runner/src/render/optimize-summary.js";
 import {
   BASELINE,
   fakeClock,

@@ -22,7 +22,7 @@ vi.mock("node:fs/promises", async (importOriginal) => {
 });
 
 const { jobSpecSchema } = await import("../../src/shared/job.js");
-const { withSession } = await import("../../runner/src/commands/session.js");
+const { withSession } = await import("../../runner/src/pipeline/session.js");
 const { openGit } = await import("../../runner/src/git.js");
 const { runJob } = await import("../../runner/src/jobs/run-job.js");
 const { runOptimize } = await import("../../runner/src/pipeline/optimize.js");

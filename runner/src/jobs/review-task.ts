@@ -13,7 +13,7 @@ import {
   summarizeSpeedup,
 } from "../../../src/shared/speedup.js";
 import { loadTarget } from "../workspace/target.js";
-import type { Session } from "../commands/session.js";
+import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
 import type { BenchConfig, Stat } from "../../../src/shared/contract/records.js";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
 import type { JobSpec } from "../../../src/shared/job.js";
 import type { ReviewResult, TaskReview } from "../../../src/shared/review.js";
-import { NO_GPU, type Session } from "../commands/session.js";
+import { NO_GPU, type Session } from "../pipeline/session.js";
 import { EnvironmentError } from "../errors.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import type { Git } from "../git.js";

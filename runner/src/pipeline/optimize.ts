@@ -11,7 +11,7 @@ import {
 import type { TaskInfo } from "../../../src/shared/contract/records.js";
 import type { Result } from "../../../src/shared/result.js";
 import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
-import { requireGpu, withSession } from "../commands/session.js";
+import { requireGpu, withSession } from "./session.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
 import { DEFAULTS, runEngine } from "../evolve/engine.js";
@@ -25,7 +25,7 @@ import type { Budget, EvoConfig } from "../evolve/types.js";
 import { inspectTask } from "../harness/client.js";
 import { packageVersion } from "../paths.js";
 import { createProposer, DEFAULT_MODEL, defaultProposer } from "../proposers/index.js";
-import { describeEngineEvent } from "../report/optimize-progress.js";
+import { describeEngineEvent } from "../render/optimize-progress.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import { makeFolder, readText, writeData } from "../workspace/files.js";
 

@@ -1,7 +1,7 @@
 // Progress on stderr: on a terminal the running step rewrites one line; elsewhere (CI logs)
 // every event is a line of its own.
 import type { EvaluationEvent } from "../evaluate.js";
-import { describeEvent } from "../report/progress.js";
+import { describeEvent } from "../render/progress.js";
 import type { Io } from "./command.js";
 
 export function createProgress(io: Io): (event: EvaluationEvent) => void {

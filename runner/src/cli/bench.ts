@@ -1,10 +1,10 @@
 // evokernel bench: verify one candidate, then time it beside eager PyTorch, torch.compile
 // and the task's own kernel.
 import { evaluateCandidates } from "../evaluate.js";
-import { renderCandidate } from "../report/candidates.js";
+import { renderCandidate } from "../render/candidates.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { requireGpu, withSession } from "./session.js";
+import { requireGpu, withSession } from "../pipeline/session.js";
 import { candidatesFor, loadTarget } from "../workspace/target.js";
 
 export const benchCommand: Command = {

@@ -4,11 +4,11 @@ import { join, relative, resolve } from "node:path";
 import { ForkServer, inspectTask } from "../harness/client.js";
 import { findPython, requirePython } from "../harness/exec.js";
 import { kernelsDir } from "../paths.js";
-import { renderTasks, type TaskRow } from "../report/tasks-table.js";
+import { renderTasks, type TaskRow } from "../render/tasks-table.js";
 import { checkNativeTask } from "../workspace/native-task.js";
 import { discoverTasks, type DiscoveredTask } from "../workspace/discover.js";
 import { flag, printJson, type Command } from "./command.js";
-import { requireWritableCache } from "./session.js";
+import { requireWritableCache } from "../pipeline/session.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import { existsNow } from "../workspace/files.js";
 

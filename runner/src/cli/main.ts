@@ -1,13 +1,13 @@
 // The command line: picks the command, parses its flags, and turns every way a run can end
 // into one exit code (docs/CLI.md). Results go to stdout, messages and progress to stderr.
 import { parseArgs } from "node:util";
-import { printJson, type Command, type Io } from "./commands/command.js";
-import { COMMANDS, type CommandEntry } from "./commands/registry.js";
-import { EnvironmentError, HarnessError, TaskError, UsageError } from "./errors.js";
-import { packageVersion } from "./paths.js";
-import { closest } from "./util/suggest.js";
+import { printJson, type Command, type Io } from "./command.js";
+import { COMMANDS, type CommandEntry } from "./registry.js";
+import { EnvironmentError, HarnessError, TaskError, UsageError } from "../errors.js";
+import { packageVersion } from "../paths.js";
+import { closest } from "../util/suggest.js";
 
-export type { Io } from "./commands/command.js";
+export type { Io } from "./command.js";
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, environment: 3, internal: 4 } as const;
 

@@ -6,11 +6,11 @@ import { basename, join, relative, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { openGit } from "../git.js";
 import { runJob } from "../jobs/run-job.js";
-import { reviewSpec } from "../jobs/review-spec.js";
+import { jobFromCheckout } from "../jobs/job-from-checkout.js";
 import { renderReview, writeReview } from "../jobs/write-review.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { withSession } from "./session.js";
+import { withSession } from "../pipeline/session.js";
 
 export const reviewCommand: Command = {
   name: "review",
@@ -53,7 +53,7 @@ exit: 0 the check would pass (or nothing changed), 1 a kernel is wrong or slower
     if (seed !== undefined && !(Number.isInteger(seed) && seed >= 0)) {
       throw new UsageError(`--seed is a whole number ≥ 0, not ${seedText}`);
     }
-    const { spec, baseRef } = await reviewSpec(git, {
+    const { spec, baseRef } = await jobFromCheckout(git, {
       ...(base === undefined ? {} : { base }),
       ...(head === undefined ? {} : { head }),
       optimize: flag(parsed, "optimize"),

@@ -1,6 +1,6 @@
 // evokernel device: what this machine offers the harness.
 import { device } from "../harness/client.js";
-import { renderDevice } from "../report/device.js";
+import { renderDevice } from "../render/device.js";
 import { flag, printJson, type Command } from "./command.js";
 
 export const deviceCommand: Command = {

@@ -8,7 +8,7 @@ import { runJob } from "../jobs/run-job.js";
 import { renderReview, writeJson } from "../jobs/write-review.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { withSession } from "./session.js";
+import { withSession } from "../pipeline/session.js";
 import { readText } from "../workspace/files.js";
 
 export const jobCommand: Command = {

@@ -9,12 +9,12 @@ import { EnvironmentError, UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "../evaluate.js";
 import { createGpuQueue } from "../gpu/queue.js";
 import { repoRoot } from "../paths.js";
-import { renderCandidates } from "../report/candidates.js";
-import { renderStatic } from "../report/verify-table.js";
+import { renderCandidates } from "../render/candidates.js";
+import { renderStatic } from "../render/verify-table.js";
 import { createLimit } from "../util/limit.js";
 import { flag, printJson, stringOption, stringsOption, type Command, type Io } from "./command.js";
 import { createProgress } from "./progress.js";
-import { NO_GPU, withSession, type Session } from "./session.js";
+import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 
 export const verifyCommand: Command = {

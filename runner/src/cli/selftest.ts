@@ -12,10 +12,10 @@ import {
   type CorpusEntry,
 } from "../corpus/manifest.js";
 import { repoRoot } from "../paths.js";
-import { renderSelftest, type SelftestRow } from "../report/selftest-table.js";
+import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { requireGpu, withSession } from "./session.js";
+import { requireGpu, withSession } from "../pipeline/session.js";
 
 const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolation/manifest.json"];
 

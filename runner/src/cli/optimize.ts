@@ -5,8 +5,8 @@ import { DEFAULTS } from "../evolve/engine.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
 import { OFFLINE_PARALLEL, runOptimize } from "../pipeline/optimize.js";
 import { DEFAULT_MODEL, PROPOSERS } from "../proposers/index.js";
-import { describeEvent } from "../report/progress.js";
-import { renderOptimizeSummary } from "../report/optimize-summary.js";
+import { describeEvent } from "../render/progress.js";
+import { renderOptimizeSummary } from "../render/optimize-summary.js";
 import { flag, printJson, stringOption, type Command, type Parsed } from "./command.js";
 
 const CONFIGS: readonly EvoConfig[] = ["free", "insight", "full"];

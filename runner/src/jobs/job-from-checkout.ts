@@ -16,7 +16,7 @@ export type ReviewRequest = { base?: string; head?: string; optimize: boolean; s
 
 export type ReviewPlanInput = { spec: JobSpec; config: EvokernelConfig; baseRef: string };
 
-export async function reviewSpec(git: Git, request: ReviewRequest): Promise<ReviewPlanInput> {
+export async function jobFromCheckout(git: Git, request: ReviewRequest): Promise<ReviewPlanInput> {
   const head = await git.resolve(request.head ?? "HEAD");
   const baseRef = request.base ?? (await defaultBranch(git));
   const baseTip = await git.resolve(baseRef);
