@@ -76,15 +76,17 @@ async function runInWorktree(
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), "evokernel-job-"));
   const worktree = join(dir, "checkout");
-  const git = (args: string[]) =>
+  // Every git command of the job: the safe arguments and environment, cancelled with the job.
+  const git = (args: string[], reject = true) =>
     spawnProcess("git", [...GIT_SAFE_ARGS, "-C", options.repoDir, ...args], {
       cancelSignal: signal,
       env: GIT_SAFE_ENV,
       extendEnv: true,
+      reject,
     });
   try {
     for (const sha of [spec.sha, spec.baseSha]) {
-      if (sha !== undefined) await ensureCommit(options.repoDir, sha, spec.pr);
+      if (sha !== undefined) await ensureCommit(git, sha, spec.pr);
     }
     await git(["worktree", "add", "--detach", "--force", worktree, spec.sha]);
     const specFile = join(dir, "spec.json");
@@ -141,28 +143,16 @@ async function keepOutputs(
   await copyFile(outFile, join(keepDir, `${jobId}.json`)).catch(() => undefined);
 }
 
-async function ensureCommit(repoDir: string, sha: string, pr: number | undefined): Promise<void> {
-  const present = await spawnProcess(
-    "git",
-    [...GIT_SAFE_ARGS, "-C", repoDir, "cat-file", "-e", `${sha}^{commit}`],
-    {
-      extendEnv: true,
-      reject: false,
-    },
-  );
-  if (present.exitCode === 0) return;
+async function ensureCommit(
+  git: (args: string[], reject?: boolean) => Promise<{ exitCode?: number | undefined }>,
+  sha: string,
+  pr: number | undefined,
+): Promise<void> {
+  if ((await git(["cat-file", "-e", `${sha}^{commit}`], false)).exitCode === 0) return;
   // A fork's commits reach the base repository as refs/pull/N/head.
   const refs = pr === undefined ? [sha] : [sha, `refs/pull/${pr}/head`];
   for (const ref of refs) {
-    const fetched = await spawnProcess(
-      "git",
-      [...GIT_SAFE_ARGS, "-C", repoDir, "fetch", "--quiet", "origin", ref],
-      {
-        extendEnv: true,
-        reject: false,
-      },
-    );
-    if (fetched.exitCode === 0) return;
+    if ((await git(["fetch", "--quiet", "origin", ref], false)).exitCode === 0) return;
   }
 }
 
