@@ -14,31 +14,50 @@ import torch
 
 # name -> (getter, setter); a flag this torch lacks is left out
 _FLAGS = {
-    "torch.backends.cudnn.benchmark": (lambda: torch.backends.cudnn.benchmark,
-                                       lambda v: setattr(torch.backends.cudnn, "benchmark", v)),
-    "torch.backends.cudnn.deterministic": (lambda: torch.backends.cudnn.deterministic,
-                                           lambda v: setattr(torch.backends.cudnn, "deterministic", v)),
-    "torch.backends.cudnn.enabled": (lambda: torch.backends.cudnn.enabled,
-                                     lambda v: setattr(torch.backends.cudnn, "enabled", v)),
-    "torch.backends.cudnn.allow_tf32": (lambda: torch.backends.cudnn.allow_tf32,
-                                        lambda v: setattr(torch.backends.cudnn, "allow_tf32", v)),
-    "torch.backends.cuda.matmul.allow_tf32": (lambda: torch.backends.cuda.matmul.allow_tf32,
-                                              lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v)),
+    "torch.backends.cudnn.benchmark": (
+        lambda: torch.backends.cudnn.benchmark,
+        lambda v: setattr(torch.backends.cudnn, "benchmark", v),
+    ),
+    "torch.backends.cudnn.deterministic": (
+        lambda: torch.backends.cudnn.deterministic,
+        lambda v: setattr(torch.backends.cudnn, "deterministic", v),
+    ),
+    "torch.backends.cudnn.enabled": (
+        lambda: torch.backends.cudnn.enabled,
+        lambda v: setattr(torch.backends.cudnn, "enabled", v),
+    ),
+    "torch.backends.cudnn.allow_tf32": (
+        lambda: torch.backends.cudnn.allow_tf32,
+        lambda v: setattr(torch.backends.cudnn, "allow_tf32", v),
+    ),
+    "torch.backends.cuda.matmul.allow_tf32": (
+        lambda: torch.backends.cuda.matmul.allow_tf32,
+        lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v),
+    ),
     "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
         lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        lambda v: setattr(torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction", v)),
+        lambda v: setattr(torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction", v),
+    ),
     "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": (
         lambda: torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        lambda v: setattr(torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction", v)),
-    "torch.float32_matmul_precision": (lambda: torch.get_float32_matmul_precision(),
-                                       lambda v: torch.set_float32_matmul_precision(v)),
-    "torch.deterministic_algorithms": (lambda: torch.are_deterministic_algorithms_enabled(),
-                                       lambda v: torch.use_deterministic_algorithms(v)),
+        lambda v: setattr(torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction", v),
+    ),
+    "torch.float32_matmul_precision": (
+        lambda: torch.get_float32_matmul_precision(),
+        lambda v: torch.set_float32_matmul_precision(v),
+    ),
+    "torch.deterministic_algorithms": (
+        lambda: torch.are_deterministic_algorithms_enabled(),
+        lambda v: torch.use_deterministic_algorithms(v),
+    ),
 }
-PRECISION = {"torch.backends.cudnn.allow_tf32", "torch.backends.cuda.matmul.allow_tf32",
-             "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-             "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
-             "torch.float32_matmul_precision"}
+PRECISION = {
+    "torch.backends.cudnn.allow_tf32",
+    "torch.backends.cuda.matmul.allow_tf32",
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+    "torch.float32_matmul_precision",
+}
 
 
 def _readable():
@@ -95,8 +114,13 @@ class Scoped:
         """Warnings for the record: each flag the candidate changed, and how it was scoped."""
         out = []
         for name, (was, now) in sorted(self.changes().items()):
-            kind = ("a precision flag: its results are judged by the task's tolerance"
-                    if name in PRECISION else "applied around its own calls only")
-            out.append(f"the candidate sets {name} = {now!r} (the harness runs the reference and baselines "
-                       f"with {was!r}): {kind}")
+            kind = (
+                "a precision flag: its results are judged by the task's tolerance"
+                if name in PRECISION
+                else "applied around its own calls only"
+            )
+            out.append(
+                f"the candidate sets {name} = {now!r} (the harness runs the reference and baselines "
+                f"with {was!r}): {kind}"
+            )
         return out

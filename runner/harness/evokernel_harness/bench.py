@@ -18,8 +18,8 @@ from .roofline import floor_ms
 from .timing import HEAD_START_CYCLES, Timer, stats
 from .verify import refill_case, within_float64
 
-TINY_MS = 0.02        # a reference faster than this measures launch overhead, not the kernel
-BELOW_FLOOR = 0.85    # a time under 85 % of the floor is physically implausible
+TINY_MS = 0.02  # a reference faster than this measures launch overhead, not the kernel
+BELOW_FLOOR = 0.85  # a time under 85 % of the floor is physically implausible
 ROTATE = 4
 # The search's screen takes as many samples as the spread needs: it stops once the candidate's
 # and the baseline's p20-p80 spreads are within SCREEN_SPREAD of their medians (after at least
@@ -43,6 +43,7 @@ def _upper_speedup(base, cand):
 def screen_stop(leader_lower):
     """stop(out, n) for Timer.interleaved in the screen. leader_lower: the leader's speedup on
     this configuration at its least favourable (its baseline p20 over its p80), or None."""
+
     def stop(out, n):
         if "candidate" not in out or "baseline" not in out or n < RACE_MIN_ROUNDS:
             return False
@@ -51,8 +52,10 @@ def screen_stop(leader_lower):
             return True  # decided: slower than the leader beyond the noise
         if n < SCREEN_MIN_ROUNDS:
             return False
-        return all(s["medianMs"] > 0 and (s["p80Ms"] - s["p20Ms"]) / s["medianMs"] <= SCREEN_SPREAD
-                   for s in (cand, base))
+        return all(
+            s["medianMs"] > 0 and (s["p80Ms"] - s["p20Ms"]) / s["medianMs"] <= SCREEN_SPREAD for s in (cand, base)
+        )
+
     return stop
 
 
@@ -70,6 +73,7 @@ def _compiled(task, log):
                 if key not in cache:
                     cache[key] = torch.compile(case.module, dynamic=False)
                 return cache[key](*case.args)
+
             return run_compiled
         compiled = torch.compile(ref, dynamic=False)
         return lambda case: task.invoke(compiled, case)
@@ -95,8 +99,22 @@ def rotation(case, device):
     return max(1, min(ROTATE, int(0.5 * free // size) - 2))
 
 
-def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, budget_s=1.5, compile_baseline=True,
-          probe_cache=None, head_start_cycles=HEAD_START_CYCLES, time_eager=True, adaptive=False, race=None):
+def bench(
+    task,
+    candidate,
+    baseline,
+    ceilings,
+    device_info,
+    seed,
+    log=print,
+    budget_s=1.5,
+    compile_baseline=True,
+    probe_cache=None,
+    head_start_cycles=HEAD_START_CYCLES,
+    time_eager=True,
+    adaptive=False,
+    race=None,
+):
     """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
     time per configuration across processes; None profiles the reference every time.
     head_start_cycles: the timer's head start (timing.py); the search's screen passes a short
@@ -147,15 +165,19 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         phases.lap("probe")
         if launch_bound and config.derived:
             # derived configurations are for verification; a tiny one would time launches
-            notes.append(f"{config.name}: not timed: a derived configuration whose reference runs "
-                         f"{device_ms * 1e3:.1f} µs a call (launch-bound)")
+            notes.append(
+                f"{config.name}: not timed: a derived configuration whose reference runs "
+                f"{device_ms * 1e3:.1f} µs a call (launch-bound)"
+            )
             log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
             continue
         cases = [task.make_case(config, seed + 31 * ci, device)]
         rotate = rotation(cases[0], device)
         if rotate < ROTATE:
-            notes.append(f"{config.name}: {rotate} input set(s) rotated instead of {ROTATE}: one set is "
-                         f"{case_bytes(cases[0]) / 2**30:.1f} GiB and the GPU's memory holds no more")
+            notes.append(
+                f"{config.name}: {rotate} input set(s) rotated instead of {ROTATE}: one set is "
+                f"{case_bytes(cases[0]) / 2**30:.1f} GiB and the GPU's memory holds no more"
+            )
         cases += [task.make_case(config, seed + 31 * ci + k, device) for k in range(1, rotate)]
         # every timed call sees new values (two sources, alternating per visit of a buffer),
         # written so that even a version counter shows it: a cache never hits honestly
@@ -203,24 +225,36 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         if timer.last_head_start != head_start_cycles:
             worst = max(timer.last_exposed, key=timer.last_exposed.get)
             head_start["retimed"].append(config.name)
-            notes.append(f"{config.name}: timed again with the full head start: with the short one, "
-                         f"{worst}'s host side outlasted it on {timer.last_exposed[worst]:.0%} of calls")
+            notes.append(
+                f"{config.name}: timed again with the full head start: with the short one, "
+                f"{worst}'s host side outlasted it on {timer.last_exposed[worst]:.0%} of calls"
+            )
         # what the checks below need: one input set (the float64 reference may need the room)
         sources.clear()
         del cases[:-1]
         for c in (baseline, candidate):
             if c is not None and hasattr(c.entry, "reuse_outputs"):
                 c.entry.reuse_outputs = False
-        row = {"name": config.name, "dims": {k: v for k, v in config.dims.items() if isinstance(v, int)},
-               "bytes": nbytes, "flops": flops, "floorMs": floor, "reason": None,
-               "derived": bool(config.derived), "launchBound": launch_bound, "eagerDeviceMs": device_ms}
+        row = {
+            "name": config.name,
+            "dims": {k: v for k, v in config.dims.items() if isinstance(v, int)},
+            "bytes": nbytes,
+            "flops": flops,
+            "floorMs": floor,
+            "reason": None,
+            "derived": bool(config.derived),
+            "launchBound": launch_bound,
+            "eagerDeviceMs": device_ms,
+        }
         for name in ("eager", "compile", "baseline", "candidate"):
             row[name] = stats(raw[name]["event"]) if name in raw else None
         if launch_bound:
             # a declared configuration (the user's real shape) is timed, but launches dominate it:
             # marked, and kept out of the headline speedup and the search's fitness
-            notes.append(f"{config.name}: launch-bound: the reference's kernels run {device_ms * 1e3:.1f} µs a call "
-                         f"(under {TINY_MS * 1e3:.0f} µs), so its times measure launch overhead; not in the headline speedup")
+            notes.append(
+                f"{config.name}: launch-bound: the reference's kernels run {device_ms * 1e3:.1f} µs a call "
+                f"(under {TINY_MS * 1e3:.0f} µs), so its times measure launch overhead; not in the headline speedup"
+            )
         if race is not None and candidate is not None and baseline is not None and not launch_bound:
             raced = _race(race, configs_out + [row])
         if raced is not None:
@@ -251,8 +285,10 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
                     with grad_ctx():
                         truer = within_float64(task, got, case, lambda c: task.invoke(ref, c))
                     if truer:
-                        notes.append(f"{config.name}: after timing, outside the tolerance of the float32 reference "
-                                     "but within it of the reference computed in float64")
+                        notes.append(
+                            f"{config.name}: after timing, outside the tolerance of the float32 reference "
+                            "but within it of the reference computed in float64"
+                        )
                     else:
                         i, res = next((i, r) for i, r in enumerate(results) if not r["ok"])
                         row["reason"] = "timing-output-mismatch"
@@ -275,8 +311,14 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
         if row["reason"]:
             reasons.append((config.name, row["reason"]))
         configs_out.append(row)
-        log(f"bench {config.name}: " + ", ".join(f"{name} {row[name]['medianMs']:.4f} ms" for name in
-                                                   ("eager", "compile", "baseline", "candidate") if row[name]))
+        log(
+            f"bench {config.name}: "
+            + ", ".join(
+                f"{name} {row[name]['medianMs']:.4f} ms"
+                for name in ("eager", "compile", "baseline", "candidate")
+                if row[name]
+            )
+        )
         del cases
     messages = {
         "side-stream": "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed stream (hack 3)",
@@ -297,16 +339,36 @@ def bench(task, candidate, baseline, ceilings, device_info, seed, log=print, bud
     if reason and reasons[0][0] in details:
         message = f"configuration {reasons[0][0]}: {details[reasons[0][0]]}"
     if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
-        message = (f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
-                   "no headline speedup; add a larger configuration to measure the kernel")
-    cache = None if probe_cache is None else {"hits": probe_cache.hits, "misses": probe_cache.misses,
-                                              "costHits": probe_cache.cost_hits, "costMisses": probe_cache.cost_misses}
+        message = (
+            f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
+            "no headline speedup; add a larger configuration to measure the kernel"
+        )
+    cache = (
+        None
+        if probe_cache is None
+        else {
+            "hits": probe_cache.hits,
+            "misses": probe_cache.misses,
+            "costHits": probe_cache.cost_hits,
+            "costMisses": probe_cache.cost_misses,
+        }
+    )
     if raced is not None and reason is None:
         message = f"raced out after {raced['config']}: {raced['message']}"
         notes.append(message)
-    return {"ok": reason is None, "reason": reason, "message": message, "configs": configs_out, "notes": notes,
-            "profile": profile, "phases": phases.seconds, "probeCache": cache, "headStart": head_start,
-            "race": raced, "seconds": time.perf_counter() - start}
+    return {
+        "ok": reason is None,
+        "reason": reason,
+        "message": message,
+        "configs": configs_out,
+        "notes": notes,
+        "profile": profile,
+        "phases": phases.seconds,
+        "probeCache": cache,
+        "headStart": head_start,
+        "race": raced,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def _race(race, rows):
@@ -319,7 +381,11 @@ def _race(race, rows):
     leader = _geomean([race[r["name"]] for r in timed])
     if upper is None or leader is None or upper >= leader:
         return None
-    return {"config": timed[-1]["name"], "timed": [r["name"] for r in rows], "speedupUpper": upper,
-            "leaderLower": leader,
-            "message": f"at most {upper:.3f}x the kernel to beat on {', '.join(r['name'] for r in timed)} "
-                       f"(baseline p80 / candidate p20), under the leader's {leader:.3f}x (its p20 / p80)"}
+    return {
+        "config": timed[-1]["name"],
+        "timed": [r["name"] for r in rows],
+        "speedupUpper": upper,
+        "leaderLower": leader,
+        "message": f"at most {upper:.3f}x the kernel to beat on {', '.join(r['name'] for r in timed)} "
+        f"(baseline p80 / candidate p20), under the leader's {leader:.3f}x (its p20 / p80)",
+    }

@@ -96,7 +96,14 @@ def cmd_static(args):
 
         task = load_task(args.task)
         ref_ops, libraries = frozenset(task.reference_ops()), task.libraries
-    return check(args.candidate, source, detect_format(args.candidate, source), ref_ops, strict=not args.relaxed, libraries=libraries)
+    return check(
+        args.candidate,
+        source,
+        detect_format(args.candidate, source),
+        ref_ops,
+        strict=not args.relaxed,
+        libraries=libraries,
+    )
 
 
 def _ops_list(text):
@@ -115,8 +122,13 @@ def cmd_static_context(args):
     from .tasks import load_task
 
     task = load_task(args.task)
-    return {"schema": SCHEMA, "kind": "static-context", "task": task.name,
-            "referenceOps": sorted(task.reference_ops()), "libraries": task.libraries}
+    return {
+        "schema": SCHEMA,
+        "kind": "static-context",
+        "task": task.name,
+        "referenceOps": sorted(task.reference_ops()),
+        "libraries": task.libraries,
+    }
 
 
 def cmd_build(args):
@@ -124,7 +136,11 @@ def cmd_build(args):
 
     arch = args.arch or "sm_90"
     return build(
-        args.candidate, args.cache or _default_cache(), _parse_defines(args.define), arch, args.timeout,
+        args.candidate,
+        args.cache or _default_cache(),
+        _parse_defines(args.define),
+        arch,
+        args.timeout,
         _parse_flags(args.nvcc_flag),
     )
 
@@ -132,9 +148,20 @@ def cmd_build(args):
 def cmd_inspect(args):
     from .tasks import TaskError, load_task
 
-    base = {"schema": SCHEMA, "kind": "task", "path": os.path.abspath(args.task.split("#")[0]), "ok": False,
-            "error": None, "name": os.path.basename(args.task.rstrip("/")), "format": "native", "backward": False,
-            "baseline": None, "configs": [], "notes": [], "probe": None}
+    base = {
+        "schema": SCHEMA,
+        "kind": "task",
+        "path": os.path.abspath(args.task.split("#")[0]),
+        "ok": False,
+        "error": None,
+        "name": os.path.basename(args.task.rstrip("/")),
+        "format": "native",
+        "backward": False,
+        "baseline": None,
+        "configs": [],
+        "notes": [],
+        "probe": None,
+    }
     try:
         task = load_task(args.task)
     except TaskError as err:
@@ -145,14 +172,30 @@ def cmd_inspect(args):
     if args.probe:
         task.prune("cpu")
     for c in task.configs:
-        entry = {"name": c.name, "heldout": c.heldout, "derived": c.derived,
-                 "dims": {k: v for k, v in c.dims.items() if isinstance(v, int) and not isinstance(v, bool)},
-                 "init": c.init or "declared", "inputs": []}
+        entry = {
+            "name": c.name,
+            "heldout": c.heldout,
+            "derived": c.derived,
+            "dims": {k: v for k, v in c.dims.items() if isinstance(v, int) and not isinstance(v, bool)},
+            "init": c.init or "declared",
+            "inputs": [],
+        }
         if hasattr(task, "inputs"):  # native: shapes without building tensors
-            entry["inputs"] = [{"name": i["name"], "shape": task._shape(i, c), "dtype": i.get("dtype", "float32")} for i in task.inputs]
+            entry["inputs"] = [
+                {"name": i["name"], "shape": task._shape(i, c), "dtype": i.get("dtype", "float32")} for i in task.inputs
+            ]
         configs.append(entry)
-    record = {**base, "ok": True, "name": task.name, "format": task.format, "path": task.path,
-              "backward": task.backward, "baseline": task.baseline, "configs": configs, "notes": task.notes}
+    record = {
+        **base,
+        "ok": True,
+        "name": task.name,
+        "format": task.format,
+        "path": task.path,
+        "backward": task.backward,
+        "baseline": task.baseline,
+        "configs": configs,
+        "notes": task.notes,
+    }
     if args.probe:
         from .verify import Reject, Verifier
 
@@ -160,7 +203,11 @@ def cmd_inspect(args):
         v = Verifier(task, None, "cpu", 1234, log=_log)
         try:
             v.check_task(smallest)
-            record["probe"] = {"ok": True, "reason": None, "message": f"reference runs on {smallest.name}; output is not degenerate"}
+            record["probe"] = {
+                "ok": True,
+                "reason": None,
+                "message": f"reference runs on {smallest.name}; output is not degenerate",
+            }
         except Reject as r:
             record["probe"] = {"ok": False, "reason": r.reason, "message": r.message}
             record["ok"] = False
@@ -188,13 +235,18 @@ def _load_for_run(args, backend):
         raise CandidateError(f"task {task.name} has no baseline kernel: pass --candidate FILE")
     source = read_source(path)
     fmt = detect_format(path, source)
-    static = check(path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu", libraries=task.libraries)
+    static = check(
+        path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu", libraries=task.libraries
+    )
     if not static["ok"]:
         return task, path, fmt, static, None
     artifact = args.artifact
     if artifact is None:
         b = build(
-            path, args.cache or _default_cache(), _parse_defines(args.define), cuda_arch(),
+            path,
+            args.cache or _default_cache(),
+            _parse_defines(args.define),
+            cuda_arch(),
             flags=_parse_flags(args.nvcc_flag),
         )
         if not b["ok"]:
@@ -210,13 +262,39 @@ def _verify_begin(args, started):
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     backend = _device_backend(args.device)
-    rec = {"schema": SCHEMA, "kind": "verify", "task": args.task, "candidate": args.candidate or "", "format": "",
-           "ok": False, "status": "error", "reason": None, "hack": None, "message": "", "mismatch": None,
-           "configs": [], "checks": [], "warnings": [], "seed": seed, "kernelShares": None, "libraryKernels": [],
-           "seconds": {"load": 0.0, "verify": 0.0}, "phases": {}, "device": None}
+    rec = {
+        "schema": SCHEMA,
+        "kind": "verify",
+        "task": args.task,
+        "candidate": args.candidate or "",
+        "format": "",
+        "ok": False,
+        "status": "error",
+        "reason": None,
+        "hack": None,
+        "message": "",
+        "mismatch": None,
+        "configs": [],
+        "checks": [],
+        "warnings": [],
+        "seed": seed,
+        "kernelShares": None,
+        "libraryKernels": [],
+        "seconds": {"load": 0.0, "verify": 0.0},
+        "phases": {},
+        "device": None,
+    }
     if backend is None:
-        return None, {**rec, "reason": "no-gpu", "device": device_info("cpu"),
-                      "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)"}, None
+        return (
+            None,
+            {
+                **rec,
+                "reason": "no-gpu",
+                "device": device_info("cpu"),
+                "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)",
+            },
+            None,
+        )
     _precise_math()
     rec["device"] = device_info(backend)
     t0 = time.perf_counter()
@@ -251,11 +329,19 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout, dump=None):
     rec["warnings"] += task.notes
     rec["checks"].append({"name": "static", "ok": static["ok"], "detail": f"{len(static['findings'])} findings"})
     # static findings are evidence: warnings here, confirmed or not by what the run shows
-    rec["warnings"] += [f"static check, line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"]
+    rec["warnings"] += [
+        f"static check, line {f['line']}: {f['message']}" for f in static["findings"] if f["severity"] == "warn"
+    ]
     if cand is None:
         first = next(f for f in static["findings"] if f["severity"] == "reject")
-        return {**rec, "status": "rejected", "reason": first["code"], "hack": first["hack"],
-                "message": f"static check, line {first['line']}: {first['message']} ({first['text']})", "static": static}
+        return {
+            **rec,
+            "status": "rejected",
+            "reason": first["code"],
+            "hack": first["hack"],
+            "message": f"static check, line {first['line']}: {first['message']} ({first['text']})",
+            "static": static,
+        }
     if backend == "cuda":
         import torch
 
@@ -264,8 +350,17 @@ def _verify_loaded(args, rec, backend, loaded, t0, quick, heldout, dump=None):
     rec["phases"]["load"] = round(rec["seconds"]["load"], 4)
     from .verify import verify
 
-    result, verifier = verify(task, cand, backend, seed, include_heldout=heldout and not quick,
-                              trials=args.trials, log=_log, quick=quick, dump=dump)
+    result, verifier = verify(
+        task,
+        cand,
+        backend,
+        seed,
+        include_heldout=heldout and not quick,
+        trials=args.trials,
+        log=_log,
+        quick=quick,
+        dump=dump,
+    )
     static_check = rec["checks"][0]
     static_warnings = rec["warnings"]
     rec.update({k: v for k, v in result.items() if k not in ("seconds", "phases")})
@@ -325,8 +420,18 @@ def _verify_in_process(args, dump):
 def _no_gpu_bench(task, message="no CUDA GPU on this machine: timing needs one"):
     from .env import device_info
 
-    return {"schema": SCHEMA, "kind": "bench", "task": task, "ok": False, "reason": "no-gpu",
-            "message": message, "device": device_info("cpu"), "ceilings": None, "configs": [], "seconds": 0.0}
+    return {
+        "schema": SCHEMA,
+        "kind": "bench",
+        "task": task,
+        "ok": False,
+        "reason": "no-gpu",
+        "message": message,
+        "device": device_info("cpu"),
+        "ceilings": None,
+        "configs": [],
+        "seconds": 0.0,
+    }
 
 
 def _bench_run(args, started, task, candidate=None, screen=False):
@@ -378,15 +483,35 @@ def _bench_run(args, started, task, candidate=None, screen=False):
     race = None
     if screen and getattr(args, "race", None):
         race = _race_arg(args.race)
-    result = bench(task, candidate, baseline, ceilings, info, seed, log=_log, budget_s=args.budget,
-                   compile_baseline=not args.no_compile, probe_cache=probes,
-                   head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
-                   time_eager=not screen, adaptive=screen, race=race)
+    result = bench(
+        task,
+        candidate,
+        baseline,
+        ceilings,
+        info,
+        seed,
+        log=_log,
+        budget_s=args.budget,
+        compile_baseline=not args.no_compile,
+        probe_cache=probes,
+        head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
+        time_eager=not screen,
+        adaptive=screen,
+        race=race,
+    )
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
-    return {"schema": SCHEMA, "kind": "bench", "task": task.name, "device": info, "ceilings": ceilings,
-            "baseline": os.path.abspath(baseline_path) if baseline_path else None,
-            "candidate": os.path.abspath(args.candidate) if args.candidate else None, "seed": seed, **result}
+    return {
+        "schema": SCHEMA,
+        "kind": "bench",
+        "task": task.name,
+        "device": info,
+        "ceilings": ceilings,
+        "baseline": os.path.abspath(baseline_path) if baseline_path else None,
+        "candidate": os.path.abspath(args.candidate) if args.candidate else None,
+        "seed": seed,
+        **result,
+    }
 
 
 def _race_arg(text):
@@ -395,8 +520,9 @@ def _race_arg(text):
         race = json.loads(text)
     except ValueError:
         race = None
-    if not isinstance(race, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and v > 0
-                                             for k, v in race.items()):
+    if not isinstance(race, dict) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in race.items()
+    ):
         raise SystemExit("--race takes a JSON object: configuration name → a positive speedup")
     return {k: float(v) for k, v in race.items()}
 
@@ -436,8 +562,10 @@ def cmd_evaluate(args):
             _fresh(backend)
         if stage == "bench":
             if backend != "cuda":
-                record = _no_gpu_bench(loaded[0].name, "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, "
-                                                       "so bench did not run")
+                record = _no_gpu_bench(
+                    loaded[0].name,
+                    "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, " "so bench did not run",
+                )
             else:
                 task, _, _, _, cand = loaded
                 record = _bench_run(args, started, task, cand, screen=True)
@@ -490,15 +618,23 @@ def build_parser():
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--task")
     sp.add_argument("--relaxed", action="store_true", help="flag only the reference's own ops (CPU tests)")
-    sp.add_argument("--reference-ops", help="the task's reference ops as a JSON list (from static-context), instead of --task")
-    sp.add_argument("--libraries", choices=("allow", "deny"), default="allow", help="with --reference-ops: the task's library rule")
-    sp = common(sub.add_parser("static-context", help="what the static check needs of a task (for static --reference-ops)"))
+    sp.add_argument(
+        "--reference-ops", help="the task's reference ops as a JSON list (from static-context), instead of --task"
+    )
+    sp.add_argument(
+        "--libraries", choices=("allow", "deny"), default="allow", help="with --reference-ops: the task's library rule"
+    )
+    sp = common(
+        sub.add_parser("static-context", help="what the static check needs of a task (for static --reference-ops)")
+    )
     sp.add_argument("--task", required=True)
     sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--cache")
     sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
-    sp.add_argument("--nvcc-flag", action="append", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)")
+    sp.add_argument(
+        "--nvcc-flag", action="append", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)"
+    )
     sp.add_argument("--arch")
     sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
@@ -517,11 +653,15 @@ def build_parser():
         sp.add_argument("--nvcc-flag", action="append")
         sp.add_argument("--seed", type=int)
         if name in ("verify", "evaluate"):
-            sp.add_argument("--heldout", action="store_true", help="include held-out configurations (final verification)")
+            sp.add_argument(
+                "--heldout", action="store_true", help="include held-out configurations (final verification)"
+            )
             sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
             sp.add_argument("--trials", type=int, default=2)
             if name == "verify":
-                sp.add_argument("--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)")
+                sp.add_argument(
+                    "--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)"
+                )
         if name in ("bench", "evaluate"):
             sp.add_argument("--baseline")
             sp.add_argument("--baseline-artifact")
@@ -529,16 +669,25 @@ def build_parser():
             sp.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
             sp.add_argument("--ceilings", help="JSON file caching this GPU's measured ceilings")
             sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
-            sp.add_argument("--no-probe-cache", action="store_true",
-                            help="profile the reference on every configuration, never reading the probe cache")
+            sp.add_argument(
+                "--no-probe-cache",
+                action="store_true",
+                help="profile the reference on every configuration, never reading the probe cache",
+            )
         if name == "bench":
-            sp.add_argument("--screen", action="store_true",
-                            help="time as the search's screen does: beside the baseline only, short head start, "
-                                 "as many samples as the spread needs")
+            sp.add_argument(
+                "--screen",
+                action="store_true",
+                help="time as the search's screen does: beside the baseline only, short head start, "
+                "as many samples as the spread needs",
+            )
         if name in ("bench", "evaluate"):
-            sp.add_argument("--race", help="the screen only: a JSON object, configuration → the leader's least "
-                                           "favourable speedup there; a candidate slower than it beyond the noise "
-                                           "stops after that configuration")
+            sp.add_argument(
+                "--race",
+                help="the screen only: a JSON object, configuration → the leader's least "
+                "favourable speedup there; a candidate slower than it beyond the noise "
+                "stops after that configuration",
+            )
         if name == "evaluate":
             for stage in STAGES:
                 sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
@@ -547,8 +696,17 @@ def build_parser():
     return p
 
 
-COMMANDS = {"device": cmd_device, "static": cmd_static, "static-context": cmd_static_context, "build": cmd_build, "inspect": cmd_inspect,
-            "verify": cmd_verify, "bench": cmd_bench, "evaluate": cmd_evaluate, "ceilings": cmd_ceilings}
+COMMANDS = {
+    "device": cmd_device,
+    "static": cmd_static,
+    "static-context": cmd_static_context,
+    "build": cmd_build,
+    "inspect": cmd_inspect,
+    "verify": cmd_verify,
+    "bench": cmd_bench,
+    "evaluate": cmd_evaluate,
+    "ceilings": cmd_ceilings,
+}
 
 
 def main(argv):

@@ -26,7 +26,7 @@ def compare(got, expected, tol, chunk=CHUNK):
         e0 = torch.where(guards.isfinite(e), e, torch.zeros_like(e))
         sum_e2 += float(guards.sum_(e0 * e0).item())
     ref_rms = (sum_e2 / max(1, n)) ** 0.5
-    ref_norm = sum_e2 ** 0.5
+    ref_norm = sum_e2**0.5
     # pass 2: errors, the worst element by its error over its own bound
     non_finite, worst, worst_ratio, max_abs, max_rel, err2 = 0, 0, -1.0, 0.0, 0.0, 0.0
     for s, t in spans:
@@ -52,7 +52,7 @@ def compare(got, expected, tol, chunk=CHUNK):
         max_rel = max(max_rel, float(guards.amax(diff / guards.abs_(e0).clamp_min(1e-30)).item()))
         err2 += float(guards.sum_(diff * diff).item())
         del g0, e0, diff, bound, ratio
-    err_norm = err2 ** 0.5
+    err_norm = err2**0.5
     norm_rel = err_norm / ref_norm if ref_norm > 0 else err_norm
     elementwise_ok = n == 0 or worst_ratio <= 1.0
     norm_ok = norm_rel <= tol["norm"] if ref_norm > 0 else err_norm <= tol["atol"]

@@ -32,7 +32,9 @@ def _driver_version():
     try:
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version,clocks.sm", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         first = out.stdout.strip().splitlines()[0]
         driver, clock = [p.strip() for p in first.split(",")]

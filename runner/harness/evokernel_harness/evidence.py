@@ -35,8 +35,13 @@ class Recorder:
             if len(self.kinds) >= MAX_KINDS:
                 self.dropped += 1
                 return
-            entry = self.kinds[key] = {"phase": self.phase, "line": line, "type": type(exc).__name__,
-                                       "message": describe(exc), "count": 0}
+            entry = self.kinds[key] = {
+                "phase": self.phase,
+                "line": line,
+                "type": type(exc).__name__,
+                "message": describe(exc),
+                "count": 0,
+            }
         entry["count"] += 1
 
     def handled(self, phases=None):
@@ -66,7 +71,9 @@ def summary(entries):
         if "Error building extension" in e["message"]:
             out.append(f"the extension build failed, handled at line {e['line']}{times}: {e['message']}")
         else:
-            out.append(f"{what} was raised and handled by the except branch at line {e['line']} during {e['phase']}{times}")
+            out.append(
+                f"{what} was raised and handled by the except branch at line {e['line']} during {e['phase']}{times}"
+            )
     return out
 
 
@@ -142,8 +149,11 @@ class _Monitoring:
         mon = sys.monitoring
         if self.unavailable:
             return True
-        return (self.tool is not None and mon.get_tool(self.tool) == NAME
-                and bool(mon.get_events(self.tool) & mon.events.EXCEPTION_HANDLED))
+        return (
+            self.tool is not None
+            and mon.get_tool(self.tool) == NAME
+            and bool(mon.get_events(self.tool) & mon.events.EXCEPTION_HANDLED)
+        )
 
     def scope(self):
         return _Nothing()

@@ -52,8 +52,21 @@ WATCHED = {
 
 # the harness's own references (this module's names): replacing one of them is replacing the
 # timer or a check through the back door
-OWN = ("perf_counter", "synchronize", "abs_", "sub", "isfinite", "isnan", "amax", "argmax", "sqrt", "sum_",
-       "equal", "EventBase", "sleep")
+OWN = (
+    "perf_counter",
+    "synchronize",
+    "abs_",
+    "sub",
+    "isfinite",
+    "isnan",
+    "amax",
+    "argmax",
+    "sqrt",
+    "sum_",
+    "equal",
+    "EventBase",
+    "sleep",
+)
 
 
 def snapshot():

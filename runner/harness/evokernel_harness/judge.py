@@ -177,18 +177,40 @@ def read_claim(path, kind="verify"):
 
 
 def base_record(args, seed):
-    return {"schema": SCHEMA, "kind": "verify", "task": args.task, "candidate": args.candidate or "", "format": "",
-            "ok": False, "status": "error", "reason": None, "hack": None, "message": "", "mismatch": None,
-            "configs": [], "checks": [], "warnings": [], "seed": seed, "kernelShares": None, "libraryKernels": [],
-            "seconds": {"load": 0.0, "verify": 0.0}, "phases": {}, "device": None}
+    return {
+        "schema": SCHEMA,
+        "kind": "verify",
+        "task": args.task,
+        "candidate": args.candidate or "",
+        "format": "",
+        "ok": False,
+        "status": "error",
+        "reason": None,
+        "hack": None,
+        "message": "",
+        "mismatch": None,
+        "configs": [],
+        "checks": [],
+        "warnings": [],
+        "seed": seed,
+        "kernelShares": None,
+        "libraryKernels": [],
+        "seconds": {"load": 0.0, "verify": 0.0},
+        "phases": {},
+        "device": None,
+    }
 
 
 def as_failure(claim):
     """A claim that is not a pass, held to that whatever its fields say."""
     rec = {**claim, "schema": SCHEMA, "kind": "verify", "ok": False}
     if rec.get("status") == "passed" or not isinstance(rec.get("status"), str):
-        rec.update(status="rejected", reason=rec.get("reason") or "record-invalid", hack=HACK,
-                   message="the candidate's process wrote a record that says both passed and not ok")
+        rec.update(
+            status="rejected",
+            reason=rec.get("reason") or "record-invalid",
+            hack=HACK,
+            message="the candidate's process wrote a record that says both passed and not ok",
+        )
     return rec
 
 
@@ -216,16 +238,22 @@ def verify_judged(args, in_process):
             raise SystemExit(os.WEXITSTATUS(status))
         claim = read_claim(claim_path)
         if claim is None:
-            return {**base_record(args, args.seed), "reason": "no-record", "hack": HACK,
-                    "message": "the candidate's process ended (exit 0) without a readable record of its verification"}
+            return {
+                **base_record(args, args.seed),
+                "reason": "no-record",
+                "hack": HACK,
+                "message": "the candidate's process ended (exit 0) without a readable record of its verification",
+            }
         if claim.get("ok") is not True:
             return as_failure(claim)
         checked = time.perf_counter()
         rec = recheck(args, claim, folder)
         phases = rec.get("phases") if isinstance(rec.get("phases"), dict) else {}
         rec["phases"] = {**phases, "recheck": round(time.perf_counter() - checked, 4)}
-        _log(f"judge: {'pass confirmed' if rec['ok'] else 'refused: ' + str(rec['reason'])} "
-             f"({time.perf_counter() - started - candidate_s:.3f} s outside the candidate's process)")
+        _log(
+            f"judge: {'pass confirmed' if rec['ok'] else 'refused: ' + str(rec['reason'])} "
+            f"({time.perf_counter() - started - candidate_s:.3f} s outside the candidate's process)"
+        )
         return rec
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -245,8 +273,12 @@ def recheck(args, claim, folder):
     seed = args.seed
     backend = _device_backend(args.device)
     if backend is None:
-        return {**base_record(args, seed), "reason": "no-gpu", "device": device_info("cpu"),
-                "message": "the candidate's process reported a pass, but the judge finds no CUDA GPU"}
+        return {
+            **base_record(args, seed),
+            "reason": "no-gpu",
+            "device": device_info("cpu"),
+            "message": "the candidate's process reported a pass, but the judge finds no CUDA GPU",
+        }
     _precise_math()
     rec = {**claim, "schema": SCHEMA, "kind": "verify", "seed": seed, "device": device_info(backend)}
     try:
@@ -263,22 +295,49 @@ def recheck(args, claim, folder):
     except Reject as r:
         return refuse(rec, r.reason, r.message, r.mismatch)
     except outputs.OutputError as e:
-        return refuse(rec, e.reason, e.message + ". The candidate's process reported a pass; a process that never "
-                      "loaded the candidate checks every pass against the outputs it wrote")
+        return refuse(
+            rec,
+            e.reason,
+            e.message + ". The candidate's process reported a pass; a process that never "
+            "loaded the candidate checks every pass against the outputs it wrote",
+        )
     except Exception as err:  # noqa: BLE001 — the judge itself failed: never a pass
         traceback.print_exc()
-        return {**rec, "ok": False, "status": "error", "reason": "recheck-error", "hack": None, "mismatch": None,
-                "message": f"the judge could not check the candidate's outputs: {type(err).__name__}: {err}"}
+        return {
+            **rec,
+            "ok": False,
+            "status": "error",
+            "reason": "recheck-error",
+            "hack": None,
+            "mismatch": None,
+            "message": f"the judge could not check the candidate's outputs: {type(err).__name__}: {err}",
+        }
     trials = sum(e["trials"] for e in entries)
-    return {**rec, "ok": True, "status": "passed", "reason": None, "hack": None, "mismatch": None,
-            "task": task.name, "configs": entries, "message": f"passed {trials} trials on {len(entries)} configurations"}
+    return {
+        **rec,
+        "ok": True,
+        "status": "passed",
+        "reason": None,
+        "hack": None,
+        "mismatch": None,
+        "task": task.name,
+        "configs": entries,
+        "message": f"passed {trials} trials on {len(entries)} configurations",
+    }
 
 
 def refuse(rec, reason, message, mismatch=None):
     from .verify import HACKS
 
-    return {**rec, "ok": False, "status": "rejected", "reason": reason, "hack": HACKS.get(reason),
-            "message": message, "mismatch": mismatch}
+    return {
+        **rec,
+        "ok": False,
+        "status": "rejected",
+        "reason": reason,
+        "hack": HACKS.get(reason),
+        "message": message,
+        "mismatch": mismatch,
+    }
 
 
 def _planned(v, configs):
@@ -290,8 +349,16 @@ def check_config(v, task, config, folder, inits, kept):
     """The configuration's entry in the record, from the judge's own comparisons of every trial
     the rule keeps. Raises Reject (verdict-forged) or outputs.OutputError."""
     index = next(i for i, c in enumerate(task.configs) if c.name == config.name)
-    entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
-             "trials": len(inits), "maxAbs": 0.0, "normRel": 0.0, "reason": None}
+    entry = {
+        "name": config.name,
+        "heldout": config.heldout,
+        "derived": config.derived,
+        "ok": True,
+        "trials": len(inits),
+        "maxAbs": 0.0,
+        "normRel": 0.0,
+        "reason": None,
+    }
     size = None
     for trial in outputs.trial_keys(len(inits)):
         if size is not None and not outputs.required(trial, size, kept["bytes"]):
@@ -304,18 +371,23 @@ def check_config(v, task, config, folder, inits, kept):
         size = outputs.nbytes_of(refs)
         kept["bytes"] += size
         where = f"configuration {config.name}, {'the same-buffer refill' if refill else f'trial {trial}'}"
-        outs = outputs.read(folder, index, trial, refs, where,
-                            accepts_shape=lambda shape, ref: _one_element(task, shape, ref))
+        outs = outputs.read(
+            folder, index, trial, refs, where, accepts_shape=lambda shape, ref: _one_element(task, shape, ref)
+        )
         outs = [o.to(v.device) for o in outs]
         results = v.check_outputs(outs, refs, config, 0 if refill else trial)
         failed = next((r for r in results if not r["ok"]), None)
         if failed is not None and v.within_truth(outs, case, config, where):
             failed = None
         if failed is not None:
-            raise Reject("verdict-forged", f"{where}: the candidate's process reported a pass, but the outputs it wrote "
-                         f"are wrong against the reference run in a process that never loaded the candidate "
-                         f"({failed['output']}: max abs error {failed['maxAbs']}, relative norm error {failed['normRel']}): "
-                         "it tampered with the verification in its own process (hack 6)", failed)
+            raise Reject(
+                "verdict-forged",
+                f"{where}: the candidate's process reported a pass, but the outputs it wrote "
+                f"are wrong against the reference run in a process that never loaded the candidate "
+                f"({failed['output']}: max abs error {failed['maxAbs']}, relative norm error {failed['normRel']}): "
+                "it tampered with the verification in its own process (hack 6)",
+                failed,
+            )
         if not refill:
             for r in results:
                 entry["maxAbs"] = max(entry["maxAbs"], r["maxAbs"]) if r["maxAbs"] is not None else entry["maxAbs"]

@@ -129,15 +129,27 @@ def _check_item(item, ref, i, where, accepts_shape):
         raise OutputError("outputs-invalid", f"{where}: output {i}'s header is not an object")
     dtype = ALLOWED.get(item.get("dtype")) if isinstance(item.get("dtype"), str) else None
     if dtype is None:
-        raise OutputError("outputs-invalid", f"{where}: output {i} has dtype {str(item.get('dtype'))[:40]!r}, which the judge does not read")
+        raise OutputError(
+            "outputs-invalid",
+            f"{where}: output {i} has dtype {str(item.get('dtype'))[:40]!r}, which the judge does not read",
+        )
     if dtype != ref.dtype:
-        raise OutputError("outputs-invalid", f"{where}: output {i} is written as {item['dtype']}, the reference's is {_dtype_name(ref.dtype)}")
+        raise OutputError(
+            "outputs-invalid",
+            f"{where}: output {i} is written as {item['dtype']}, the reference's is {_dtype_name(ref.dtype)}",
+        )
     shape = item.get("shape")
-    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
-            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**62 for n in shape)):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**62 for n in shape)
+    ):
         raise OutputError("outputs-invalid", f"{where}: output {i}'s shape is not a list of sizes")
     if tuple(shape) != tuple(ref.shape) and not accepts_shape(tuple(shape), ref):
-        raise OutputError("outputs-invalid", f"{where}: output {i} is written with shape {tuple(shape)[:8]}, the reference's is {tuple(ref.shape)}")
+        raise OutputError(
+            "outputs-invalid",
+            f"{where}: output {i} is written with shape {tuple(shape)[:8]}, the reference's is {tuple(ref.shape)}",
+        )
     return dtype, tuple(shape)
 
 
@@ -147,24 +159,33 @@ def _read_file(path, size, limit, where, what):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise OutputError("outputs-missing", f"{where}: the candidate's process wrote no file for {what} of its outputs") from None
+        raise OutputError(
+            "outputs-missing", f"{where}: the candidate's process wrote no file for {what} of its outputs"
+        ) from None
     except OSError as err:  # ELOOP: a symlink
-        raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs cannot be opened as a file "
-                          f"of its own ({os.strerror(err.errno) if err.errno else err}): a symlink or not a file") from None
+        raise OutputError(
+            "outputs-invalid",
+            f"{where}: {what} of the candidate's outputs cannot be opened as a file "
+            f"of its own ({os.strerror(err.errno) if err.errno else err}): a symlink or not a file",
+        ) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs is not a regular file")
         if st.st_size > limit or (size is not None and st.st_size != size):
             expected = f"{size} bytes" if size is not None else f"at most {limit} bytes"
-            raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, "
-                              f"expected {expected}")
+            raise OutputError(
+                "outputs-invalid",
+                f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, " f"expected {expected}",
+            )
         buf = bytearray(st.st_size)
         view, got = memoryview(buf), 0
         while got < len(buf):
             n = os.readv(fd, [view[got:]])
             if n <= 0:
-                raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs changed size while read")
+                raise OutputError(
+                    "outputs-invalid", f"{where}: {what} of the candidate's outputs changed size while read"
+                )
             got += n
         return buf
     finally:

@@ -99,8 +99,12 @@ def judge(traces, own_names, libraries="allow"):
         own_seen |= ours
         library_names |= {n for n, k in kinds.items() if k == "library"}
         if not ours:
-            return _fail(f"none of its kernels ({_short(own_names)}) ran on configuration {config}; "
-                         f"launched: {_short(cand) or 'nothing'}", totals, library_names)
+            return _fail(
+                f"none of its kernels ({_short(own_names)}) ran on configuration {config}; "
+                f"launched: {_short(cand) or 'nothing'}",
+                totals,
+                library_names,
+            )
         ref_work = {n: us for n, us in ref.items() if not HARMLESS.search(n)}
         ref_total = sum(ref_work.values()) or 1.0
         non_trivial = {n for n, us in ref_work.items() if us >= NON_TRIVIAL_SHARE * ref_total}
@@ -108,8 +112,12 @@ def judge(traces, own_names, libraries="allow"):
         if libraries == "deny":
             banned = shared | {n for n, k in kinds.items() if k == "library"}
             if banned:
-                return _fail(f"it launches {_short(banned)} on configuration {config}, and this task forbids "
-                             "library and reference kernels (\"libraries\": \"deny\")", totals, library_names)
+                return _fail(
+                    f"it launches {_short(banned)} on configuration {config}, and this task forbids "
+                    'library and reference kernels ("libraries": "deny")',
+                    totals,
+                    library_names,
+                )
             continue
         # a fallback launches the reference's kernels as the reference does, its own beside them:
         # every one of them, or the ones the work is in where those are PyTorch's own. Library
@@ -118,21 +126,33 @@ def judge(traces, own_names, libraries="allow"):
         replaced = set(ref_work) - shared
         torch_work = {n for n in non_trivial if classify(n, ()) != "library"}
         if ref_work and (not replaced or (non_trivial <= shared and torch_work)):
-            return _fail(f"it launches every kernel the reference does its work in ({_short(non_trivial)}) on "
-                         f"configuration {config}: PyTorch does the work, its own {_short(ours)} is extra", totals, library_names)
+            return _fail(
+                f"it launches every kernel the reference does its work in ({_short(non_trivial)}) on "
+                f"configuration {config}: PyTorch does the work, its own {_short(ours)} is extra",
+                totals,
+                library_names,
+            )
         cand_total = sum(cand.values()) or 1.0
         own_us = sum(us for n, us in cand.items() if kinds[n] == "own")
         torch_us = sum(us for n, us in cand.items() if kinds[n] == "torch")
         if torch_us > own_us:
             torch_names = {n for n, k in kinds.items() if k == "torch"}
-            return _fail(f"PyTorch's kernels ({_short(torch_names)}) take {torch_us / cand_total:.0%} of its GPU time on "
-                         f"configuration {config}, its own kernels {own_us / cand_total:.0%}: the work is PyTorch's", totals, library_names)
+            return _fail(
+                f"PyTorch's kernels ({_short(torch_names)}) take {torch_us / cand_total:.0%} of its GPU time on "
+                f"configuration {config}, its own kernels {own_us / cand_total:.0%}: the work is PyTorch's",
+                totals,
+                library_names,
+            )
         lib_us = sum(us for n, us in cand.items() if kinds[n] == "library")
         ref_all_library = bool(ref_work) and all(classify(n, ()) == "library" for n in ref_work)
         if ref_all_library and lib_us > 0.5 * cand_total:
-            return _fail(f"the reference's work is a library call ({_short(non_trivial)}) and library kernels take "
-                         f"{lib_us / cand_total:.0%} of the candidate's GPU time on configuration {config}: "
-                         "it calls the same library", totals, library_names)
+            return _fail(
+                f"the reference's work is a library call ({_short(non_trivial)}) and library kernels take "
+                f"{lib_us / cand_total:.0%} of the candidate's GPU time on configuration {config}: "
+                "it calls the same library",
+                totals,
+                library_names,
+            )
     shares = _shares(totals)
     detail = f"ran {_short(own_seen)} on {len(traces)} configuration{'s' if len(traces) != 1 else ''}"
     if library_names:
@@ -148,7 +168,12 @@ def _shares(totals):
 
 
 def _fail(detail, totals, library_names):
-    return {"ok": False, "detail": detail, "shares": _shares(totals), "libraryKernels": sorted(n[:200] for n in library_names)}
+    return {
+        "ok": False,
+        "detail": detail,
+        "shares": _shares(totals),
+        "libraryKernels": sorted(n[:200] for n in library_names),
+    }
 
 
 def check_own_kernel(candidate, task, cases, libraries="allow"):
@@ -161,8 +186,12 @@ def check_own_kernel(candidate, task, cases, libraries="allow"):
     try:
         _kernel_stats(lambda: torch.ones(1, device="cuda").add_(1))
     except Exception as err:  # noqa: BLE001 — no profiler on this machine: say so, don't fail
-        return {"ok": True, "detail": f"profiler unavailable ({type(err).__name__}: {err}); own-kernel check skipped",
-                "shares": None, "libraryKernels": []}
+        return {
+            "ok": True,
+            "detail": f"profiler unavailable ({type(err).__name__}: {err}); own-kernel check skipped",
+            "shares": None,
+            "libraryKernels": [],
+        }
     traces = []
     for name, case in cases:
         with grad():
@@ -171,15 +200,23 @@ def check_own_kernel(candidate, task, cases, libraries="allow"):
                 scoped = getattr(candidate, "scoped", None)
                 cand = _kernel_times_us(staged if scoped is None else (lambda: scoped(staged)))
             except Exception as err:  # noqa: BLE001 — it passed unprofiled: failing profiled is a tell
-                return {"ok": False, "detail": f"it raised under the profiler on configuration {name} "
-                        f"({type(err).__name__}: {str(err)[:200]}), after passing without it",
-                        "shares": None, "libraryKernels": []}
+                return {
+                    "ok": False,
+                    "detail": f"it raised under the profiler on configuration {name} "
+                    f"({type(err).__name__}: {str(err)[:200]}), after passing without it",
+                    "shares": None,
+                    "libraryKernels": [],
+                }
             ref = _kernel_times_us(task.staged(task.reference_entry(), case.clone()))
         traces.append((name, cand, ref))
         del case
     if not any(cand for _, cand, _ in traces):
-        return {"ok": True, "detail": "the profiler saw no kernels at all; own-kernel check inconclusive",
-                "shares": None, "libraryKernels": []}
+        return {
+            "ok": True,
+            "detail": "the profiler saw no kernels at all; own-kernel check inconclusive",
+            "shares": None,
+            "libraryKernels": [],
+        }
     if rewrite:
         return rewrite_verdict(traces)
     return judge(traces, candidate.kernels, libraries)
@@ -198,9 +235,15 @@ def rewrite_verdict(traces):
         ref_work = {n for n in ref if not HARMLESS.search(n)}
         same.append(bool(ref_work) and ref_work == {n for n in cand if not HARMLESS.search(n)})
     shares = _shares(totals)
-    detail = (f"a PyTorch rewrite: no kernel of its own; {shares['torch']:.0%} of its GPU time in PyTorch kernels"
-              + (f", {shares['library']:.0%} in library kernels ({_short(library_names)})" if library_names else ""))
+    detail = f"a PyTorch rewrite: no kernel of its own; {shares['torch']:.0%} of its GPU time in PyTorch kernels" + (
+        f", {shares['library']:.0%} in library kernels ({_short(library_names)})" if library_names else ""
+    )
     if all(same):
         detail += "; it launches exactly the reference's kernels"
-    return {"ok": True, "rewrite": True, "detail": detail, "shares": shares,
-            "libraryKernels": sorted(n[:200] for n in library_names)}
+    return {
+        "ok": True,
+        "rewrite": True,
+        "detail": detail,
+        "shares": shares,
+        "libraryKernels": sorted(n[:200] for n in library_names),
+    }

@@ -77,8 +77,7 @@ def probe_key(task_hash, task, config, device):
 
 
 def _valid_ms(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value) and value > 0)
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def cost_key(key):

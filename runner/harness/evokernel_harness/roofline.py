@@ -58,8 +58,10 @@ def theoretical_peaks():
     if (props.major, props.minor) != (9, 0):
         return {}
     clock_ghz = 1.98  # H100/H200 SXM maximum boost clock
-    return {"fp32": props.multi_processor_count * 128 * 2 * clock_ghz / 1e3,
-            "bf16": props.multi_processor_count * 4096 * clock_ghz / 1e3}
+    return {
+        "fp32": props.multi_processor_count * 128 * 2 * clock_ghz / 1e3,
+        "bf16": props.multi_processor_count * 4096 * clock_ghz / 1e3,
+    }
 
 
 def floor_ms(nbytes, flops, dtype_name, ceilings):

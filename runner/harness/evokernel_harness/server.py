@@ -66,7 +66,9 @@ def _run(req, out):
     for another process's GPU work never counts against the request's deadline. A line
     {"id", "started"} tells the client when the deadline starts."""
     argv = req["argv"]
-    with gpulock.held(argv, on_wait=lambda: print(json.dumps({"id": req.get("id"), "waiting": True}), file=out, flush=True)) as waited:
+    with gpulock.held(
+        argv, on_wait=lambda: print(json.dumps({"id": req.get("id"), "waiting": True}), file=out, flush=True)
+    ) as waited:
         print(json.dumps({"id": req.get("id"), "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
         os.environ[gpulock.HELD] = "1"
         try:

@@ -13,7 +13,8 @@ import ast
 import re
 
 # torch compute ops: calling these from a candidate is falling back to PyTorch (hack 12)
-COMPUTE_OPS = set("""
+COMPUTE_OPS = set(
+    """
 matmul mm bmm addmm addmv addbmm baddbmm linear bilinear conv1d conv2d conv3d
 conv_transpose1d conv_transpose2d conv_transpose3d softmax log_softmax softmin layer_norm
 group_norm batch_norm instance_norm rms_norm cross_entropy nll_loss mse_loss l1_loss
@@ -26,49 +27,111 @@ reciprocal sign max_pool1d max_pool2d max_pool3d avg_pool1d avg_pool2d avg_pool3
 adaptive_avg_pool2d adaptive_max_pool2d interpolate pad normalize cosine_similarity
 pairwise_distance cdist triu tril diag trace kron cross frobenius_norm matrix_norm
 vector_norm
-""".split())
+""".split()
+)
 # ops a vendor library does (cuBLAS, cuDNN): a candidate may call them for part of the work
 # (the runtime trace decides whether that is all of the work), unless the task says
 # "libraries": "deny"
-LIBRARY_OPS = set("""
+LIBRARY_OPS = set(
+    """
 matmul mm bmm addmm addmv addbmm baddbmm linear bilinear conv1d conv2d conv3d
 conv_transpose1d conv_transpose2d conv_transpose3d einsum tensordot inner outer dot vdot
-""".split())
+""".split()
+)
 # the reference may call these without a candidate that calls them falling back
-NEUTRAL = set("""
+NEUTRAL = set(
+    """
 view reshape size shape contiguous to float half bfloat16 double int long bool cuda cpu
 empty empty_like zeros zeros_like ones ones_like full full_like numel dim stride unsqueeze
 squeeze permute transpose t expand flatten unflatten item tolist detach clone copy_ fill_
 zero_ is_contiguous data_ptr type_as new_empty new_zeros new_full manual_seed get arange
 forward backward apply save_for_backward append extend keys values items dtype device
 requires_grad_ retain_grad chunk split narrow select index_select gather stack cat
-""".split())
+""".split()
+)
 
 THREAD_MODULES = {"threading", "_thread", "concurrent", "multiprocessing", "asyncio", "subprocess", "signal"}
 TAMPER_ATTRS = {
-    "elapsed_time", "synchronize", "perf_counter", "perf_counter_ns", "time", "time_ns",
-    "monotonic", "process_time", "record", "Event", "allclose", "isclose", "equal",
-    "assert_close", "isfinite", "isnan", "isinf", "norm", "abs", "max", "amax", "sub",
-    "query", "wait", "do_bench", "Timer",
+    "elapsed_time",
+    "synchronize",
+    "perf_counter",
+    "perf_counter_ns",
+    "time",
+    "time_ns",
+    "monotonic",
+    "process_time",
+    "record",
+    "Event",
+    "allclose",
+    "isclose",
+    "equal",
+    "assert_close",
+    "isfinite",
+    "isnan",
+    "isinf",
+    "norm",
+    "abs",
+    "max",
+    "amax",
+    "sub",
+    "query",
+    "wait",
+    "do_bench",
+    "Timer",
 }
 TAMPER_ROOTS = {"torch", "time", "numpy", "np", "triton", "timeit", "builtins", "sys", "evokernel_harness"}
 
 C_RULES = [
     # (regex, code, hack, severity, message)
-    (r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|\bcudaStreamNonBlocking\b",
-     "side-stream", 3, "warn", "creates or uses another stream: timing covers every stream, and work the caller's stream never waits for is reported"),
-    (r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b",
-     "background-thread", 4, "warn", "starts host threads or callbacks: threads still running after a call are refused at run time"),
-    (r"\btry\s*\{|\bcatch\s*\(",
-     "torch-fallback", 12, "warn", "try/catch: a fallback is refused only where the trace shows its own kernels did not do the work"),
-    (r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
-     "timer-patching", 6, "reject", "interposes or redefines CUDA timing/synchronisation functions"),
-    (r"\b(cublas|cublasLt|cudnn)\w*\s*\(",
-     "library-call", 12, "warn", "calls a vendor library: the speedup may not be this kernel's own"),
-    (r"__half|half2|__nv_bfloat16|__float2half|__float2bfloat16|nvcuda::wmma|\bmma\.sync|\btf32\b|__nv_fp8",
-     "reduced-precision", 7, "warn", "uses lower-precision types or tensor-core math: checked against the task's dtype tolerance"),
-    (r"^\s*(?:static\s+)?__device__\s+(?!const|__forceinline__|inline|static|void|float|double|int|bool|unsigned|auto|__half|T\b)[^(;]*;|^\s*static\s+(?!const\b|constexpr\b|inline\b|void\b|__device__\b|__global__\b|__forceinline__\b|__host__\b|int\s+\w+\s*\()[\w:<>,\s\*]+\s\**\w+\s*(=[^;]*)?;",
-     "stateful", 11, "warn", "keeps state between calls (caches or counters are checked at run time)"),
+    (
+        r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|\bcudaStreamNonBlocking\b",
+        "side-stream",
+        3,
+        "warn",
+        "creates or uses another stream: timing covers every stream, and work the caller's stream never waits for is reported",
+    ),
+    (
+        r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b",
+        "background-thread",
+        4,
+        "warn",
+        "starts host threads or callbacks: threads still running after a call are refused at run time",
+    ),
+    (
+        r"\btry\s*\{|\bcatch\s*\(",
+        "torch-fallback",
+        12,
+        "warn",
+        "try/catch: a fallback is refused only where the trace shows its own kernels did not do the work",
+    ),
+    (
+        r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
+        "timer-patching",
+        6,
+        "reject",
+        "interposes or redefines CUDA timing/synchronisation functions",
+    ),
+    (
+        r"\b(cublas|cublasLt|cudnn)\w*\s*\(",
+        "library-call",
+        12,
+        "warn",
+        "calls a vendor library: the speedup may not be this kernel's own",
+    ),
+    (
+        r"__half|half2|__nv_bfloat16|__float2half|__float2bfloat16|nvcuda::wmma|\bmma\.sync|\btf32\b|__nv_fp8",
+        "reduced-precision",
+        7,
+        "warn",
+        "uses lower-precision types or tensor-core math: checked against the task's dtype tolerance",
+    ),
+    (
+        r"^\s*(?:static\s+)?__device__\s+(?!const|__forceinline__|inline|static|void|float|double|int|bool|unsigned|auto|__half|T\b)[^(;]*;|^\s*static\s+(?!const\b|constexpr\b|inline\b|void\b|__device__\b|__global__\b|__forceinline__\b|__host__\b|int\s+\w+\s*\()[\w:<>,\s\*]+\s\**\w+\s*(=[^;]*)?;",
+        "stateful",
+        11,
+        "warn",
+        "keeps state between calls (caches or counters are checked at run time)",
+    ),
 ]
 TORCH_CPP_OP = re.compile(r"\b(?:at|torch|torch::nn::functional|F)::(\w+)\s*\(")
 TORCH_CPP_METHOD = re.compile(r"[\w\)\]]\s*(?:\.|->)\s*(\w+)\s*\(")
@@ -77,11 +140,19 @@ TORCH_CPP_METHOD = re.compile(r"[\w\)\]]\s*(?:\.|->)\s*(\w+)\s*\(")
 def strip_c_comments(src):
     def blank(m):
         return re.sub(r"[^\n]", " ", m.group(0))
+
     return re.sub(r"//[^\n]*|/\*.*?\*/", blank, src, flags=re.S)
 
 
 def finding(code, hack, line, text, message, severity="warn"):
-    return {"code": code, "hack": hack, "line": line, "text": text.strip()[:200], "message": message, "severity": severity}
+    return {
+        "code": code,
+        "hack": hack,
+        "line": line,
+        "text": text.strip()[:200],
+        "message": message,
+        "severity": severity,
+    }
 
 
 def torch_op_finding(op, line, text, ref_ops, strict, libraries):
@@ -93,16 +164,35 @@ def torch_op_finding(op, line, text, ref_ops, strict, libraries):
         return None
     own_op = op in ref_ops
     if op in LIBRARY_OPS and libraries == "deny" and (own_op or strict):
-        return finding("torch-fallback", 12, line, text, f"calls the library op {op}, and this task forbids libraries (\"libraries\": \"deny\"): "
-                       "refused if a library kernel runs")
+        return finding(
+            "torch-fallback",
+            12,
+            line,
+            text,
+            f'calls the library op {op}, and this task forbids libraries ("libraries": "deny"): '
+            "refused if a library kernel runs",
+        )
     if own_op and op not in LIBRARY_OPS:
-        return finding("torch-fallback", 12, line, text, f"calls the torch op {op}, which the reference computes with: "
-                       "the trace decides whether its own kernels do the reference's work")
+        return finding(
+            "torch-fallback",
+            12,
+            line,
+            text,
+            f"calls the torch op {op}, which the reference computes with: "
+            "the trace decides whether its own kernels do the reference's work",
+        )
     if op in COMPUTE_OPS or own_op:
         if not strict and not own_op:
             return None
         what = "a library op" if op in LIBRARY_OPS else "a torch compute op"
-        return finding("torch-op", 12, line, text, f"calls {op} ({what}): allowed for part of the work; the profiler checks that its own kernels do the task's work", "warn")
+        return finding(
+            "torch-op",
+            12,
+            line,
+            text,
+            f"calls {op} ({what}): allowed for part of the work; the profiler checks that its own kernels do the task's work",
+            "warn",
+        )
     return None
 
 
@@ -118,7 +208,9 @@ def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True, 
     if torch_ext:
         for i, line in enumerate(lines):
             for m in list(TORCH_CPP_OP.finditer(line)) + list(TORCH_CPP_METHOD.finditer(line)):
-                f = torch_op_finding(m.group(1), i + 1 + line_offset, raw[i] if i < len(raw) else "", ref_ops, strict, libraries)
+                f = torch_op_finding(
+                    m.group(1), i + 1 + line_offset, raw[i] if i < len(raw) else "", ref_ops, strict, libraries
+                )
                 if f is not None:
                     out.append(f)
     return out
@@ -164,22 +256,76 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
             for mod in mods:
                 top = mod.split(".")[0]
                 if top in THREAD_MODULES:
-                    out.append(finding("background-thread", 4, node.lineno, text(node), f"imports {mod}: threads still running after a call are refused at run time"))
+                    out.append(
+                        finding(
+                            "background-thread",
+                            4,
+                            node.lineno,
+                            text(node),
+                            f"imports {mod}: threads still running after a call are refused at run time",
+                        )
+                    )
                 if top in ("gc", "inspect", "traceback"):
-                    out.append(finding("output-memory-reuse", 1, node.lineno, text(node), f"imports {mod}: can reach other code's tensors; the run probes for a reused reference output"))
+                    out.append(
+                        finding(
+                            "output-memory-reuse",
+                            1,
+                            node.lineno,
+                            text(node),
+                            f"imports {mod}: can reach other code's tensors; the run probes for a reused reference output",
+                        )
+                    )
                 if top in ("importlib", "builtins"):
-                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"imports {mod}: the harness's timers and checks are compared after every call"))
+                    out.append(
+                        finding(
+                            "timer-patching",
+                            6,
+                            node.lineno,
+                            text(node),
+                            f"imports {mod}: the harness's timers and checks are compared after every call",
+                        )
+                    )
                 if isinstance(node, ast.ImportFrom) and top == "torch":
                     out += [f for alias in node.names if (f := ops(alias.name, node)) is not None]
                 if top == "ctypes":
-                    out.append(finding("native-code", None, node.lineno, text(node), "loads native code with ctypes: checked at run time", "warn"))
+                    out.append(
+                        finding(
+                            "native-code",
+                            None,
+                            node.lineno,
+                            text(node),
+                            "loads native code with ctypes: checked at run time",
+                            "warn",
+                        )
+                    )
         elif isinstance(node, ast.Try):
-            out.append(finding("torch-fallback", 12, node.lineno, text(node), "try/except: a fallback is refused only if its except branch runs or the trace shows others' kernels did the work"))
+            out.append(
+                finding(
+                    "torch-fallback",
+                    12,
+                    node.lineno,
+                    text(node),
+                    "try/except: a fallback is refused only if its except branch runs or the trace shows others' kernels did the work",
+                )
+            )
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
                 if "Tensor" in ast.unparse(base):
-                    out.append(finding("fake-tensor", 5, node.lineno, text(node), "subclasses torch.Tensor: outputs must be plain tensors (checked on every output)"))
-        elif isinstance(node, ast.Name) and node.id in ("__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass"):
+                    out.append(
+                        finding(
+                            "fake-tensor",
+                            5,
+                            node.lineno,
+                            text(node),
+                            "subclasses torch.Tensor: outputs must be plain tensors (checked on every output)",
+                        )
+                    )
+        elif isinstance(node, ast.Name) and node.id in (
+            "__torch_function__",
+            "__torch_dispatch__",
+            "_make_subclass",
+            "_make_wrapper_subclass",
+        ):
             out.append(finding("fake-tensor", 5, node.lineno, text(node), f"uses {node.id}: lazy or fake tensors"))
         elif isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
             out.append(finding("fake-tensor", 5, node.lineno, text(node), f"defines {node.name}: lazy or fake tensors"))
@@ -187,23 +333,84 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for t in targets:
                 if isinstance(t, ast.Attribute) and _is_backend_flag(t):
-                    out.append(finding("global-state", None, node.lineno, text(node), f"sets {ast.unparse(t)}: the harness applies it around "
-                                       "the candidate's own calls only (the reference and baselines keep the harness's settings)"))
+                    out.append(
+                        finding(
+                            "global-state",
+                            None,
+                            node.lineno,
+                            text(node),
+                            f"sets {ast.unparse(t)}: the harness applies it around "
+                            "the candidate's own calls only (the reference and baselines keep the harness's settings)",
+                        )
+                    )
                 elif isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
-                    out.append(finding("timer-patching", 6, node.lineno, text(node), f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own", "reject"))
+                    out.append(
+                        finding(
+                            "timer-patching",
+                            6,
+                            node.lineno,
+                            text(node),
+                            f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own",
+                            "reject",
+                        )
+                    )
         elif isinstance(node, ast.Attribute):
             name = ast.unparse(node)
             if node.attr in ("Stream", "stream", "set_stream", "ExternalStream", "StreamContext") and "cuda" in name:
-                out.append(finding("side-stream", 3, node.lineno, text(node), f"uses {name}: timing covers every stream, and work the caller's stream never waits for is reported"))
-            if node.attr in ("_getframe", "modules", "get_objects", "get_referrers", "__dict__", "__globals__", "f_back", "f_locals", "__builtins__", "_current_frames"):
-                code, hack = ("output-memory-reuse", 1) if node.attr in ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals") else ("timer-patching", 6)
-                out.append(finding(code, hack, node.lineno, text(node), f"reaches into {name}: other code's objects or the harness's functions (checked after every call)"))
+                out.append(
+                    finding(
+                        "side-stream",
+                        3,
+                        node.lineno,
+                        text(node),
+                        f"uses {name}: timing covers every stream, and work the caller's stream never waits for is reported",
+                    )
+                )
+            if node.attr in (
+                "_getframe",
+                "modules",
+                "get_objects",
+                "get_referrers",
+                "__dict__",
+                "__globals__",
+                "f_back",
+                "f_locals",
+                "__builtins__",
+                "_current_frames",
+            ):
+                code, hack = (
+                    ("output-memory-reuse", 1)
+                    if node.attr in ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals")
+                    else ("timer-patching", 6)
+                )
+                out.append(
+                    finding(
+                        code,
+                        hack,
+                        node.lineno,
+                        text(node),
+                        f"reaches into {name}: other code's objects or the harness's functions (checked after every call)",
+                    )
+                )
             if node.attr in ("as_subclass",):
-                out.append(finding("fake-tensor", 5, node.lineno, text(node), "as_subclass: outputs must be plain tensors"))
+                out.append(
+                    finding("fake-tensor", 5, node.lineno, text(node), "as_subclass: outputs must be plain tensors")
+                )
         elif isinstance(node, ast.Call):
             fname = ast.unparse(node.func)
-            if fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr") and fname != "getattr":
-                out.append(finding("timer-patching", 6, node.lineno, text(node), f"calls {fname}(): the harness's timers and checks are compared after every call"))
+            if (
+                fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr")
+                and fname != "getattr"
+            ):
+                out.append(
+                    finding(
+                        "timer-patching",
+                        6,
+                        node.lineno,
+                        text(node),
+                        f"calls {fname}(): the harness's timers and checks are compared after every call",
+                    )
+                )
             if isinstance(node.func, ast.Attribute):
                 root = _root(node.func)
                 if root in ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy"):
@@ -217,8 +424,19 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
                 out.append(f)
     # CUDA source inside Python strings (load_inline)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ("__global__" in node.value or "#include" in node.value):
-            out += check_c(node.value, torch_ext=True, line_offset=node.lineno - 1, ref_ops=ref_ops, strict=strict, libraries=libraries)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and ("__global__" in node.value or "#include" in node.value)
+        ):
+            out += check_c(
+                node.value,
+                torch_ext=True,
+                line_offset=node.lineno - 1,
+                ref_ops=ref_ops,
+                strict=strict,
+                libraries=libraries,
+            )
     return out
 
 

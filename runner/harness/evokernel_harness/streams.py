@@ -58,8 +58,7 @@ def escaped(events):
             out.append((name, stream, end - start, "started before the caller's stream reached the call"))
         elif end > hi + EPS_US:
             out.append((name, stream, end - start, "ended after the caller's stream had finished the call"))
-    return {"windowUs": hi - lo, "streams": sorted({str(e[1]) for e in work if e[1] is not None}),
-            "escaped": out}
+    return {"windowUs": hi - lo, "streams": sorted({str(e[1]) for e in work if e[1] is not None}), "escaped": out}
 
 
 def describe(result):
@@ -73,9 +72,11 @@ def describe(result):
         names = ", ".join(sorted({n[:80] for n, _, _ in items})[:3])
         whys = sorted({w for _, _, w in items})
         parts.append(f"stream {stream}: {names} ({sum(us for _, us, _ in items) / 1e3:.3f} ms; {'; '.join(whys)})")
-    return (f"{total / 1e3:.3f} ms of its GPU work ran outside the timed window on the caller's stream "
-            f"({result['windowUs'] / 1e3:.3f} ms): {'; '.join(parts)}: the caller's stream never waited for it, "
-            "so events on it do not time it (hack 3)")
+    return (
+        f"{total / 1e3:.3f} ms of its GPU work ran outside the timed window on the caller's stream "
+        f"({result['windowUs'] / 1e3:.3f} ms): {'; '.join(parts)}: the caller's stream never waited for it, "
+        "so events on it do not time it (hack 3)"
+    )
 
 
 TAIL_MS = 0.1  # the device busy this long after the caller's stream finished: work escaped
@@ -116,15 +117,21 @@ def _least_tail(fn, head_start_cycles, runs):
 def check(fn, head_start_cycles=HEAD_START_CYCLES):
     """{ok, detail, streams} for one call: the trace's verdict, and the device's tail."""
     tail = tail_ms(fn, head_start_cycles)
-    late = (f"after the caller's stream had finished the call the GPU stayed busy {tail:.3f} ms with work it never "
-            "waited for: events on the caller's stream do not time it (hack 3)")
+    late = (
+        f"after the caller's stream had finished the call the GPU stayed busy {tail:.3f} ms with work it never "
+        "waited for: events on the caller's stream do not time it (hack 3)"
+    )
     try:
         result = escaped(profile_call(fn, head_start_cycles))
     except Exception as err:  # noqa: BLE001 — no profiler: the tail is the evidence
         if tail > TAIL_MS:
             return {"ok": False, "detail": late, "streams": []}
-        return {"ok": True, "detail": f"profiler unavailable ({type(err).__name__}); the device was idle once the "
-                                      "caller's stream finished", "streams": []}
+        return {
+            "ok": True,
+            "detail": f"profiler unavailable ({type(err).__name__}); the device was idle once the "
+            "caller's stream finished",
+            "streams": [],
+        }
     if result is None or (not result["escaped"] and tail > TAIL_MS):
         if tail > TAIL_MS:
             return {"ok": False, "detail": late, "streams": [] if result is None else result["streams"]}
@@ -132,6 +139,12 @@ def check(fn, head_start_cycles=HEAD_START_CYCLES):
     if result["escaped"]:
         return {"ok": False, "detail": describe(result), "streams": result["streams"]}
     many = len(result["streams"]) > 1
-    return {"ok": True, "streams": result["streams"],
-            "detail": (f"its work on {len(result['streams'])} streams lies within the timed window" if many
-                       else "its work lies within the timed window")}
+    return {
+        "ok": True,
+        "streams": result["streams"],
+        "detail": (
+            f"its work on {len(result['streams'])} streams lies within the timed window"
+            if many
+            else "its work lies within the timed window"
+        ),
+    }

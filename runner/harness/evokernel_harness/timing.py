@@ -51,7 +51,9 @@ def covered_ms(cycles, cycles_per_ms=CYCLES_PER_MS):
 class Timer:
     def __init__(self, device, l2_bytes, head_start_cycles=HEAD_START_CYCLES):
         self.device = device
-        self.flush_buf = torch.empty(max(2 * (l2_bytes or 50 << 20), 128 << 20) // 4, dtype=torch.float32, device=device)
+        self.flush_buf = torch.empty(
+            max(2 * (l2_bytes or 50 << 20), 128 << 20) // 4, dtype=torch.float32, device=device
+        )
         self.head_start_cycles = head_start_cycles
         # the last interleaved() run: the head start it ended with, and the share of each
         # implementation's calls that were exposed
@@ -108,8 +110,9 @@ class Timer:
             self._overhead[cycles] = sorted(w - e for e, w, _ in samples)[len(samples) // 2]
         return self._overhead[cycles]
 
-    def interleaved(self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None,
-                    stop=None):
+    def interleaved(
+        self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None, stop=None
+    ):
         """impls: name → fn(arg). args: rotating inputs. prepare(arg, i) runs before each
         call, outside the timed region (new input values). Returns name → {event, wall}.
         With a short head start, timed again with the full one when too many calls were

@@ -27,27 +27,49 @@ def after_verification(rec, task, cand, backend, own):
     result (None where it did not run: the CPU, evk candidates)."""
     handled = cand.evidence.handled()
     in_calls = [e for e in handled if e["phase"] != "load"]
-    rec["evidence"] = {"handledExceptions": handled, "monitor": _evidence.backend(),
-                       "backendFlags": {k: [a, b] for k, (a, b) in cand.flags.changes().items()}}
+    rec["evidence"] = {
+        "handledExceptions": handled,
+        "monitor": _evidence.backend(),
+        "backendFlags": {k: [a, b] for k, (a, b) in cand.flags.changes().items()},
+    }
     rec["warnings"] += cand.flags.describe()
     if own is not None and own.get("rewrite"):
         rec["checks"][-1]["name"] = "pytorch-rewrite"
         if task.own_kernels == "require":
-            rec.update(ok=False, status="rejected", reason="own-kernel-required", hack=None,
-                       message=f"{own['detail']}: this task requires the candidate's own kernels ({task.own_kernels_rule()}), "
-                               "so a rewrite in PyTorch ops does not count, however fast")
+            rec.update(
+                ok=False,
+                status="rejected",
+                reason="own-kernel-required",
+                hack=None,
+                message=f"{own['detail']}: this task requires the candidate's own kernels ({task.own_kernels_rule()}), "
+                "so a rewrite in PyTorch ops does not count, however fast",
+            )
             return rec
         rec["warnings"].append(f"{own['detail']}: verified and timed like any candidate, reported as a rewrite")
     elif own is not None and not own["ok"]:
-        rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
-                   message=fallback_message(handled, own["detail"]))
+        rec.update(
+            ok=False,
+            status="rejected",
+            reason="torch-fallback",
+            hack=12,
+            message=fallback_message(handled, own["detail"]),
+        )
         return rec
     elif own is None and backend == "cpu" and in_calls:
-        rec.update(ok=False, status="rejected", reason="torch-fallback", hack=12,
-                   message=fallback_message(in_calls, "its except branch computed the result (no kernel of its own can run on the CPU)"))
+        rec.update(
+            ok=False,
+            status="rejected",
+            reason="torch-fallback",
+            hack=12,
+            message=fallback_message(
+                in_calls, "its except branch computed the result (no kernel of its own can run on the CPU)"
+            ),
+        )
         return rec
-    rec["warnings"] += [f"{s}: its own kernels did the work anyway" if own is not None and own["ok"] else s
-                        for s in _evidence.summary(handled)]
+    rec["warnings"] += [
+        f"{s}: its own kernels did the work anyway" if own is not None and own["ok"] else s
+        for s in _evidence.summary(handled)
+    ]
     return rec
 
 
@@ -67,6 +89,11 @@ def check_streams(rec, task, cand, seed):
     rec["checks"].append({"name": "all-work-timed", "ok": result["ok"], "detail": f"{config.name}: {result['detail']}"})
     rec.setdefault("evidence", {})["streams"] = result["streams"]
     if not result["ok"]:
-        rec.update(ok=False, status="rejected", reason="side-stream", hack=3,
-                   message=f"configuration {config.name}: {result['detail']}")
+        rec.update(
+            ok=False,
+            status="rejected",
+            reason="side-stream",
+            hack=3,
+            message=f"configuration {config.name}: {result['detail']}",
+        )
     return rec

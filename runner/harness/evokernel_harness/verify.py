@@ -20,13 +20,29 @@ from .env import FLOAT_DTYPES, dtype_name
 from .phases import Phases
 
 HACKS = {
-    "output-memory-reuse": 1, "unwritten-output": 1, "input-mutation": 2, "side-stream": 3,
-    "background-thread": 4, "fake-tensor": 5, "timer-patching": 6, "reduced-precision": 7,
-    "degenerate-task": 8, "distribution-specific": 9, "shape-specific": 10, "result-caching": 11,
-    "torch-fallback": 12, "launch-error": 13, "race": 15, "below-floor": 16,
+    "output-memory-reuse": 1,
+    "unwritten-output": 1,
+    "input-mutation": 2,
+    "side-stream": 3,
+    "background-thread": 4,
+    "fake-tensor": 5,
+    "timer-patching": 6,
+    "reduced-precision": 7,
+    "degenerate-task": 8,
+    "distribution-specific": 9,
+    "shape-specific": 10,
+    "result-caching": 11,
+    "torch-fallback": 12,
+    "launch-error": 13,
+    "race": 15,
+    "below-floor": 16,
     "timing-output-mismatch": 11,
     # the judge (judge.py): the candidate's process tampered with the verification's record
-    "verdict-forged": 6, "outputs-missing": 6, "outputs-invalid": 6, "no-record": 6, "record-invalid": 6,
+    "verdict-forged": 6,
+    "outputs-missing": 6,
+    "outputs-invalid": 6,
+    "no-record": 6,
+    "record-invalid": 6,
 }
 
 
@@ -119,8 +135,11 @@ class Verifier:
                 raise Crash(f"{type(err).__name__}: {err}") from None
             raise Reject("crash", f"the candidate raised {type(err).__name__}: {err}") from None
         if getattr(self.cand, "intact", True) is False:
-            raise Reject("timer-patching", "the candidate switched off the harness's record of the exceptions its code "
-                         "handles (sys.monitoring / sys.settrace)")
+            raise Reject(
+                "timer-patching",
+                "the candidate switched off the harness's record of the exceptions its code "
+                "handles (sys.monitoring / sys.settrace)",
+            )
         changed = guards.tampered()
         if changed:
             raise Reject("timer-patching", f"the candidate replaced {', '.join(changed)}")
@@ -135,7 +154,9 @@ class Verifier:
             raise Reject("wrong-shape", f"{len(outs)} outputs, the reference has {len(refs)}")
         for i, (o, r) in enumerate(zip(outs, refs)):
             if type(o) is not torch.Tensor:
-                raise Reject("fake-tensor", f"output {i} is a {type(o).__module__}.{type(o).__name__}, not a plain torch.Tensor")
+                raise Reject(
+                    "fake-tensor", f"output {i} is a {type(o).__module__}.{type(o).__name__}, not a plain torch.Tensor"
+                )
             try:
                 storage = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
                 if o.numel() and storage.data_ptr() == 0:
@@ -147,16 +168,25 @@ class Verifier:
             if tuple(o.shape) != tuple(r.shape):
                 if not self.format_accepts_shape(o, r):
                     raise Reject("wrong-shape", shape_message(i, tuple(o.shape), tuple(r.shape)))
-                self.warn_once(f"output {i} has shape {tuple(o.shape)} where the reference returns {tuple(r.shape)}: "
-                               f"accepted, as {self.task.format}'s own harness compares one value with one value; "
-                               f"return out.reshape({tuple(r.shape)}) to match it exactly")
+                self.warn_once(
+                    f"output {i} has shape {tuple(o.shape)} where the reference returns {tuple(r.shape)}: "
+                    f"accepted, as {self.task.format}'s own harness compares one value with one value; "
+                    f"return out.reshape({tuple(r.shape)}) to match it exactly"
+                )
             if o.dtype != r.dtype:
                 raise Reject("wrong-dtype", f"output {i} is {dtype_name(o.dtype)}, expected {dtype_name(r.dtype)}")
         results = []
         for i, (o, r) in enumerate(zip(outs, refs)):
             res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
-            res.update({"config": config.name, "trial": trial, "output": f"output {i}", "outputIndex": i,
-                        "dtype": dtype_name(r.dtype)})
+            res.update(
+                {
+                    "config": config.name,
+                    "trial": trial,
+                    "output": f"output {i}",
+                    "outputIndex": i,
+                    "dtype": dtype_name(r.dtype),
+                }
+            )
             results.append(res)
         return results
 
@@ -183,19 +213,34 @@ class Verifier:
             if not r.is_floating_point():
                 continue
             if not bool(guards.isfinite(r).all()):
-                raise Reject("degenerate-task", f"the reference's output {i} has NaN/Inf on configuration {config.name}: fix the task's inputs")
+                raise Reject(
+                    "degenerate-task",
+                    f"the reference's output {i} has NaN/Inf on configuration {config.name}: fix the task's inputs",
+                )
             tol = self.task.tolerance(dtype_name(r.dtype))
             fakes = [("zeros", torch.zeros_like(r))]
             if r.numel() > 1:  # a one-element output is always its own mean
                 fakes.append(("a constant", torch.full_like(r, float(r.double().mean()))))
             for label, fake in fakes:
                 if compare(fake, r, tol)["ok"]:
-                    raise Reject("degenerate-task", f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
-                                 "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)")
+                    raise Reject(
+                        "degenerate-task",
+                        f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
+                        "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)",
+                    )
         other = self.reference(self.make_case(config, self.seed ^ 0xD1FF))
         if all(bitwise_equal(a, b) for a, b in zip(refs, other)):
-            raise Reject("degenerate-task", f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}")
-        self.checks.append({"name": "task-not-degenerate", "ok": True, "detail": f"zeros and constants fail on {config.name}; output depends on inputs"})
+            raise Reject(
+                "degenerate-task",
+                f"the reference's output does not depend on its inputs (two seeds, identical outputs) on {config.name}",
+            )
+        self.checks.append(
+            {
+                "name": "task-not-degenerate",
+                "ok": True,
+                "detail": f"zeros and constants fail on {config.name}; output depends on inputs",
+            }
+        )
 
     def within_truth(self, outs, case, config, where):
         """A float32 reference is itself off by rounding, and on long reductions over signed,
@@ -207,7 +252,8 @@ class Verifier:
         if ok:
             self.warnings.append(
                 f"{config.name}, {where}: outside the tolerance of the float32 reference but within it of the reference "
-                "computed in float64: the reference's own rounding error is the larger one here")
+                "computed in float64: the reference's own rounding error is the larger one here"
+            )
         return ok
 
     def output_sizes(self, config, case):
@@ -255,9 +301,15 @@ class Verifier:
             res = compare(b, a, self.task.tolerance(dtype_name(a.dtype)))
             if not res["ok"]:
                 res.update({"config": config.name, "trial": 0, "output": f"output {i} (repeat run)", "outputIndex": i})
-                raise Reject("race", f"two runs on identical inputs differ beyond tolerance (max abs {res['maxAbs']}): a race or uninitialised read", res)
+                raise Reject(
+                    "race",
+                    f"two runs on identical inputs differ beyond tolerance (max abs {res['maxAbs']}): a race or uninitialised read",
+                    res,
+                )
             if not bitwise_equal(a, b):
-                self.warnings.append(f"{config.name}: output {i} differs bitwise between identical runs (within tolerance; atomics?)")
+                self.warnings.append(
+                    f"{config.name}: output {i} differs bitwise between identical runs (within tolerance; atomics?)"
+                )
         # same buffers, new values: a result cached by pointer (or by a stale copy) shows here
         cand_case = case.clone()
         self.candidate(cand_case)
@@ -271,12 +323,29 @@ class Verifier:
             results = [{**r, "ok": True} for r in results]
         for i, res in enumerate(results):
             if not res["ok"]:
-                res.update({"config": config.name, "trial": 0, "output": f"output {i} (new values in the same buffers)", "outputIndex": i})
-                raise Reject("result-caching", "after new values were written into the same input buffers the output was stale: results cached by pointer or by value", res)
+                res.update(
+                    {
+                        "config": config.name,
+                        "trial": 0,
+                        "output": f"output {i} (new values in the same buffers)",
+                        "outputIndex": i,
+                    }
+                )
+                raise Reject(
+                    "result-caching",
+                    "after new values were written into the same input buffers the output was stale: results cached by pointer or by value",
+                    res,
+                )
         from .outputs import REFILL
 
         self.keep(config, REFILL, outs)
-        self.checks.append({"name": f"repeat-and-refill:{config.name}", "ok": True, "detail": "identical runs agree; new values in the same buffers give new results"})
+        self.checks.append(
+            {
+                "name": f"repeat-and-refill:{config.name}",
+                "ok": True,
+                "detail": "identical runs agree; new values in the same buffers give new results",
+            }
+        )
 
     def probe_memory_reuse(self, config, case):
         """Passes only right after the reference freed its output: hack 1."""
@@ -321,8 +390,16 @@ class Verifier:
         first_fail, passed_configs, by_config = None, [], {}
         for config in configs:
             inits = plan[config.name]
-            entry = {"name": config.name, "heldout": config.heldout, "derived": config.derived, "ok": True,
-                     "trials": 0, "maxAbs": 0.0, "normRel": 0.0, "reason": None}
+            entry = {
+                "name": config.name,
+                "heldout": config.heldout,
+                "derived": config.derived,
+                "ok": True,
+                "trials": 0,
+                "maxAbs": 0.0,
+                "normRel": 0.0,
+                "reason": None,
+            }
             for trial, init in enumerate(inits):
                 try:
                     results, failed, case, ref_first = self.run_trial(config, trial, init)
@@ -337,13 +414,20 @@ class Verifier:
                     break
                 except Crash as c:
                     if passed_configs:  # the context is gone, but other shapes passed before it
-                        raise Reject("shape-specific", f"right on {', '.join(passed_configs)}, but on configuration "
-                                     f"{config.name} it crashed ({c}): it only works for the shapes it was shown (hack 10)") from None
+                        raise Reject(
+                            "shape-specific",
+                            f"right on {', '.join(passed_configs)}, but on configuration "
+                            f"{config.name} it crashed ({c}): it only works for the shapes it was shown (hack 10)",
+                        ) from None
                     raise
                 entry["trials"] += 1
                 for r in results:
-                    entry["maxAbs"] = max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
-                    entry["normRel"] = max(entry["normRel"], r["normRel"] or 0.0) if r["normRel"] is not None else entry["normRel"]
+                    entry["maxAbs"] = (
+                        max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
+                    )
+                    entry["normRel"] = (
+                        max(entry["normRel"], r["normRel"] or 0.0) if r["normRel"] is not None else entry["normRel"]
+                    )
                 if failed is None:
                     continue
                 entry["ok"] = False
@@ -360,8 +444,11 @@ class Verifier:
         if first_fail is not None and isinstance(first_fail[1], Reject):
             reason, raised, config, _ = first_fail
             if passed_configs:
-                raise Reject("shape-specific", f"right on {', '.join(passed_configs)}, but on configuration {config.name} "
-                             f"{raised.message}: it only works for the shapes it was shown (hack 10)")
+                raise Reject(
+                    "shape-specific",
+                    f"right on {', '.join(passed_configs)}, but on configuration {config.name} "
+                    f"{raised.message}: it only works for the shapes it was shown (hack 10)",
+                )
             raise raised
         if first_fail is not None:
             reason, failed, config, init = first_fail
@@ -389,17 +476,26 @@ class Verifier:
             if passed_configs:
                 return "shape-specific"
             return "unwritten-output" if self.cand.format == "evk" or failed["got"] is None else "nan-output"
-        only_other_inputs = (init in ("signed-mixed", "offset") and trial > 0) or (config.init == "signed-mixed" and any(
-            c.dims == config.dims and by_config.get(c.name, {}).get("ok") for c in self.task.configs if c is not config
-        ))
+        only_other_inputs = (init in ("signed-mixed", "offset") and trial > 0) or (
+            config.init == "signed-mixed"
+            and any(
+                c.dims == config.dims and by_config.get(c.name, {}).get("ok")
+                for c in self.task.configs
+                if c is not config
+            )
+        )
         if only_other_inputs:  # every declared-init trial of the same shape passed
             if failed["normRel"] is not None and failed["normRel"] < ACCURACY_LOSS_NORM:
                 return "accuracy-loss"  # close, but not within tolerance: numerics, not dropped work
             return "distribution-specific"
         if passed_configs:
             return "shape-specific"
-        if (self.task_is_fp32() and failed["normRel"] is not None and failed["normRel"] < 3e-2
-                and failed["normRel"] <= LOW_PRECISION_FACTOR * self.bfloat16_error(case, failed)):
+        if (
+            self.task_is_fp32()
+            and failed["normRel"] is not None
+            and failed["normRel"] < 3e-2
+            and failed["normRel"] <= LOW_PRECISION_FACTOR * self.bfloat16_error(case, failed)
+        ):
             return "reduced-precision"
         return "mismatch"
 
@@ -412,8 +508,10 @@ class Verifier:
         try:
             index = failed.get("outputIndex", 0)
             low = case.clone()
-            low.args = [a.to(torch.bfloat16).float() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
-                        for a in low.args]
+            low.args = [
+                a.to(torch.bfloat16).float() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+                for a in low.args
+            ]
             if low.module is not None:
                 with torch.no_grad():
                     for p in low.module.parameters():
@@ -450,12 +548,14 @@ class Verifier:
         }[reason]
         return f"{lead}. {where}; {worst}"
 
-
     def explain_accuracy(self, f, config, init):
         tol = self.task.tolerance(f.get("dtype") or "float32")
         inputs = {
             "offset": "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)",
-        }.get(init, "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)")
+        }.get(
+            init,
+            "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)",
+        )
         return (
             f"wrong: loses accuracy on {inputs} on configuration {config.name}, {f['output']}: relative norm error {_num(f['normRel'])} "
             f"against the tolerance {_num(tol['norm'])}, max abs error {_num(f['maxAbs'])} (worst element {f['index']}: "
@@ -472,7 +572,8 @@ def within_float64(task, outs, case, run_reference):
     if truth is None:
         return False
     return len(truth) == len(outs) and all(
-        compare(o, t, task.tolerance(dtype_name(o.dtype)))["ok"] for o, t in zip(outs, truth))
+        compare(o, t, task.tolerance(dtype_name(o.dtype)))["ok"] for o, t in zip(outs, truth)
+    )
 
 
 def reference_float64(task, case, run_reference):
@@ -513,9 +614,15 @@ def shape_message(i, got, expected):
     base = f"output {i} has shape {got}, expected {expected} (no broadcasting)"
     numel = lambda shape: 1 if not shape else __import__("math").prod(shape)
     if expected == () and numel(got) == 1:
-        return base + ": the reference returns a 0-dim tensor (a scalar): return out.reshape(()) (C++: out.reshape({})), not a 1-element tensor"
+        return (
+            base
+            + ": the reference returns a 0-dim tensor (a scalar): return out.reshape(()) (C++: out.reshape({})), not a 1-element tensor"
+        )
     if numel(got) == numel(expected):
-        return base + f": the values may be right but the shape is not: return out.reshape({expected}) (C++: out.view({{{', '.join(map(str, expected))}}}))"
+        return (
+            base
+            + f": the values may be right but the shape is not: return out.reshape({expected}) (C++: out.view({{{', '.join(map(str, expected))}}}))"
+        )
     return base
 
 
@@ -531,7 +638,11 @@ def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, 
     out = {"ok": False, "status": "rejected", "reason": None, "hack": None, "message": "", "mismatch": None}
     try:
         v.run(include_heldout, quick=quick)
-        out.update(ok=True, status="passed", message=f"passed {sum(c['trials'] for c in v.configs)} trials on {len(v.configs)} configurations")
+        out.update(
+            ok=True,
+            status="passed",
+            message=f"passed {sum(c['trials'] for c in v.configs)} trials on {len(v.configs)} configurations",
+        )
     except Reject as r:
         out.update(reason=r.reason, hack=HACKS.get(r.reason), message=r.message, mismatch=r.mismatch)
     except Crash as c:
@@ -542,8 +653,13 @@ def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, 
     elif note:
         v.warnings.append(note)
     v.phases.lap("checks")
-    out.update(configs=v.configs, checks=v.checks, warnings=v.warnings, phases=v.phases.seconds,
-               seconds=time.perf_counter() - start)
+    out.update(
+        configs=v.configs,
+        checks=v.checks,
+        warnings=v.warnings,
+        phases=v.phases.seconds,
+        seconds=time.perf_counter() - start,
+    )
     return out, v
 
 

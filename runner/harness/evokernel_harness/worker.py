@@ -218,6 +218,8 @@ class Worker:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            answer = {"exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                      "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None}
+            answer = {
+                "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            }
         return {**answer, "timedOut": timed_out, "memKilled": mem_killed, "reused": reused, "worker": pid_at_start}

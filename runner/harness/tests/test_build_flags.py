@@ -18,9 +18,17 @@ class FlagTest(unittest.TestCase):
         self.assertEqual(check_flags(flags), sorted(flags))
 
     def test_precision_lowering_and_unknown_flags_are_refused(self):
-        for flag in ["--use_fast_math", "-ftz=true", "--prec-div=false", "--fmad=true",
-                     "-maxrregcount=64 -ftz=true", "-DFAST=1", "-o/tmp/x", "-Xcompiler=-ffast-math",
-                     "--ptxas-options=-dlcm=ca --use_fast_math"]:
+        for flag in [
+            "--use_fast_math",
+            "-ftz=true",
+            "--prec-div=false",
+            "--fmad=true",
+            "-maxrregcount=64 -ftz=true",
+            "-DFAST=1",
+            "-o/tmp/x",
+            "-Xcompiler=-ffast-math",
+            "--ptxas-options=-dlcm=ca --use_fast_math",
+        ]:
             with self.assertRaises(FlagError, msg=flag):
                 check_flags([flag])
 

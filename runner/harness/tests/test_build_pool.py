@@ -18,8 +18,13 @@ CCWRAP = os.path.join(HARNESS, "evokernel_harness", "candidates", "ccwrap.py")
 
 def run_py(code, env=None, wait=True):
     full = {**os.environ, "PYTHONPATH": HARNESS, **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=full,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     if wait:
         out, _ = proc.communicate(timeout=900)
         return proc.returncode, out
@@ -66,13 +71,17 @@ class SlotTest(unittest.TestCase):
 
         with tempfile.TemporaryDirectory() as tmp:
             env = {"EVOKERNEL_BUILD_SLOTS": tmp, "EVOKERNEL_BUILD_JOBS": "3"}
-            holder = run_py("""
+            holder = run_py(
+                """
                 import time
                 from evokernel_harness.candidates import jobserver
                 with jobserver.slot(2):
                     print("held", flush=True)
                     time.sleep(60)
-            """, env, wait=False)
+            """,
+                env,
+                wait=False,
+            )
             self.assertEqual(holder.stdout.readline().strip(), "held")
             with jobserver.slot(1, total=3, folder=tmp) as got:
                 self.assertEqual(len(got), 1)
@@ -127,8 +136,10 @@ for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
 exit 0
 """
 
-BINDINGS = "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x);\n" \
-    "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def(\"forward\", torch::wrap_pybind_function(forward), \"forward\");\n}\n"
+BINDINGS = (
+    "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x);\n"
+    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("forward", torch::wrap_pybind_function(forward), "forward");\n}\n'
+)
 
 
 class FastPathTest(unittest.TestCase):
@@ -140,8 +151,12 @@ class FastPathTest(unittest.TestCase):
         os.chmod(self.cxx, 0o755)
         self.log = os.path.join(self.tmp, "calls")
         self.cache = os.path.join(self.tmp, "cache")
-        self.env = {"FAKE_LOG": self.log, "EVOKERNEL_CCWRAP_CACHE": self.cache, "EVOKERNEL_CCWRAP_SALT": "t",
-                    "EVOKERNEL_BUILD_SLOTS": os.path.join(self.tmp, "slots")}
+        self.env = {
+            "FAKE_LOG": self.log,
+            "EVOKERNEL_CCWRAP_CACHE": self.cache,
+            "EVOKERNEL_CCWRAP_SALT": "t",
+            "EVOKERNEL_BUILD_SLOTS": os.path.join(self.tmp, "slots"),
+        }
 
     def tearDown(self):
         import shutil
@@ -156,10 +171,25 @@ class FastPathTest(unittest.TestCase):
         with open(src, "w") as f:
             f.write(source)
         out = os.path.join(folder, "main.o")
-        args = ["-MMD", "-MF", out + ".d", f"-DTORCH_EXTENSION_NAME={name}", "-fPIC", "-std=c++17",
-                "-c", src, "-o", out]
-        proc = subprocess.run([sys.executable, CCWRAP, "cxx", self.cxx, *args], env={**os.environ, **self.env, **(env or {})},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        args = [
+            "-MMD",
+            "-MF",
+            out + ".d",
+            f"-DTORCH_EXTENSION_NAME={name}",
+            "-fPIC",
+            "-std=c++17",
+            "-c",
+            src,
+            "-o",
+            out,
+        ]
+        proc = subprocess.run(
+            [sys.executable, CCWRAP, "cxx", self.cxx, *args],
+            env={**os.environ, **self.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertTrue(os.path.exists(out))
         return proc.stdout
@@ -203,8 +233,13 @@ class FastPathTest(unittest.TestCase):
         self.assertNotIn("-include", self.calls()[-1])
 
     def test_queries_pass_straight_through(self):
-        proc = subprocess.run([sys.executable, CCWRAP, "cxx", self.cxx, "-v"], env={**os.environ, **self.env},
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(
+            [sys.executable, CCWRAP, "cxx", self.cxx, "-v"],
+            env={**os.environ, **self.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.assertEqual(proc.returncode, 0, proc.stdout)
         self.assertEqual(self.calls(), ["-v"])
 
@@ -270,14 +305,18 @@ class ExtensionEnvTest(unittest.TestCase):
                 self.assertEqual(list(json.load(f)), ["TORCH_EXTENSIONS_DIR"])
 
 
-@unittest.skipUnless(os.environ.get("EVOKERNEL_SLOW_TESTS") == "1" and _has_torch(),
-                     "compiles torch headers (minutes on two cores): EVOKERNEL_SLOW_TESTS=1")
+@unittest.skipUnless(
+    os.environ.get("EVOKERNEL_SLOW_TESTS") == "1" and _has_torch(),
+    "compiles torch headers (minutes on two cores): EVOKERNEL_SLOW_TESTS=1",
+)
 class RealInlineBuildTest(unittest.TestCase):
     def test_two_candidates_with_the_same_bindings_compile_them_once(self):
-        body = ("from torch.utils.cpp_extension import load_inline\n"
-                "_ext = load_inline(name='evk_cpu_add', functions=['forward'],\n"
-                "                   cpp_sources='torch::Tensor forward(torch::Tensor x) { return x + 1; }')\n"
-                "def forward(x):\n    return _ext.forward(x)\n")
+        body = (
+            "from torch.utils.cpp_extension import load_inline\n"
+            "_ext = load_inline(name='evk_cpu_add', functions=['forward'],\n"
+            "                   cpp_sources='torch::Tensor forward(torch::Tensor x) { return x + 1; }')\n"
+            "def forward(x):\n    return _ext.forward(x)\n"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             env = {"EVOKERNEL_BUILD_SLOTS": os.path.join(tmp, "slots")}
             records = []
@@ -285,26 +324,33 @@ class RealInlineBuildTest(unittest.TestCase):
                 cand = os.path.join(tmp, f"cand{i}.py")
                 with open(cand, "w") as f:
                     f.write(f"# candidate {i}\n" + body)
-                code, out = run_py(f"""
+                code, out = run_py(
+                    f"""
                     import json
                     from evokernel_harness.candidates.build import build
                     print(json.dumps(build({cand!r}, {os.path.join(tmp, "cache")!r})))
-                """, env)
+                """,
+                    env,
+                )
                 self.assertEqual(code, 0, out[-3000:])
                 records.append(json.loads(out.strip().splitlines()[-1]))
             self.assertTrue(all(r["ok"] for r in records), records[0]["log"][-3000:])
             self.assertIn("precompiled <torch/extension.h>", records[0]["log"])
             self.assertIn("from the object cache", records[1]["log"])
             # loaded again elsewhere (the verify child): up to date, nothing compiled
-            code, out = run_py(f"""
+            code, out = run_py(
+                f"""
                 import time, torch
                 from evokernel_harness.candidates.build import apply_extension_env
                 from evokernel_harness.pyload import load_module
                 apply_extension_env({records[1]["artifact"]!r})
                 print(load_module({records[1]["artifact"]!r}, "again").forward(torch.zeros(2)).tolist())
-            """, env)
+            """,
+                env,
+            )
             self.assertEqual(code, 0, out[-3000:])
             self.assertIn("[1.0, 1.0]", out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -53,8 +53,14 @@ class ForkServer:
 
     def __init__(self):
         full = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "evokernel_harness", "serve"], env=full, cwd=HARNESS,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "evokernel_harness", "serve"],
+            env=full,
+            cwd=HARNESS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert json.loads(self.proc.stdout.readline())["ready"]
         self.n = 0
         self.answers = []
@@ -99,24 +105,43 @@ class RecordsTest(unittest.TestCase):
             server.run("device", "--out", out("device.json"))
             server.run("inspect", "--task", SMALL_SOFTMAX, "--probe", "--out", out("task.json"))
             server.run("static-context", "--task", SMALL_SOFTMAX, "--out", out("static-context.json"))
-            server.run("static", "--candidate", PASSING, "--task", SMALL_SOFTMAX, "--relaxed", "--out",
-                       out("static.json"))
+            server.run(
+                "static", "--candidate", PASSING, "--task", SMALL_SOFTMAX, "--relaxed", "--out", out("static.json")
+            )
             server.run("build", "--candidate", PASSING, "--cache", out("cache"), "--out", out("build.json"))
             cls.evaluations = {}
             # a pass (quick, verify and the CPU's bench record), a plain wrong result and a hack,
             # both refused at the quick check (the smallest configuration)
-            for name, candidate in (("ok", PASSING),
-                                    ("h10", os.path.join(CANDIDATES, "h10_aligned_shapes_only.py")),
-                                    ("h02", os.path.join(CANDIDATES, "h02_inplace_exp.py"))):
+            for name, candidate in (
+                ("ok", PASSING),
+                ("h10", os.path.join(CANDIDATES, "h10_aligned_shapes_only.py")),
+                ("h02", os.path.join(CANDIDATES, "h02_inplace_exp.py")),
+            ):
                 outs = {stage: out(f"{name}-{stage}.json") for stage in ("quick", "verify", "bench")}
-                server.run("evaluate", "--device", "cpu", "--seed", SEED, "--task", SMALL_SOFTMAX, "--candidate",
-                           candidate, "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out",
-                           outs["bench"])
+                server.run(
+                    "evaluate",
+                    "--device",
+                    "cpu",
+                    "--seed",
+                    SEED,
+                    "--task",
+                    SMALL_SOFTMAX,
+                    "--candidate",
+                    candidate,
+                    "--quick-out",
+                    outs["quick"],
+                    "--verify-out",
+                    outs["verify"],
+                    "--bench-out",
+                    outs["bench"],
+                )
                 cls.evaluations[name] = {stage: load(path) for stage, path in outs.items() if os.path.exists(path)}
         finally:
             server.close()
         cls.answers = server.answers
-        cls.records = {kind: load(out(f"{kind}.json")) for kind in ("device", "task", "static-context", "static", "build")}
+        cls.records = {
+            kind: load(out(f"{kind}.json")) for kind in ("device", "task", "static-context", "static", "build")
+        }
 
     @classmethod
     def tearDownClass(cls):
@@ -160,8 +185,10 @@ class RecordsTest(unittest.TestCase):
         hacks = schema("hack-classes.schema.json")["properties"]
         refused = {name: stages["quick"] for name, stages in self.evaluations.items() if name != "ok"}
         # h10 is right on the aligned shapes only: on the quick check's one odd shape, plainly wrong
-        self.assertEqual({name: (rec["reason"], rec["hack"]) for name, rec in refused.items()},
-                         {"h10": ("mismatch", None), "h02": ("input-mutation", 2)})
+        self.assertEqual(
+            {name: (rec["reason"], rec["hack"]) for name, rec in refused.items()},
+            {"h10": ("mismatch", None), "h02": ("input-mutation", 2)},
+        )
         for name, record in refused.items():
             with self.subTest(name):
                 self.assertIn(record["reason"], enum("reason.schema.json"))

@@ -53,7 +53,7 @@ def task_path(task):
     """A manifest task path on disk: `shared:REST` is public task data under
     $EVOKERNEL_SHARED_DATA (run_manifest.py's rule), never copied into the repository."""
     if task.startswith("shared:"):
-        return os.path.join(SHARED, task[len("shared:"):])
+        return os.path.join(SHARED, task[len("shared:") :])
     return os.path.join(REPO, task)
 
 

@@ -26,8 +26,9 @@ TIMING = ("seconds", "phases")
 
 def harness(*argv):
     env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
-    proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv], capture_output=True, text=True,
-                          env=env, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evokernel_harness", *argv], capture_output=True, text=True, env=env, timeout=1800
+    )
     if proc.returncode != 0:
         raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc
@@ -36,8 +37,20 @@ def harness(*argv):
 def verify(candidate, *extra):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "verify.json")
-        harness("verify", "--device", "cpu", "--seed", SEED, "--task", SMALL_SOFTMAX, "--candidate", candidate,
-                *extra, "--out", out)
+        harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            SEED,
+            "--task",
+            SMALL_SOFTMAX,
+            "--candidate",
+            candidate,
+            *extra,
+            "--out",
+            out,
+        )
         with open(out) as f:
             return json.load(f)
 
@@ -46,8 +59,23 @@ def evaluate(candidate):
     """The records evaluate wrote (None for a file it did not write) and its log."""
     with tempfile.TemporaryDirectory() as tmp:
         outs = {stage: os.path.join(tmp, f"{stage}.json") for stage in ("quick", "verify", "bench")}
-        proc = harness("evaluate", "--device", "cpu", "--seed", SEED, "--task", SMALL_SOFTMAX, "--candidate", candidate,
-                       "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out", outs["bench"])
+        proc = harness(
+            "evaluate",
+            "--device",
+            "cpu",
+            "--seed",
+            SEED,
+            "--task",
+            SMALL_SOFTMAX,
+            "--candidate",
+            candidate,
+            "--quick-out",
+            outs["quick"],
+            "--verify-out",
+            outs["verify"],
+            "--bench-out",
+            outs["bench"],
+        )
         records = {}
         for stage, path in outs.items():
             if os.path.exists(path):

@@ -18,8 +18,13 @@ def harness(*argv):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "record.json")
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
-        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
-                              capture_output=True, text=True, env=env, timeout=1800)
+        proc = subprocess.run(
+            [sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1800,
+        )
         if proc.returncode != 0:
             raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
         with open(out) as f:
@@ -33,7 +38,9 @@ class KernelBenchTest(unittest.TestCase):
         rec = harness("inspect", "--probe", "--task", os.path.join(FIX, "kernelbench", "76_Gemm_Add_ReLU.py"))
         self.assertTrue(rec["ok"], rec)
         names = {c["name"]: c for c in rec["configs"]}
-        self.assertEqual(set(names), {"declared", "declared-signed-mixed", "odd-sizes", "small-odd-sizes", "heldout-odd-sizes"})
+        self.assertEqual(
+            set(names), {"declared", "declared-signed-mixed", "odd-sizes", "small-odd-sizes", "heldout-odd-sizes"}
+        )
         self.assertTrue(names["heldout-odd-sizes"]["heldout"])
         for c in ("odd-sizes", "small-odd-sizes"):
             for v in names[c]["dims"].values():
@@ -43,17 +50,34 @@ class KernelBenchTest(unittest.TestCase):
     def test_modelnew_passes(self):
         for problem in ("23_Softmax", "76_Gemm_Add_ReLU"):
             with self.subTest(problem=problem):
-                rec = harness("verify", "--device", "cpu", "--heldout", "--seed", "7",
-                              "--task", os.path.join(FIX, "kernelbench", f"{problem}.py"),
-                              "--candidate", os.path.join(FIX, "kernelbench_modelnew", f"{problem}_new.py"))
+                rec = harness(
+                    "verify",
+                    "--device",
+                    "cpu",
+                    "--heldout",
+                    "--seed",
+                    "7",
+                    "--task",
+                    os.path.join(FIX, "kernelbench", f"{problem}.py"),
+                    "--candidate",
+                    os.path.join(FIX, "kernelbench_modelnew", f"{problem}_new.py"),
+                )
                 self.assertTrue(rec["ok"], rec["message"])
                 self.assertEqual(len(rec["configs"]), 5)
 
     def test_modelnew_fixed_to_declared_shape_is_rejected(self):
         """Hack class 10: right only on the declared dim."""
-        rec = harness("verify", "--device", "cpu", "--seed", "7",
-                      "--task", os.path.join(FIX, "kernelbench", "23_Softmax.py"),
-                      "--candidate", os.path.join(HERE, "candidates", "kb_softmax_fixed_dim.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "7",
+            "--task",
+            os.path.join(FIX, "kernelbench", "23_Softmax.py"),
+            "--candidate",
+            os.path.join(HERE, "candidates", "kb_softmax_fixed_dim.py"),
+        )
         self.assertFalse(rec["ok"])
         self.assertEqual(rec["reason"], "shape-specific", rec["message"])
 
@@ -61,8 +85,17 @@ class KernelBenchTest(unittest.TestCase):
 class RobustKBenchTest(unittest.TestCase):
     def test_forward_candidate_passes_every_configuration(self):
         folder = os.path.join(FIX, "robust-kbench", "linear_relu")
-        rec = harness("verify", "--device", "cpu", "--seed", "7", "--task", folder,
-                      "--candidate", os.path.join(folder, "candidate_forward.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "7",
+            "--task",
+            folder,
+            "--candidate",
+            os.path.join(folder, "candidate_forward.py"),
+        )
         self.assertTrue(rec["ok"], rec["message"])
         self.assertGreaterEqual(len(rec["configs"]), 9)
 
@@ -82,7 +115,9 @@ class RobustKBenchTest(unittest.TestCase):
                 "    return g.mm(weight), g.t().mm(x), g.mean(0)\n"
             )
         try:
-            rec = harness("verify", "--device", "cpu", "--seed", "7", "--task", folder + "#backward", "--candidate", f.name)
+            rec = harness(
+                "verify", "--device", "cpu", "--seed", "7", "--task", folder + "#backward", "--candidate", f.name
+            )
         finally:
             os.unlink(f.name)
         self.assertFalse(rec["ok"])
@@ -96,8 +131,9 @@ def verify_source(task, name, source):
         path = os.path.join(tmp, name)
         with open(path, "w") as f:
             f.write(source)
-        return harness("verify", "--device", "cpu", "--task", task, "--candidate", path,
-                       "--cache", os.path.join(tmp, "cache"))
+        return harness(
+            "verify", "--device", "cpu", "--task", task, "--candidate", path, "--cache", os.path.join(tmp, "cache")
+        )
 
 
 class LoadFailureRecordTest(unittest.TestCase):
@@ -105,14 +141,19 @@ class LoadFailureRecordTest(unittest.TestCase):
     harness failure: the build's log for a compile error, what to do for a load error."""
 
     def test_compile_error_carries_the_log(self):
-        rec = verify_source(os.path.join(REPO, "kernels", "softmax"), "broken.cu",
-                            '#include <evokernel.h>\nextern "C" int evk_forward(const EvkCall* call) { this is not cuda; }\n')
+        rec = verify_source(
+            os.path.join(REPO, "kernels", "softmax"),
+            "broken.cu",
+            '#include <evokernel.h>\nextern "C" int evk_forward(const EvkCall* call) { this is not cuda; }\n',
+        )
         self.assertEqual((rec["status"], rec["reason"]), ("compile-error", "compile-error"), rec)
         self.assertIn("error", rec["message"])
         self.assertFalse(rec["message"].startswith("compile-error:"), rec["message"][:80])
 
     def test_python_candidate_without_entry_is_a_load_error(self):
-        rec = verify_source(os.path.join(FIX, "kernelbench", "23_Softmax.py"), "empty.py", "import torch\n\nVALUE = 1\n")
+        rec = verify_source(
+            os.path.join(FIX, "kernelbench", "23_Softmax.py"), "empty.py", "import torch\n\nVALUE = 1\n"
+        )
         self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)
 
 

@@ -50,11 +50,19 @@ class GpuLockTest(unittest.TestCase):
         self.assertTrue(gpulock.uses_gpu(["verify", "--device", "cuda"]))
 
     def test_the_server_says_when_a_request_starts(self):
-        server = subprocess.Popen([sys.executable, "-m", "evokernel_harness", "serve"], env=self.env, cwd=HARNESS,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "evokernel_harness", "serve"],
+            env=self.env,
+            cwd=HARNESS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             self.assertTrue(json.loads(server.stdout.readline())["ready"])
-            server.stdin.write(json.dumps({"id": "r1", "argv": ["verify", "--device", "cpu", "--help"], "timeoutS": 60}) + "\n")
+            server.stdin.write(
+                json.dumps({"id": "r1", "argv": ["verify", "--device", "cpu", "--help"], "timeoutS": 60}) + "\n"
+            )
             server.stdin.flush()
             started = json.loads(server.stdout.readline())
             self.assertEqual(started, {"id": "r1", "started": True, "waitedS": 0.0})

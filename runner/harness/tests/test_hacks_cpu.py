@@ -39,10 +39,21 @@ WORKERS = max(2, min(4, os.cpu_count() or 2))
 
 # reason code -> hack class, for the codes that name exactly one class (docs/DESIGN.md)
 REASON_HACK = {
-    "output-memory-reuse": 1, "input-mutation": 2, "side-stream": 3, "background-thread": 4,
-    "fake-tensor": 5, "timer-patching": 6, "reduced-precision": 7, "degenerate-task": 8,
-    "distribution-specific": 9, "shape-specific": 10, "result-caching": 11, "torch-fallback": 12,
-    "launch-error": 13, "race": 15, "below-floor": 16,
+    "output-memory-reuse": 1,
+    "input-mutation": 2,
+    "side-stream": 3,
+    "background-thread": 4,
+    "fake-tensor": 5,
+    "timer-patching": 6,
+    "reduced-precision": 7,
+    "degenerate-task": 8,
+    "distribution-specific": 9,
+    "shape-specific": 10,
+    "result-caching": 11,
+    "torch-fallback": 12,
+    "launch-error": 13,
+    "race": 15,
+    "below-floor": 16,
 }
 
 
@@ -122,7 +133,10 @@ STATIC = {
     "corpus_ok_softmax_ext": (corpus("softmax/00b_torch_ext_block_row.cu"), KERNEL_SOFTMAX),
     "corpus_ok_softmax_triton": (corpus("softmax/00c_triton_online.py"), KERNEL_SOFTMAX),
     "corpus_ok_row_sum": (corpus("row_sum/00a_smem_tree_float4.cu"), os.path.join(REPO, "kernels", "row_sum")),
-    "corpus_ok_fused": (corpus("fused_elementwise/00a_float4_grid_stride.cu"), os.path.join(REPO, "kernels", "fused_elementwise")),
+    "corpus_ok_fused": (
+        corpus("fused_elementwise/00a_float4_grid_stride.cu"),
+        os.path.join(REPO, "kernels", "fused_elementwise"),
+    ),
     "corpus_ok_gemm": (corpus("gemm_bias_relu/00a_smem_tiled_4x4.cu"), os.path.join(REPO, "kernels", "gemm_bias_relu")),
 }
 
@@ -149,7 +163,11 @@ def _run(argv):
         try:
             proc = subprocess.run(
                 [sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
-                cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
+                cwd=tmp,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             return None, f"harness did not finish within {TIMEOUT_S} s: {' '.join(argv)}"
@@ -221,7 +239,9 @@ class VerifyCpuTest(HarnessCase):
 
     def assert_rejected(self, name, reasons):
         rec, diag = self.verify(name)
-        self.assertFalse(rec["ok"], f"{name} passed verification: expected one of {sorted(reasons)}\n" + self.describe(rec))
+        self.assertFalse(
+            rec["ok"], f"{name} passed verification: expected one of {sorted(reasons)}\n" + self.describe(rec)
+        )
         self.assertEqual(rec["status"], "rejected", self.describe(rec) + "\n" + diag)
         self.assertIn(rec["reason"], reasons, self.describe(rec))
         if rec["reason"] in REASON_HACK:

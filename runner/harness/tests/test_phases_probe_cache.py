@@ -126,6 +126,7 @@ class ProbeCacheTest(unittest.TestCase):
         def run():
             self.calls += 1
             return value
+
         return run
 
     def test_a_miss_measures_and_stores_then_hits_across_processes(self):
@@ -154,8 +155,15 @@ class ProbeCacheTest(unittest.TestCase):
         key = "c" * 64
         cache.probe(key, self.measure(0.5))
         path = cache._file(key)
-        for bad in ("{not json", "[]", json.dumps({"key": key, "deviceMs": -1}), json.dumps({"key": key, "deviceMs": "1"}),
-                    json.dumps({"key": "d" * 64, "deviceMs": 0.5}), json.dumps({"key": key, "deviceMs": True}), ""):
+        for bad in (
+            "{not json",
+            "[]",
+            json.dumps({"key": key, "deviceMs": -1}),
+            json.dumps({"key": key, "deviceMs": "1"}),
+            json.dumps({"key": "d" * 64, "deviceMs": 0.5}),
+            json.dumps({"key": key, "deviceMs": True}),
+            "",
+        ):
             with self.subTest(bad=bad):
                 with open(path, "w") as f:
                     f.write(bad)
@@ -200,6 +208,7 @@ class CostCacheTest(unittest.TestCase):
         def run():
             self.calls += 1
             return value
+
         return run
 
     def test_a_miss_computes_and_stores_then_hits_across_processes(self):
@@ -226,11 +235,14 @@ class CostCacheTest(unittest.TestCase):
         cache = ProbeCache(self.folder)
         cache.cost(key, self.compute())
         path = cache._file(probe_cache.cost_key(key))
-        for bad in ("{not json", json.dumps({"key": probe_cache.cost_key(key), "bytes": 0, "flops": 1}),
-                    json.dumps({"key": probe_cache.cost_key(key), "bytes": 10, "flops": -1}),
-                    json.dumps({"key": probe_cache.cost_key(key), "bytes": 10.5, "flops": 1}),
-                    json.dumps({"key": probe_cache.cost_key(key), "bytes": True, "flops": 1}),
-                    json.dumps({"key": key, "bytes": 10, "flops": 1})):
+        for bad in (
+            "{not json",
+            json.dumps({"key": probe_cache.cost_key(key), "bytes": 0, "flops": 1}),
+            json.dumps({"key": probe_cache.cost_key(key), "bytes": 10, "flops": -1}),
+            json.dumps({"key": probe_cache.cost_key(key), "bytes": 10.5, "flops": 1}),
+            json.dumps({"key": probe_cache.cost_key(key), "bytes": True, "flops": 1}),
+            json.dumps({"key": key, "bytes": 10, "flops": 1}),
+        ):
             with self.subTest(bad=bad):
                 with open(path, "w") as f:
                     f.write(bad)
@@ -247,8 +259,11 @@ class CostCacheTest(unittest.TestCase):
         with mock.patch("evokernel_harness.tasks.base.count_flops", side_effect=AssertionError("counted")):
             nbytes, flops = task.cost(config, case, out)
         self.assertEqual(flops, 2 * 8 * 8 * 8)
-        self.assertEqual(nbytes, sum(t.numel() * t.element_size() for _, t in case.tensors())
-                         + sum(t.numel() * t.element_size() for t in out))
+        self.assertEqual(
+            nbytes,
+            sum(t.numel() * t.element_size() for _, t in case.tensors())
+            + sum(t.numel() * t.element_size() for t in out),
+        )
 
 
 class VerifyPhasesTest(unittest.TestCase):
@@ -257,9 +272,27 @@ class VerifyPhasesTest(unittest.TestCase):
             out = os.path.join(tmp, "record.json")
             env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
             proc = subprocess.run(
-                [sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "7",
-                 "--task", SMALL_SOFTMAX, "--candidate", os.path.join(HERE, "candidates", "ok_softmax_composed.py"),
-                 "--out", out], capture_output=True, text=True, env=env, timeout=1800)
+                [
+                    sys.executable,
+                    "-m",
+                    "evokernel_harness",
+                    "verify",
+                    "--device",
+                    "cpu",
+                    "--seed",
+                    "7",
+                    "--task",
+                    SMALL_SOFTMAX,
+                    "--candidate",
+                    os.path.join(HERE, "candidates", "ok_softmax_composed.py"),
+                    "--out",
+                    out,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1800,
+            )
             self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
             with open(out) as f:
                 rec = json.load(f)
@@ -267,7 +300,9 @@ class VerifyPhasesTest(unittest.TestCase):
         phases = rec["phases"]
         # dump: the candidate's process writing its outputs for the judge; recheck: the judge's
         # own comparison, after the candidate's process ended (judge.py)
-        self.assertEqual(set(phases), {"start", "load", "inputs", "reference", "candidate", "checks", "dump", "recheck"})
+        self.assertEqual(
+            set(phases), {"start", "load", "inputs", "reference", "candidate", "checks", "dump", "recheck"}
+        )
         self.assertTrue(all(v >= 0 for v in phases.values()), phases)
         self.assertGreater(phases["candidate"], 0)
         self.assertGreater(phases["reference"], 0)

@@ -35,8 +35,13 @@ def harness(*argv):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "record.json")
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
-        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
-                              capture_output=True, text=True, env=env, timeout=1800)
+        proc = subprocess.run(
+            [sys.executable, "-m", "evokernel_harness", *argv, "--out", out],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1800,
+        )
         if proc.returncode != 0:
             raise AssertionError(f"harness exit {proc.returncode}:\n{proc.stderr[-3000:]}")
         with open(out) as f:
@@ -154,7 +159,9 @@ torch::Tensor forward(torch::Tensor x, torch::Tensor var, torch::Tensor weight) 
         self.assertTrue(self.findings(src, {"matmul", "relu"})["ok"])
         denied = self.findings(src, {"matmul", "relu"}, libraries="deny")
         self.assertTrue(denied["ok"])
-        self.assertIn("forbids libraries", next(f for f in denied["findings"] if f["code"] == "torch-fallback")["message"])
+        self.assertIn(
+            "forbids libraries", next(f for f in denied["findings"] if f["code"] == "torch-fallback")["message"]
+        )
 
     def test_python_at_operator_is_a_warning(self):
         src = "import torch\ndef forward(x, w, b):\n    return my_kernel(x @ w.t(), b)\n"
@@ -173,7 +180,9 @@ class RobustKBenchBackwardTest(unittest.TestCase):
         case = task.make_case(config, 1, "cpu")
         grads = task.invoke(task.reference_entry(), case.clone())
         self.assertEqual(task._grad_names, ["param:weights", "param:biases", "input:0"])
-        self.assertEqual([tuple(g.shape) for g in grads][:2], [tuple(case.module.weights.shape), tuple(case.module.biases.shape)])
+        self.assertEqual(
+            [tuple(g.shape) for g in grads][:2], [tuple(case.module.weights.shape), tuple(case.module.biases.shape)]
+        )
 
     def test_a_correct_backward_candidate_verifies(self):
         for folder in ("mnist_linear", "mnist_linear_relu"):
@@ -181,8 +190,18 @@ class RobustKBenchBackwardTest(unittest.TestCase):
                 cand = os.path.join(tempfile.mkdtemp(), "candidate.py")
                 with open(cand, "w") as f:
                     f.write(BACKWARD[folder])
-                rec = harness("verify", "--device", "cpu", "--seed", "3", "--heldout",
-                              "--task", os.path.join(RKB, folder) + "#backward", "--candidate", cand)
+                rec = harness(
+                    "verify",
+                    "--device",
+                    "cpu",
+                    "--seed",
+                    "3",
+                    "--heldout",
+                    "--task",
+                    os.path.join(RKB, folder) + "#backward",
+                    "--candidate",
+                    cand,
+                )
                 self.assertTrue(rec["ok"], rec["message"])
 
     def test_the_profiled_call_runs_the_backward_pass_alone(self):
@@ -229,7 +248,9 @@ def _linear_relu_backward():
     with open(path) as f:
         text = f.read()
     # the task's backward_fn receives what its forward saved; mirror its reference math
-    return text[:0] + """
+    return (
+        text[:0]
+        + """
 import torch
 
 def backward(grad_output, x, weights, biases):
@@ -237,6 +258,7 @@ def backward(grad_output, x, weights, biases):
     g = grad_output * (pre > 0).to(grad_output.dtype)
     return g.mm(weights), g.t().mm(x), g.sum(0)
 """
+    )
 
 
 BACKWARD["mnist_linear_relu"] = _linear_relu_backward()
@@ -254,32 +276,63 @@ class ReasonTextTest(unittest.TestCase):
     def test_accuracy_loss_on_signed_mixed_inputs_is_named_for_what_it_is(self):
         """Right on the declared inputs, a little off on signed, mixed-scale ones (it rounds
         large values through bfloat16): an accuracy loss, not dropped work."""
-        rec = harness("verify", "--device", "cpu", "--seed", "5",
-                      "--task", os.path.join(FIX, "tasks", "small_relu"),
-                      "--candidate", os.path.join(HERE, "candidates", "ok_relu_rounds_large_inputs.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "5",
+            "--task",
+            os.path.join(FIX, "tasks", "small_relu"),
+            "--candidate",
+            os.path.join(HERE, "candidates", "ok_relu_rounds_large_inputs.py"),
+        )
         self.assertFalse(rec["ok"])
         self.assertEqual(rec["reason"], "accuracy-loss", rec["message"])
         self.assertIn("loses accuracy on signed, mixed-scale inputs", rec["message"])
         self.assertIn("against the tolerance", rec["message"])
 
     def test_dropped_work_stays_distribution_specific(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "5",
-                      "--task", os.path.join(FIX, "tasks", "small_relu"),
-                      "--candidate", os.path.join(FIX, "tasks", "small_relu", "candidate_copy.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "5",
+            "--task",
+            os.path.join(FIX, "tasks", "small_relu"),
+            "--candidate",
+            os.path.join(FIX, "tasks", "small_relu", "candidate_copy.py"),
+        )
         self.assertEqual(rec["reason"], "distribution-specific", rec["message"])
 
-
     def test_a_dropped_column_is_a_mismatch_not_reduced_precision(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "5",
-                      "--task", os.path.join(REPO, "kernels", "row_sum"),
-                      "--candidate", os.path.join(HERE, "candidates", "wrong_row_sum_last_column.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "5",
+            "--task",
+            os.path.join(REPO, "kernels", "row_sum"),
+            "--candidate",
+            os.path.join(HERE, "candidates", "wrong_row_sum_last_column.py"),
+        )
         self.assertFalse(rec["ok"])
         self.assertEqual(rec["reason"], "mismatch", rec["message"])
 
     def test_bfloat16_arithmetic_stays_reduced_precision(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "5",
-                      "--task", os.path.join(FIX, "tasks", "small_softmax"),
-                      "--candidate", os.path.join(HERE, "candidates", "h07_bfloat16.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "5",
+            "--task",
+            os.path.join(FIX, "tasks", "small_softmax"),
+            "--candidate",
+            os.path.join(HERE, "candidates", "h07_bfloat16.py"),
+        )
         self.assertEqual(rec["reason"], "reduced-precision", rec["message"])
 
 
@@ -328,14 +381,32 @@ class Float64TruthTest(unittest.TestCase):
         """A sum over many float32 values: the float32 reference rounds, a float64 accumulator
         does not; the candidate is outside the tolerance of the reference but within it of the
         truth, and passes with a warning that says so."""
-        rec = harness("verify", "--device", "cpu", "--seed", "9", "--task", os.path.join(HERE, "tasks", "long_sum"),
-                      "--candidate", os.path.join(HERE, "tasks", "long_sum", "candidate_float64_accumulator.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "9",
+            "--task",
+            os.path.join(HERE, "tasks", "long_sum"),
+            "--candidate",
+            os.path.join(HERE, "tasks", "long_sum", "candidate_float64_accumulator.py"),
+        )
         self.assertTrue(rec["ok"], rec["message"])
         self.assertTrue(any("computed in float64" in w for w in rec["warnings"]), rec["warnings"])
 
     def test_a_kernel_off_from_both_is_still_rejected(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "9", "--task", os.path.join(HERE, "tasks", "long_sum"),
-                      "--candidate", os.path.join(HERE, "tasks", "long_sum", "candidate_half_accumulator.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "9",
+            "--task",
+            os.path.join(HERE, "tasks", "long_sum"),
+            "--candidate",
+            os.path.join(HERE, "tasks", "long_sum", "candidate_half_accumulator.py"),
+        )
         self.assertFalse(rec["ok"])
 
 
@@ -343,16 +414,34 @@ class OffsetInputsTest(unittest.TestCase):
     TASK = os.path.join(HERE, "tasks", "small_layernorm")
 
     def test_one_pass_variance_is_an_accuracy_loss_on_offset_inputs(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "11", "--task", self.TASK,
-                      "--candidate", os.path.join(HERE, "candidates", "ok_layernorm_one_pass_variance.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "11",
+            "--task",
+            self.TASK,
+            "--candidate",
+            os.path.join(HERE, "candidates", "ok_layernorm_one_pass_variance.py"),
+        )
         self.assertFalse(rec["ok"])
         self.assertEqual(rec["reason"], "accuracy-loss", rec["message"])
         self.assertIn("common offset", rec["message"])
         self.assertIn("one-pass variance", rec["message"])
 
     def test_two_pass_variance_passes(self):
-        rec = harness("verify", "--device", "cpu", "--seed", "11", "--task", self.TASK,
-                      "--candidate", os.path.join(HERE, "candidates", "ok_layernorm_two_pass.py"))
+        rec = harness(
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "11",
+            "--task",
+            self.TASK,
+            "--candidate",
+            os.path.join(HERE, "candidates", "ok_layernorm_two_pass.py"),
+        )
         self.assertTrue(rec["ok"], rec["message"])
         self.assertEqual(max(c["trials"] for c in rec["configs"]), 4)  # 2 declared, signed-mixed, offset
 
@@ -380,8 +469,9 @@ class BenchMemoryTest(unittest.TestCase):
         with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)):
             self.assertEqual(bench.rotation(case, cuda), 1)  # never fewer than one
         self.assertEqual(bench.rotation(case, torch.device("cpu")), bench.ROTATE)
-        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)), \
-                mock.patch.object(torch.cuda, "memory_reserved", return_value=1 << 30):
+        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)), mock.patch.object(
+            torch.cuda, "memory_reserved", return_value=1 << 30
+        ):
             self.assertEqual(bench.rotation(case, cuda), bench.ROTATE)  # the allocator's cache is room too
 
     def test_signed_mixed_inputs_keep_their_distribution(self):

@@ -25,7 +25,8 @@ from evokernel_harness.pyload import load_module
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
 
-CANDIDATE = textwrap.dedent("""
+CANDIDATE = textwrap.dedent(
+    """
     def optional():
         try:
             import a_module_that_is_not_there  # noqa: F401
@@ -44,13 +45,14 @@ CANDIDATE = textwrap.dedent("""
 
     def unhandled():
         raise ValueError("not handled here")
-""")
+"""
+)
 
 BUILD_LOG = (
     "Error building extension 'softmax_ext': [1/3] c++ -MMD -MF main.o.d ... -c main.cpp -o main.o\n"
     "FAILED: main.o\n"
     "main.cpp:4:50: error: 'forward' was not declared in this scope\n"
-    "    4 | m.def(\"forward\", torch::wrap_pybind_function(forward), \"forward\");\n"
+    '    4 | m.def("forward", torch::wrap_pybind_function(forward), "forward");\n'
     "ninja: build stopped: subcommand failed.\n"
 )
 
@@ -128,8 +130,13 @@ class HandledExceptionsTest(unittest.TestCase):
 def python312():
     for name in ("python3.13", "python3.12"):
         found = shutil.which(name)
-        if found and subprocess.run([found, "-c", "import sys; assert sys.version_info >= (3, 12)"],
-                                    capture_output=True).returncode == 0:
+        if (
+            found
+            and subprocess.run(
+                [found, "-c", "import sys; assert sys.version_info >= (3, 12)"], capture_output=True
+            ).returncode
+            == 0
+        ):
             return found
     for found in ("/root/.pyenv/versions/3.12.1/bin/python3", "/opt/torch/.venv/bin/python"):
         if os.path.exists(found):
@@ -137,7 +144,8 @@ def python312():
     return None
 
 
-MONITORING_SCRIPT = textwrap.dedent("""
+MONITORING_SCRIPT = textwrap.dedent(
+    """
     import importlib.util, json, sys
     spec = importlib.util.spec_from_file_location("ev", sys.argv[1])
     ev = importlib.util.module_from_spec(spec); spec.loader.exec_module(ev)
@@ -157,7 +165,8 @@ MONITORING_SCRIPT = textwrap.dedent("""
     sys.monitoring.free_tool_id(ev._BACKEND.tool)
     print(json.dumps({"backend": ev.backend(), "handled": rec.handled(), "active": active,
                       "after_free": rec.active()}))
-""")
+"""
+)
 
 
 @unittest.skipIf(python312() is None, "no Python >= 3.12 here (the GPU machine's harness runs on one)")
@@ -170,8 +179,12 @@ class MonitoringTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             cand = write(tmp, "cand.py", CANDIDATE)
             script = write(tmp, "run.py", MONITORING_SCRIPT)
-            proc = subprocess.run([python312(), "-I", script, os.path.join(HARNESS, "evokernel_harness", "evidence.py"), cand],
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [python312(), "-I", script, os.path.join(HARNESS, "evokernel_harness", "evidence.py"), cand],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(proc.returncode, 0, proc.stderr)
             out = json.loads(proc.stdout)
         self.assertEqual(out["backend"], "sys.monitoring")
@@ -186,7 +199,8 @@ class MonitoringTest(unittest.TestCase):
         record, said so, and no honest candidate refused for a record it never switched off."""
         import json
 
-        script = textwrap.dedent("""
+        script = textwrap.dedent(
+            """
             import importlib.util, json, sys
             for tool in range(6):
                 if sys.monitoring.get_tool(tool) is None:
@@ -195,12 +209,17 @@ class MonitoringTest(unittest.TestCase):
             ev = importlib.util.module_from_spec(spec); spec.loader.exec_module(ev)
             rec = ev.watch(sys.argv[2])
             print(json.dumps({"backend": ev.backend(), "active": rec.active()}))
-        """)
+        """
+        )
         with tempfile.TemporaryDirectory() as tmp:
             cand = write(tmp, "cand.py", CANDIDATE)
             path = write(tmp, "full.py", script)
-            proc = subprocess.run([python312(), "-I", path, os.path.join(HARNESS, "evokernel_harness", "evidence.py"), cand],
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [python312(), "-I", path, os.path.join(HARNESS, "evokernel_harness", "evidence.py"), cand],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(proc.returncode, 0, proc.stderr)
             out = json.loads(proc.stdout)
         self.assertEqual(out, {"backend": "none (every sys.monitoring tool id in use)", "active": True})
@@ -232,7 +251,9 @@ class BackendFlagsTest(unittest.TestCase):
     def test_a_precision_flag_is_named_as_one(self):
         scoped = backend_flags.Scoped()
         scoped.enter()
-        torch.set_float32_matmul_precision("high" if scoped.harness["torch.float32_matmul_precision"] != "high" else "medium")
+        torch.set_float32_matmul_precision(
+            "high" if scoped.harness["torch.float32_matmul_precision"] != "high" else "medium"
+        )
         scoped.leave()
         self.assertEqual(torch.get_float32_matmul_precision(), scoped.harness["torch.float32_matmul_precision"])
         self.assertIn("precision flag", " ".join(scoped.describe()))
@@ -276,20 +297,36 @@ def fake_candidate(handled=(), flags=None):
 
 
 def passed():
-    return {"ok": True, "status": "passed", "reason": None, "hack": None, "message": "passed", "warnings": [],
-            "checks": [{"name": "own-kernel-ran", "ok": True, "detail": ""}]}
+    return {
+        "ok": True,
+        "status": "passed",
+        "reason": None,
+        "hack": None,
+        "message": "passed",
+        "warnings": [],
+        "checks": [{"name": "own-kernel-ran", "ok": True, "detail": ""}],
+    }
 
 
 class VerdictTest(unittest.TestCase):
-    BUILD = {"phase": "load", "line": 30, "type": "RuntimeError",
-             "message": evidence.describe(RuntimeError(BUILD_LOG)), "count": 1}
+    BUILD = {
+        "phase": "load",
+        "line": 30,
+        "type": "RuntimeError",
+        "message": evidence.describe(RuntimeError(BUILD_LOG)),
+        "count": 1,
+    }
 
     def task(self, own="allow"):
         return types.SimpleNamespace(own_kernels=own, own_kernels_rule=lambda: "KernelBench's rule")
 
     def test_a_failed_build_whose_fallback_ran_is_named_so(self):
-        own = {"ok": False, "detail": "none of its kernels (softmax_rows) ran on configuration 4096x8192; "
-                                      "launched: cunn_SoftMaxForward", "shares": None}
+        own = {
+            "ok": False,
+            "detail": "none of its kernels (softmax_rows) ran on configuration 4096x8192; "
+            "launched: cunn_SoftMaxForward",
+            "shares": None,
+        }
         rec = verdict.after_verification(passed(), self.task(), fake_candidate([self.BUILD]), "cuda", own)
         self.assertEqual(rec["reason"], "torch-fallback")
         self.assertIn("the extension build failed", rec["message"])
@@ -323,7 +360,8 @@ class StaticFindingsAreEvidenceTest(unittest.TestCase):
         return static_check.check("c.py", src, "py", frozenset({"softmax"}), strict=True)
 
     def test_honest_idioms_are_warnings(self):
-        src = textwrap.dedent("""
+        src = textwrap.dedent(
+            """
             import importlib
             import torch
             torch.backends.cudnn.benchmark = True
@@ -337,7 +375,8 @@ class StaticFindingsAreEvidenceTest(unittest.TestCase):
                     y = ext.forward(x) if ext is not None else torch.softmax(x, -1)
                 torch.cuda.current_stream().wait_stream(s)
                 return y
-        """)
+        """
+        )
         rec = self.check(src)
         self.assertTrue(rec["ok"], rec["findings"])
         codes = {f["code"] for f in rec["findings"]}
@@ -358,8 +397,12 @@ class StreamsTest(unittest.TestCase):
     on the caller's stream (7), the call, a short sleep where the end event goes."""
 
     def test_a_side_stream_joined_both_ways_is_timed_in_full(self):
-        events = [(SPIN, 7, 0.0, 500.0), ("own_rows(float*)", 7, 501.0, 600.0), ("own_cols(float*)", 13, 502.0, 590.0),
-                  (SPIN, 7, 601.0, 602.0)]
+        events = [
+            (SPIN, 7, 0.0, 500.0),
+            ("own_rows(float*)", 7, 501.0, 600.0),
+            ("own_cols(float*)", 13, 502.0, 590.0),
+            (SPIN, 7, 601.0, 602.0),
+        ]
         out = streams.escaped(events)
         self.assertEqual(out["escaped"], [])
         self.assertEqual(out["streams"], ["13", "7"])
@@ -370,7 +413,9 @@ class StreamsTest(unittest.TestCase):
         out = streams.escaped(events)
         self.assertEqual(len(out["escaped"]), 1)
         text = streams.describe(out)
-        self.assertIn("stream 21: softmax_kernel(float*) (0.400 ms; started before the caller's stream reached the call)", text)
+        self.assertIn(
+            "stream 21: softmax_kernel(float*) (0.400 ms; started before the caller's stream reached the call)", text
+        )
         self.assertIn("never waited for it", text)
 
     def test_work_the_caller_never_joined_escaped(self):
@@ -395,7 +440,9 @@ class PublicFormatRulesTest(unittest.TestCase):
         """Issue 18.7: robust-kbench's own harness accepts shape (1,) for a 0-dim loss."""
         rec = verify_cpu(RKB_CE, os.path.join(HERE, "candidates", "ok_cross_entropy_one_element.py"))
         self.assertTrue(rec["ok"], rec["message"])
-        self.assertTrue(any("has shape (1,) where the reference returns ()" in w for w in rec["warnings"]), rec["warnings"])
+        self.assertTrue(
+            any("has shape (1,) where the reference returns ()" in w for w in rec["warnings"]), rec["warnings"]
+        )
 
 
 def verify_cpu(task, candidate):
@@ -403,9 +450,28 @@ def verify_cpu(task, candidate):
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "5",
-                               "--task", task, "--candidate", candidate, "--out", out],
-                              capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": HARNESS})
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evokernel_harness",
+                "verify",
+                "--device",
+                "cpu",
+                "--seed",
+                "5",
+                "--task",
+                task,
+                "--candidate",
+                candidate,
+                "--out",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "PYTHONPATH": HARNESS},
+        )
         if not os.path.exists(out):
             raise AssertionError(proc.stderr[-2000:])
         with open(out) as f:
@@ -426,8 +492,11 @@ class KernelBenchModeTest(unittest.TestCase):
         rec = verify_cpu(self.TASK, os.path.join(HERE, "candidates", "kb_batchnorm_eval_mode.py"))
         self.assertEqual(rec["status"], "rejected", rec["message"])
         self.assertIn(rec["reason"], ("mismatch", "distribution-specific"))
-        self.assertIn("its BatchNorm2d is in eval mode (running statistics instead of the batch's) where the "
-                      "reference's Model is in training mode", rec["message"])
+        self.assertIn(
+            "its BatchNorm2d is in eval mode (running statistics instead of the batch's) where the "
+            "reference's Model is in training mode",
+            rec["message"],
+        )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,14 @@ class ScreenSamples(unittest.TestCase):
 
     def screen(self, gpu_ms, leader_lower=None, noise=0.0, stop=True):
         rng = random.Random(5)
-        impls = {name: (lambda _, ms=ms: self.stream.launch(0.02, ms * (1 + noise * rng.uniform(-1, 1))))
-                 for name, ms in gpu_ms.items()}
+        impls = {
+            name: (lambda _, ms=ms: self.stream.launch(0.02, ms * (1 + noise * rng.uniform(-1, 1))))
+            for name, ms in gpu_ms.items()
+        }
         timer = head.fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
-        raw = timer.interleaved(impls, [None], budget_s=0.5, seed=3,
-                                stop=bench.screen_stop(leader_lower) if stop else None)
+        raw = timer.interleaved(
+            impls, [None], budget_s=0.5, seed=3, stop=bench.screen_stop(leader_lower) if stop else None
+        )
         return {name: len(r["event"]) for name, r in raw.items()}, raw
 
     def test_a_steady_pair_stops_after_the_minimum_rounds(self):
@@ -78,16 +81,20 @@ class RaceOverConfigurations(unittest.TestCase):
         self.assertIsNone(bench._race({"a": 1.1}, rows))
 
     def test_the_geometric_mean_of_the_configurations_timed_so_far_decides(self):
-        rows = [self.row("a", stat(0.30, 0.30, 0.30), stat(0.20, 0.20, 0.20)),   # 1.5x
-                self.row("b", stat(0.30, 0.30, 0.30), stat(0.60, 0.60, 0.60))]   # 0.5x
+        rows = [
+            self.row("a", stat(0.30, 0.30, 0.30), stat(0.20, 0.20, 0.20)),  # 1.5x
+            self.row("b", stat(0.30, 0.30, 0.30), stat(0.60, 0.60, 0.60)),
+        ]  # 0.5x
         # geomean 0.866 against a leader at 1.0 on both: raced after b, not after a alone
         self.assertIsNone(bench._race({"a": 1.0, "b": 1.0}, rows[:1]))
         raced = bench._race({"a": 1.0, "b": 1.0}, rows)
         self.assertEqual(raced["config"], "b")
 
     def test_launch_bound_and_unknown_configurations_do_not_count(self):
-        rows = [self.row("a", stat(0.01, 0.01, 0.01), stat(0.02, 0.02, 0.02), launch_bound=True),
-                self.row("new", stat(0.30, 0.30, 0.30), stat(0.60, 0.60, 0.60))]
+        rows = [
+            self.row("a", stat(0.01, 0.01, 0.01), stat(0.02, 0.02, 0.02), launch_bound=True),
+            self.row("new", stat(0.30, 0.30, 0.30), stat(0.60, 0.60, 0.60)),
+        ]
         self.assertIsNone(bench._race({"a": 1.0}, rows))
 
 

@@ -16,14 +16,15 @@ REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 
 def static_args(candidate, task=None, reference_ops=None, libraries="allow", relaxed=False):
-    return argparse.Namespace(candidate=candidate, task=task, reference_ops=reference_ops, libraries=libraries,
-                              relaxed=relaxed)
+    return argparse.Namespace(
+        candidate=candidate, task=task, reference_ops=reference_ops, libraries=libraries, relaxed=relaxed
+    )
 
 
 def task_path(task):
     if task.startswith("shared:"):  # public task data, as run_manifest.py resolves it
         data = os.environ.get("EVOKERNEL_SHARED_DATA", os.path.join(REPO, "..", "shared", "data"))
-        return os.path.join(data, task[len("shared:"):])
+        return os.path.join(data, task[len("shared:") :])
     return os.path.join(REPO, task)
 
 
@@ -39,8 +40,10 @@ def pairs():
                     seen.add(key)
                     yield os.path.join(REPO, entry["file"]), task_path(entry["task"])
     fixtures = os.path.join(REPO, "test", "fixtures")
-    yield (os.path.join(fixtures, "kernelbench_modelnew", "23_Softmax_new.py"),
-           os.path.join(fixtures, "kernelbench", "23_Softmax.py"))
+    yield (
+        os.path.join(fixtures, "kernelbench_modelnew", "23_Softmax_new.py"),
+        os.path.join(fixtures, "kernelbench", "23_Softmax.py"),
+    )
 
 
 class StaticContextTest(unittest.TestCase):
@@ -54,19 +57,32 @@ class StaticContextTest(unittest.TestCase):
                 self.assertEqual(context["kind"], "static-context")
                 for relaxed in (False, True):
                     by_task = cmd_static(static_args(candidate, task=task, relaxed=relaxed))
-                    by_context = cmd_static(static_args(candidate, reference_ops=json.dumps(context["referenceOps"]),
-                                                        libraries=context["libraries"], relaxed=relaxed))
+                    by_context = cmd_static(
+                        static_args(
+                            candidate,
+                            reference_ops=json.dumps(context["referenceOps"]),
+                            libraries=context["libraries"],
+                            relaxed=relaxed,
+                        )
+                    )
                     self.assertEqual(by_context, by_task)
                 checked += 1
         self.assertGreater(checked, 20)
 
     def test_the_static_check_with_a_context_imports_no_torch(self):
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
-        code = ("import sys, json; from evokernel_harness.cli import main; "
-                "rc = main(['static', '--candidate', sys.argv[1], '--reference-ops', '[\"softmax\"]', '--out', '/dev/null']); "
-                "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))")
-        out = subprocess.run([sys.executable, "-c", code, os.path.join(REPO, "kernels", "softmax", "kernel.cu")],
-                             capture_output=True, text=True, env=env, timeout=1800)
+        code = (
+            "import sys, json; from evokernel_harness.cli import main; "
+            "rc = main(['static', '--candidate', sys.argv[1], '--reference-ops', '[\"softmax\"]', '--out', '/dev/null']); "
+            "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, os.path.join(REPO, "kernels", "softmax", "kernel.cu")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1800,
+        )
         self.assertEqual(out.returncode, 0, out.stderr[-2000:])
         self.assertEqual(json.loads(out.stdout.strip().splitlines()[-1]), {"rc": 0, "torch": False})
 

@@ -41,8 +41,9 @@ class ConstraintLanguage(unittest.TestCase):
 class Space(unittest.TestCase):
     def test_softmax_template(self):
         _, combos, default = sweep.space(os.path.join(REPO, "kernels", "softmax"), {}, False)
-        self.assertEqual(default, {"THREADS_PER_ROW": 256, "ROWS_PER_BLOCK": 1, "VEC": 1, "ONLINE": 1,
-                                   "CACHE": 0, "UNROLL": 4})
+        self.assertEqual(
+            default, {"THREADS_PER_ROW": 256, "ROWS_PER_BLOCK": 1, "VEC": 1, "ONLINE": 1, "CACHE": 0, "UNROLL": 4}
+        )
         self.assertIn(default, combos)
         self.assertTrue(all(c["THREADS_PER_ROW"] * c["ROWS_PER_BLOCK"] <= 1024 for c in combos))
         self.assertTrue(all(c["UNROLL"] == 4 for c in combos))  # without --all
@@ -60,9 +61,13 @@ class Space(unittest.TestCase):
 @unittest.skipIf(shutil.which("nvcc") is None, "nvcc is not installed")
 class DryRun(unittest.TestCase):
     def run_sweep(self, out, **env):
-        proc = subprocess.run([sys.executable, SCRIPT, SMALL, "--dry-run", "--no-compile", "--out", out],
-                              capture_output=True, text=True, timeout=1800,
-                              env={**os.environ, "EVOKERNEL_CACHE": os.path.join(out, "cache"), **env})
+        proc = subprocess.run(
+            [sys.executable, SCRIPT, SMALL, "--dry-run", "--no-compile", "--out", out],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env={**os.environ, "EVOKERNEL_CACHE": os.path.join(out, "cache"), **env},
+        )
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
         with open(os.path.join(out, "small_softmax.json")) as f:
             return json.load(f), proc.stdout

@@ -79,8 +79,10 @@ class HeadStartTest(unittest.TestCase):
             self.addCleanup(p.stop)
 
     def impls(self, host_ms):
-        return {"baseline": lambda _: self.stream.launch(host_ms, 0.30),
-                "candidate": lambda _: self.stream.launch(host_ms, 0.20)}
+        return {
+            "baseline": lambda _: self.stream.launch(host_ms, 0.30),
+            "candidate": lambda _: self.stream.launch(host_ms, 0.20),
+        }
 
     def time(self, head_start, host_ms):
         timer = fake_timer(self.stream, head_start)

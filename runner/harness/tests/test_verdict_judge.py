@@ -36,9 +36,29 @@ def verify(candidate, *extra):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "verify.json")
         env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
-        proc = subprocess.run([sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", SEED,
-                               "--task", SMALL_SOFTMAX, "--candidate", candidate, *extra, "--out", out],
-                              capture_output=True, text=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evokernel_harness",
+                "verify",
+                "--device",
+                "cpu",
+                "--seed",
+                SEED,
+                "--task",
+                SMALL_SOFTMAX,
+                "--candidate",
+                candidate,
+                *extra,
+                "--out",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         time.sleep(0.3)
         try:
             with open(out) as f:
@@ -48,8 +68,17 @@ def verify(candidate, *extra):
         return record, proc.returncode, proc.stderr
 
 
-RUNS = {name: (os.path.join(HOSTILE, f"{name}.py"),) for name in (
-    "patch_compare", "forged_record", "output_symlink", "output_absurd_size", "output_wrong_dtype", "stray_rewriter")}
+RUNS = {
+    name: (os.path.join(HOSTILE, f"{name}.py"),)
+    for name in (
+        "patch_compare",
+        "forged_record",
+        "output_symlink",
+        "output_absurd_size",
+        "output_wrong_dtype",
+        "stray_rewriter",
+    )
+}
 RUNS["honest"] = (PASSING,)
 RUNS["honest-quick"] = (PASSING, "--quick")
 _pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2)))
@@ -105,8 +134,11 @@ class HonestCandidateTest(unittest.TestCase):
         self.assertIn("pass confirmed", stderr)
         # what the judge costs on the CPU: writing the outputs in the candidate's process,
         # reading and comparing them in the judge's
-        print(f"\n[verdict] small_softmax on the CPU: dump {record['phases'].get('dump', 0):.4f} s, "
-              f"recheck {record['phases']['recheck']:.4f} s", file=sys.stderr)
+        print(
+            f"\n[verdict] small_softmax on the CPU: dump {record['phases'].get('dump', 0):.4f} s, "
+            f"recheck {record['phases']['recheck']:.4f} s",
+            file=sys.stderr,
+        )
 
     def test_the_quick_check_is_judged_on_its_one_configuration(self):
         record, code, stderr = result("honest-quick")

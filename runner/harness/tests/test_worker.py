@@ -57,16 +57,37 @@ class Server:
     def __init__(self, **env):
         self.tmp = tempfile.mkdtemp()
         full = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off", **env}
-        self.proc = subprocess.Popen([sys.executable, "-m", "evokernel_harness", "serve"], env=full, cwd=HARNESS,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "evokernel_harness", "serve"],
+            env=full,
+            cwd=HARNESS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert json.loads(self.proc.stdout.readline())["ready"]
         self.n = 0
 
     def evaluate(self, candidate, timeout=1200, seed="7"):
         self.n += 1
         outs = {s: os.path.join(self.tmp, f"{self.n}-{s}.json") for s in ("quick", "verify", "bench")}
-        argv = ["evaluate", "--device", "cpu", "--seed", seed, "--task", SMALL_SOFTMAX, "--candidate", candidate,
-                "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out", outs["bench"]]
+        argv = [
+            "evaluate",
+            "--device",
+            "cpu",
+            "--seed",
+            seed,
+            "--task",
+            SMALL_SOFTMAX,
+            "--candidate",
+            candidate,
+            "--quick-out",
+            outs["quick"],
+            "--verify-out",
+            outs["verify"],
+            "--bench-out",
+            outs["bench"],
+        ]
         self.proc.stdin.write(json.dumps({"id": f"r{self.n}", "argv": argv, "timeoutS": timeout}) + "\n")
         self.proc.stdin.flush()
         while True:
@@ -161,7 +182,19 @@ class WorkerTest(unittest.TestCase):
         answer, _ = self.server.evaluate(PASSING)
         self.server.n += 1
         out = os.path.join(self.server.tmp, "v.json")
-        argv = ["verify", "--device", "cpu", "--seed", "7", "--task", SMALL_SOFTMAX, "--candidate", PASSING, "--out", out]
+        argv = [
+            "verify",
+            "--device",
+            "cpu",
+            "--seed",
+            "7",
+            "--task",
+            SMALL_SOFTMAX,
+            "--candidate",
+            PASSING,
+            "--out",
+            out,
+        ]
         self.server.proc.stdin.write(json.dumps({"id": "v", "argv": argv, "timeoutS": 120}) + "\n")
         self.server.proc.stdin.flush()
         while True:
@@ -191,8 +224,23 @@ class InheritedLockTest(unittest.TestCase):
             fcntl.flock(fd, fcntl.LOCK_EX)  # as the server holds it around a request
             worker = Worker(server._rss_bytes, server.MEM_LIMIT)
             outs = {s: os.path.join(tmp, f"{s}.json") for s in ("quick", "verify", "bench")}
-            argv = ["evaluate", "--device", "cpu", "--seed", "7", "--task", SMALL_SOFTMAX, "--candidate", PASSING,
-                    "--quick-out", outs["quick"], "--verify-out", outs["verify"], "--bench-out", outs["bench"]]
+            argv = [
+                "evaluate",
+                "--device",
+                "cpu",
+                "--seed",
+                "7",
+                "--task",
+                SMALL_SOFTMAX,
+                "--candidate",
+                PASSING,
+                "--quick-out",
+                outs["quick"],
+                "--verify-out",
+                outs["verify"],
+                "--bench-out",
+                outs["bench"],
+            ]
             try:
                 answer = worker.run(argv, 120, os.path.join(tmp, "log"))
                 self.assertEqual(answer["exit"], 0)

@@ -31,7 +31,7 @@ def detect_format(path, source=None):
         return "torch-ext"
     raise CandidateError(
         f"{os.path.basename(path)}: unknown candidate format: a .cu file must define "
-        "extern \"C\" int evk_forward(const EvkCall*) (evk format) or a PYBIND11_MODULE "
+        'extern "C" int evk_forward(const EvkCall*) (evk format) or a PYBIND11_MODULE '
         "exporting forward (torch extension); Python candidates end in .py"
     )
 

@@ -113,19 +113,38 @@ def _build_evk(path, source, out_dir, defines, arch, timeout, flags):
         f.write(source)
     lib = os.path.join(out_dir, "candidate.so")
     cmd = [
-        nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC",
-        "-lineinfo", f"-I{INCLUDE}", *[f"-D{d}" for d in defines], *flags, "-o", lib, src, SHIM,
+        nvcc,
+        "-O3",
+        "-std=c++17",
+        f"-arch={arch}",
+        "-shared",
+        "-Xcompiler",
+        "-fPIC",
+        "-lineinfo",
+        f"-I{INCLUDE}",
+        *[f"-D{d}" for d in defines],
+        *flags,
+        "-o",
+        lib,
+        src,
+        SHIM,
     ]
     # one of the machine's compile slots while nvcc runs (its steps run one after another)
     with jobserver.slot(1):
         # nvcc runs cudafe++, cicc and ptxas as children: a timeout must end them all
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return False, None, f"nvcc did not finish within {timeout} s (build timeout): the candidate takes too long to compile"
+            return (
+                False,
+                None,
+                f"nvcc did not finish within {timeout} s (build timeout): the candidate takes too long to compile",
+            )
     log = " ".join(cmd) + "\n" + output
     return proc.returncode == 0, lib, log
 
@@ -257,7 +276,10 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
 
     def compile_it():
         load(
-            name=name, sources=[src], build_directory=out_dir, verbose=True,
+            name=name,
+            sources=[src],
+            build_directory=out_dir,
+            verbose=True,
             extra_cuda_cflags=["-O3", *[f"-D{d}" for d in defines], *flags],
             extra_cflags=["-O3", *[f"-D{d}" for d in defines]],
         )

@@ -143,8 +143,10 @@ def fast_host_compile(real, args, cache):
         tmp = f"{cached}.{os.getpid()}.tmp"
         shutil.copyfile(out, tmp)
         os.replace(tmp, cached)
-        note(f"binding unit {os.path.basename(src)} compiled {'with' if include else 'without'} "
-             f"the precompiled header, cached ({key[:12]})")
+        note(
+            f"binding unit {os.path.basename(src)} compiled {'with' if include else 'without'} "
+            f"the precompiled header, cached ({key[:12]})"
+        )
     return proc.returncode
 
 
@@ -184,8 +186,9 @@ def ensure_pch(real, rest, cache, cid, salt):
         with open(header, "w") as f:
             f.write(TORCH_EXT_INCLUDE + "\n")
         tmp = f"{gch}.{os.getpid()}.tmp"
-        proc = subprocess.run([real, *flags, "-x", "c++-header", header, "-o", tmp],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.run(
+            [real, *flags, "-x", "c++-header", header, "-o", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         if proc.returncode != 0:
             with open(failed, "w") as f:
                 f.write(proc.stdout.decode(errors="replace"))

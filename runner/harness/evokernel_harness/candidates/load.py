@@ -15,8 +15,15 @@ from . import CandidateError, detect_format, own_kernel_names, read_source
 from .build import apply_extension_env
 
 EVK_DTYPES = {
-    torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.float64: 3,
-    torch.int32: 4, torch.int64: 5, torch.bool: 6, torch.uint8: 7, torch.int8: 8,
+    torch.float32: 0,
+    torch.float16: 1,
+    torch.bfloat16: 2,
+    torch.float64: 3,
+    torch.int32: 4,
+    torch.int64: 5,
+    torch.bool: 6,
+    torch.uint8: 7,
+    torch.int8: 8,
 }
 MAX_DIMS = 8
 
@@ -78,7 +85,9 @@ class EvkFunction:
         self.lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_LOCAL)
         symbol = f"evk_{entry}"
         if not hasattr(self.lib, symbol):
-            raise CandidateError(f"the library exports no {symbol}: define extern \"C\" int {symbol}(const EvkCall* call)")
+            raise CandidateError(
+                f'the library exports no {symbol}: define extern "C" int {symbol}(const EvkCall* call)'
+            )
         self.fn = getattr(self.lib, symbol)
         self.fn.argtypes = [ctypes.POINTER(EvkCall)]
         self.fn.restype = ctypes.c_int

@@ -27,8 +27,8 @@ class TaskError(ValueError):
 class Config:
     name: str
     dims: dict
-    init: str | None = None          # default init of float inputs (None: the task's own)
-    dtype: str | None = None         # override of float input dtypes
+    init: str | None = None  # default init of float inputs (None: the task's own)
+    dtype: str | None = None  # override of float input dtypes
     heldout: bool = False
     derived: bool = False
     extra: dict = field(default_factory=dict)
@@ -36,7 +36,7 @@ class Config:
 
 @dataclass
 class Case:
-    args: list                        # tensors and scalars, in the order the entry receives them
+    args: list  # tensors and scalars, in the order the entry receives them
     module: torch.nn.Module | None = None
     meta: dict = field(default_factory=dict)
 
@@ -68,7 +68,7 @@ class Task:
 
     def own_kernels_rule(self):
         """Why this task requires own kernels, in a refusal's words."""
-        return "the task says \"ownKernels\": \"require\""
+        return 'the task says "ownKernels": "require"'
 
     def __init__(self):
         self.configs = []

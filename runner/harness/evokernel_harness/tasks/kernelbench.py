@@ -45,15 +45,22 @@ class KernelBenchTask(Task):
             if not hasattr(self.module, attr):
                 raise TaskError(f"{self.path}: a KernelBench problem must define {attr}")
         self.constants = {
-            k: v for k, v in vars(self.module).items()
+            k: v
+            for k, v in vars(self.module).items()
             if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool)
         }
         self._variants = {}
         varied = {k: v for k, v in self.constants.items() if v >= MIN_VARIED}
         self.configs.append(Config(name="declared", dims=dict(self.constants)))
-        self.configs.append(Config(name="declared-signed-mixed", dims=dict(self.constants), init="signed-mixed", derived=True))
+        self.configs.append(
+            Config(name="declared-signed-mixed", dims=dict(self.constants), init="signed-mixed", derived=True)
+        )
         if varied:
-            for name, factor, heldout in (("odd-sizes", 0.75, False), ("small-odd-sizes", 0.3, False), ("heldout-odd-sizes", 0.55, True)):
+            for name, factor, heldout in (
+                ("odd-sizes", 0.75, False),
+                ("small-odd-sizes", 0.3, False),
+                ("heldout-odd-sizes", 0.55, True),
+            ):
                 dims = {**self.constants, **{k: odd_near(v, factor) for k, v in varied.items()}}
                 self.configs.append(Config(name=name, dims=dims, heldout=heldout, derived=True))
         else:
@@ -68,12 +75,19 @@ class KernelBenchTask(Task):
             with open(self.path) as f:
                 tree = ast.parse(f.read(), filename=self.path)
             for node in tree.body:
-                if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                        and node.targets[0].id in config.dims and isinstance(node.value, ast.Constant)):
+                if (
+                    isinstance(node, ast.Assign)
+                    and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id in config.dims
+                    and isinstance(node.value, ast.Constant)
+                ):
                     node.value = ast.Constant(config.dims[node.targets[0].id])
             module = types.ModuleType(f"evk_kb_{config.name.replace('-', '_')}_{abs(hash(self.path))}")
             module.__file__ = self.path
-            exec(compile(ast.fix_missing_locations(tree), self.path, "exec"), module.__dict__)  # noqa: S102 — the task's own code
+            exec(
+                compile(ast.fix_missing_locations(tree), self.path, "exec"), module.__dict__
+            )  # noqa: S102 — the task's own code
             self._variants[config.name] = module
         return self._variants[config.name]
 
@@ -92,7 +106,9 @@ class KernelBenchTask(Task):
                     raise ValueError("non-finite reference output")
                 kept.append(config)
             except Exception as err:  # noqa: BLE001 — the reference's own failure: drop, with the reason
-                self.notes.append(f"derived configuration {config.name} dropped: the reference fails on it ({type(err).__name__}: {str(err)[:160]})")
+                self.notes.append(
+                    f"derived configuration {config.name} dropped: the reference fails on it ({type(err).__name__}: {str(err)[:160]})"
+                )
         self.configs = kept
 
     def make_case(self, config, seed, device, init=None):
@@ -120,8 +136,10 @@ class KernelBenchTask(Task):
         exception, on both sides: a random mask cannot be compared, so they run as the identity."""
         model.train()
         if identity_dropout(model):
-            note = ("dropout layers run as the identity (eval mode) in the reference and the candidate: "
-                    "a random mask cannot be compared")
+            note = (
+                "dropout layers run as the identity (eval mode) in the reference and the candidate: "
+                "a random mask cannot be compared"
+            )
             if note not in self.notes:
                 self.notes.append(note)
         return model
@@ -178,14 +196,25 @@ def mode_note(candidate_model, reference_model):
     training mode (batch statistics)', or None when the modes agree (dropout aside)."""
     if candidate_model is None or reference_model is None:
         return None
-    want = {type(m).__name__: m.training for m in reference_model.modules()
-            if not isinstance(m, torch.nn.modules.dropout._DropoutNd)}
-    off = sorted({type(m).__name__ for m in candidate_model.modules()
-                  if not isinstance(m, torch.nn.modules.dropout._DropoutNd)
-                  and type(m).__name__ in want and m.training != want[type(m).__name__]})
+    want = {
+        type(m).__name__: m.training
+        for m in reference_model.modules()
+        if not isinstance(m, torch.nn.modules.dropout._DropoutNd)
+    }
+    off = sorted(
+        {
+            type(m).__name__
+            for m in candidate_model.modules()
+            if not isinstance(m, torch.nn.modules.dropout._DropoutNd)
+            and type(m).__name__ in want
+            and m.training != want[type(m).__name__]
+        }
+    )
     if not off:
         return None
     train = want[off[0]]
     stats = " (running statistics instead of the batch's)" if train and any("Norm" in n for n in off) else ""
-    return (f"its {', '.join(off)} {'is' if len(off) == 1 else 'are'} in {'eval' if train else 'training'} mode{stats} "
-            f"where the reference's Model is in {'training' if train else 'eval'} mode")
+    return (
+        f"its {', '.join(off)} {'is' if len(off) == 1 else 'are'} in {'eval' if train else 'training'} mode{stats} "
+        f"where the reference's Model is in {'training' if train else 'eval'} mode"
+    )

@@ -33,7 +33,7 @@ class NativeTask(Task):
         self.backward = bool(spec.get("backward", False))
         self.libraries = spec.get("libraries", "allow")
         if self.libraries not in ("allow", "deny"):
-            raise TaskError(f"{spec_path}: \"libraries\" is \"allow\" or \"deny\", not {self.libraries!r}")
+            raise TaskError(f'{spec_path}: "libraries" is "allow" or "deny", not {self.libraries!r}')
         # the strict benchmark rule ("libraries": "deny") is also own kernels only
         self.own_kernels = "require" if self.libraries == "deny" else "allow"
         self.entry = "backward" if self.backward else "forward"
@@ -71,7 +71,9 @@ class NativeTask(Task):
             raise TaskError(f"{self.name}: every configuration needs a name and dims")
         for k, v in c["dims"].items():
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise TaskError(f"{self.name}: configuration {c['name']!r}: dim {k} must be a positive integer, got {v!r}")
+                raise TaskError(
+                    f"{self.name}: configuration {c['name']!r}: dim {k} must be a positive integer, got {v!r}"
+                )
         return Config(name=c["name"], dims=dict(c["dims"]), init=c.get("init"), dtype=c.get("dtype"), heldout=heldout)
 
     def _shape(self, inp, config):

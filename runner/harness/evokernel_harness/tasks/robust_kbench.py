@@ -61,7 +61,15 @@ class RobustKBenchTask(Task):
         if not self.configs:
             raise TaskError(f"{config_path}: no configurations")
         first = self.configs[0]
-        self.configs.append(Config(name=first.name + "-signed-mixed", dims=dict(first.dims), init="signed-mixed", derived=True, extra=first.extra))
+        self.configs.append(
+            Config(
+                name=first.name + "-signed-mixed",
+                dims=dict(first.dims),
+                init="signed-mixed",
+                derived=True,
+                extra=first.extra,
+            )
+        )
 
     def _read_configs(self, path):
         if not os.path.isfile(path):
