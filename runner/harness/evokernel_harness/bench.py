@@ -77,7 +77,7 @@ def _compiled(task, log):
             return run_compiled
         compiled = torch.compile(ref, dynamic=False)
         return lambda case: task.invoke(compiled, case)
-    except Exception as err:  # noqa: BLE001 — a baseline that cannot compile is noted, not fatal
+    except Exception as err:  # a baseline that cannot compile is noted, not fatal
         log(f"torch.compile failed: {err}")
         return None
 
@@ -204,7 +204,7 @@ def bench(
                 with grad_ctx():
                     compiled(cases[0].clone())
                 impls["compile"] = compiled
-            except Exception as err:  # noqa: BLE001 — a baseline that cannot compile is noted, not fatal
+            except Exception as err:  # a baseline that cannot compile is noted, not fatal
                 log(f"torch.compile failed on {config.name}: {type(err).__name__}: {str(err)[:300]}; timing without it")
                 compiled = None
         if baseline is not None:
@@ -321,10 +321,19 @@ def bench(
         )
         del cases
     messages = {
-        "side-stream": "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed stream (hack 3)",
-        "below-floor": f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): impossible, so something is skipped (hack 16)",
+        "side-stream": (
+            "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed "
+            "stream (hack 3)"
+        ),
+        "below-floor": (
+            f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): "
+            "impossible, so something is skipped (hack 16)"
+        ),
         "timer-patching": "the candidate replaced the harness's timer or checks while it was timed (hack 6)",
-        "timing-output-mismatch": "the output of a call made after timing, on new inputs, was wrong: work is skipped when called repeatedly (hacks 11, 16)",
+        "timing-output-mismatch": (
+            "the output of a call made after timing, on new inputs, was wrong: work is skipped when called "
+            "repeatedly (hacks 11, 16)"
+        ),
     }
     if getattr(candidate, "evidence", None) is not None:
         notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]

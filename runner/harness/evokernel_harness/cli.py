@@ -166,7 +166,7 @@ def cmd_inspect(args):
         task = load_task(args.task)
     except TaskError as err:
         return {**base, "error": str(err)}
-    except Exception as err:  # noqa: BLE001 — a task whose Python fails to import is invalid, with its error
+    except Exception as err:  # a task whose Python fails to import is invalid, with its error
         return {**base, "error": f"cannot load the task: {type(err).__name__}: {err}"}
     configs = []
     if args.probe:
@@ -212,7 +212,7 @@ def cmd_inspect(args):
             record["probe"] = {"ok": False, "reason": r.reason, "message": r.message}
             record["ok"] = False
             record["error"] = r.message
-        except Exception as err:  # noqa: BLE001
+        except Exception as err:
             record["probe"] = {"ok": False, "reason": "reference-error", "message": f"{type(err).__name__}: {err}"}
             record["ok"] = False
             record["error"] = f"the reference fails on {smallest.name}: {err}"
@@ -291,7 +291,10 @@ def _verify_begin(args, started):
                 **rec,
                 "reason": "no-gpu",
                 "device": device_info("cpu"),
-                "message": "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for Python candidates)",
+                "message": (
+                    "no CUDA GPU on this machine: verification needs one (run on a GPU runner, or --device cpu for "
+                    "Python candidates)"
+                ),
             },
             None,
         )
@@ -720,7 +723,7 @@ def main(argv):
             record = COMMANDS[args.command](args)
     except SystemExit:
         raise
-    except Exception:  # noqa: BLE001 — the harness itself failed: say so on stderr, exit non-zero
+    except Exception:  # the harness itself failed: say so on stderr, exit non-zero
         traceback.print_exc()
         return 4
     if record is not None:  # evaluate wrote its own records

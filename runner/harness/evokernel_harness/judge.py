@@ -80,7 +80,7 @@ def run_candidate(fn, claim_path):
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
-        except BaseException:  # noqa: BLE001 — the harness failed in the candidate's process
+        except BaseException:  # the harness failed in the candidate's process
             traceback.print_exc()
         finally:
             sys.stdout.flush()
@@ -301,7 +301,7 @@ def recheck(args, claim, folder):
             e.message + ". The candidate's process reported a pass; a process that never "
             "loaded the candidate checks every pass against the outputs it wrote",
         )
-    except Exception as err:  # noqa: BLE001 — the judge itself failed: never a pass
+    except Exception as err:  # the judge itself failed: never a pass
         traceback.print_exc()
         return {
             **rec,

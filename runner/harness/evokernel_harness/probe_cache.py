@@ -4,11 +4,11 @@ moved, flops counted on the reference: torch's FlopCounterMode costs seconds on 
 a process). Both are properties of the task, the configuration and the machine, never of the
 candidate, so a search measures them once per configuration instead of once per candidate.
 
-One small JSON file per key under <cache>/probe/ (the cost's key is the probe's, suffixed). The key hashes the task's files (every
-regular file of its folder, or the KernelBench file, plus the reference it names), the
-configuration (name and dims), the GPU, the driver, CUDA and torch versions. An entry that
-cannot be read, does not parse or does not hold a positive finite time is a miss; a miss is
-measured and written. At most MAX_ENTRIES files: the oldest go first.
+One small JSON file per key under <cache>/probe/ (the cost's key is the probe's, suffixed).
+The key hashes the task's files (every regular file of its folder, or the KernelBench file,
+plus the reference it names), the configuration (name and dims), the GPU, the driver, CUDA and
+torch versions. An entry that cannot be read, does not parse or does not hold a positive finite
+time is a miss; a miss is measured and written. At most MAX_ENTRIES files: the oldest go first.
 """
 
 import hashlib

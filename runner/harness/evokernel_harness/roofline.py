@@ -23,23 +23,31 @@ def _median_ms(fn, iters=15):
     return times[len(times) // 2]
 
 
-def measure_ceilings(device_name):
-    """Copy bandwidth (bytes read + written) and matmul rates, measured on this GPU."""
+def _copy_bandwidth():
+    """GB/s of a 1 GiB fp32 copy (bytes read + written); its buffers are freed on return."""
     n = 256 << 20  # 1 GiB of fp32
     x = torch.randn(n, device="cuda")
     y = torch.empty_like(x)
     ms = _median_ms(lambda: y.copy_(x))
-    bandwidth = 2 * x.numel() * 4 / (ms / 1e3) / 1e9
-    del x, y
+    return 2 * x.numel() * 4 / (ms / 1e3) / 1e9
+
+
+def _matmul_tflops(dtype):
+    """TFLOP/s of an 8192² matmul in dtype; its operands are freed on return."""
+    m = 8192
+    a, b = torch.randn(m, m, device="cuda", dtype=dtype), torch.randn(m, m, device="cuda", dtype=dtype)
+    ms = _median_ms(lambda: torch.mm(a, b), iters=10)
+    return 2 * m**3 / (ms / 1e3) / 1e12
+
+
+def measure_ceilings(device_name):
+    """Copy bandwidth (bytes read + written) and matmul rates, measured on this GPU."""
+    bandwidth = _copy_bandwidth()
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     rates = {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-        m = 8192
-        a, b = torch.randn(m, m, device="cuda", dtype=dtype), torch.randn(m, m, device="cuda", dtype=dtype)
-        ms = _median_ms(lambda: torch.mm(a, b), iters=10)
-        rates[name] = 2 * m**3 / (ms / 1e3) / 1e12
-        del a, b
+        rates[name] = _matmul_tflops(dtype)
     torch.backends.cuda.matmul.allow_tf32 = prev
     peak = theoretical_peaks()
     return {

@@ -51,7 +51,7 @@ def _child(argv, log_path):
         code = main(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 2
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         import traceback
 
         traceback.print_exc()
@@ -183,17 +183,17 @@ def _not_dumpable():
 
 
 def serve():
-    import torch  # noqa: F401 — imported once here, inherited by every child
+    import torch  # imported once here, inherited by every child
 
-    import torch.profiler  # noqa: F401 — likewise (the profile of a search candidate)
+    import torch.profiler  # likewise (the profile of a search candidate)
 
     try:  # the first profile or flop count in a process imports it: 5-7 s on the H100, per child
-        import torch._dynamo  # noqa: F401
-    except Exception:  # noqa: BLE001 — older torch, or a broken install: the children import what they need
+        import torch._dynamo  # noqa: F401 — imported once here, for every child
+    except Exception:  # older torch, or a broken install: the children import what they need
         pass
 
     from . import bench, compare, guards, verify  # noqa: F401 — likewise
-    from .candidates import build, load  # noqa: F401
+    from .candidates import build, load  # noqa: F401 — likewise
 
     _not_dumpable()
     out = sys.stdout

@@ -84,14 +84,17 @@ TAMPER_ROOTS = {"torch", "time", "numpy", "np", "triton", "timeit", "builtins", 
 C_RULES = [
     # (regex, code, hack, severity, message)
     (
-        r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|\bcudaStreamNonBlocking\b",
+        r"\bcudaStreamCreate\w*\s*\(|\bcuStreamCreate\w*\s*\(|getStreamFromPool|\bcudaStreamPerThread\b|"
+        r"\bcudaStreamNonBlocking\b",
         "side-stream",
         3,
         "warn",
-        "creates or uses another stream: timing covers every stream, and work the caller's stream never waits for is reported",
+        "creates or uses another stream: timing covers every stream, and work the caller's stream never waits for is "
+        "reported",
     ),
     (
-        r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b",
+        r"std::j?thread\b|\bpthread_create\b|std::async\b|#\s*include\s*<(thread|future)>|\bcudaLaunchHostFunc\b|"
+        r"\bcudaStreamAddCallback\b",
         "background-thread",
         4,
         "warn",
@@ -105,7 +108,8 @@ C_RULES = [
         "try/catch: a fallback is refused only where the trace shows its own kernels did not do the work",
     ),
     (
-        r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
+        r"\bdlsym\b|\bRTLD_NEXT\b|LD_PRELOAD|\bmprotect\b|\b(cudaEventElapsedTime|cudaEventRecord|"
+        r"cudaEventSynchronize|cudaDeviceSynchronize|cudaStreamSynchronize|cuEventElapsedTime)\s*\([^;{)]*\)\s*\{",
         "timer-patching",
         6,
         "reject",
@@ -126,7 +130,9 @@ C_RULES = [
         "uses lower-precision types or tensor-core math: checked against the task's dtype tolerance",
     ),
     (
-        r"^\s*(?:static\s+)?__device__\s+(?!const|__forceinline__|inline|static|void|float|double|int|bool|unsigned|auto|__half|T\b)[^(;]*;|^\s*static\s+(?!const\b|constexpr\b|inline\b|void\b|__device__\b|__global__\b|__forceinline__\b|__host__\b|int\s+\w+\s*\()[\w:<>,\s\*]+\s\**\w+\s*(=[^;]*)?;",
+        r"^\s*(?:static\s+)?__device__\s+(?!const|__forceinline__|inline|static|void|float|double|int|bool|unsigned|"
+        r"auto|__half|T\b)[^(;]*;|^\s*static\s+(?!const\b|constexpr\b|inline\b|void\b|__device__\b|__global__\b|"
+        r"__forceinline__\b|__host__\b|int\s+\w+\s*\()[\w:<>,\s\*]+\s\**\w+\s*(=[^;]*)?;",
         "stateful",
         11,
         "warn",
@@ -190,7 +196,8 @@ def torch_op_finding(op, line, text, ref_ops, strict, libraries):
             12,
             line,
             text,
-            f"calls {op} ({what}): allowed for part of the work; the profiler checks that its own kernels do the task's work",
+            f"calls {op} ({what}): allowed for part of the work; the profiler checks that its own kernels do the "
+            "task's work",
             "warn",
         )
     return None
@@ -241,13 +248,19 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
     except SyntaxError as err:
         return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}", "reject")]
     raw = source.splitlines()
-    text = lambda node: raw[node.lineno - 1] if 0 < getattr(node, "lineno", 0) <= len(raw) else ""
+
+    def text(node):
+        return raw[node.lineno - 1] if 0 < getattr(node, "lineno", 0) <= len(raw) else ""
+
     out = []
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_triton_jit(node):
             skip |= {id(n) for n in ast.walk(node)}
-    ops = lambda op, node: torch_op_finding(op, node.lineno, text(node), ref_ops, strict, libraries)
+
+    def ops(op, node):
+        return torch_op_finding(op, node.lineno, text(node), ref_ops, strict, libraries)
+
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
@@ -272,7 +285,8 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
                             1,
                             node.lineno,
                             text(node),
-                            f"imports {mod}: can reach other code's tensors; the run probes for a reused reference output",
+                            f"imports {mod}: can reach other code's tensors; the run probes for a reused reference "
+                            "output",
                         )
                     )
                 if top in ("importlib", "builtins"):
@@ -305,7 +319,8 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
                     12,
                     node.lineno,
                     text(node),
-                    "try/except: a fallback is refused only if its except branch runs or the trace shows others' kernels did the work",
+                    "try/except: a fallback is refused only if its except branch runs or the trace shows others' "
+                    "kernels did the work",
                 )
             )
         elif isinstance(node, ast.ClassDef):
@@ -363,7 +378,8 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
                         3,
                         node.lineno,
                         text(node),
-                        f"uses {name}: timing covers every stream, and work the caller's stream never waits for is reported",
+                        f"uses {name}: timing covers every stream, and work the caller's stream never waits for is "
+                        "reported",
                     )
                 )
             if node.attr in (
@@ -389,7 +405,8 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
                         hack,
                         node.lineno,
                         text(node),
-                        f"reaches into {name}: other code's objects or the harness's functions (checked after every call)",
+                        f"reaches into {name}: other code's objects or the harness's functions (checked after every "
+                        "call)",
                     )
                 )
             if node.attr in ("as_subclass",):

@@ -39,7 +39,10 @@ def stats(samples):
     n = len(s)
     if n == 0:
         return None
-    q = lambda p: s[min(n - 1, max(0, int(round(p * (n - 1)))))]
+
+    def q(p):
+        return s[min(n - 1, max(0, int(round(p * (n - 1)))))]
+
     return {"medianMs": q(0.5), "p20Ms": q(0.2), "p80Ms": q(0.8), "minMs": s[0], "meanMs": sum(s) / n, "n": n}
 
 

@@ -9,6 +9,7 @@ the named hack classes of docs/DESIGN.md.
 """
 
 import gc
+import math
 import time
 
 import torch
@@ -130,7 +131,7 @@ class Verifier:
             raise Reject("launch-error", str(err)) from None
         except Reject:
             raise
-        except Exception as err:  # noqa: BLE001 — a candidate's exception is a verdict
+        except Exception as err:  # a candidate's exception is a verdict
             if "CUDA" in str(err) or "cuda" in type(err).__name__.lower():
                 raise Crash(f"{type(err).__name__}: {err}") from None
             raise Reject("crash", f"the candidate raised {type(err).__name__}: {err}") from None
@@ -225,8 +226,10 @@ class Verifier:
                 if compare(fake, r, tol)["ok"]:
                     raise Reject(
                         "degenerate-task",
-                        f"{label} would pass output {i} on configuration {config.name} within the task's own tolerance: "
-                        "the task cannot tell a working kernel from one that does nothing (use larger-magnitude outputs or tighter tolerances)",
+                        f"{label} would pass output {i} on configuration {config.name} within the task's own "
+                        "tolerance: "
+                        "the task cannot tell a working kernel from one that does nothing (use larger-magnitude "
+                        "outputs or tighter tolerances)",
                     )
         other = self.reference(self.make_case(config, self.seed ^ 0xD1FF))
         if all(bitwise_equal(a, b) for a, b in zip(refs, other)):
@@ -251,7 +254,8 @@ class Verifier:
         ok = within_float64(self.task, outs, case, self.reference)
         if ok:
             self.warnings.append(
-                f"{config.name}, {where}: outside the tolerance of the float32 reference but within it of the reference "
+                f"{config.name}, {where}: outside the tolerance of the float32 reference but within it of the "
+                "reference "
                 "computed in float64: the reference's own rounding error is the larger one here"
             )
         return ok
@@ -303,7 +307,8 @@ class Verifier:
                 res.update({"config": config.name, "trial": 0, "output": f"output {i} (repeat run)", "outputIndex": i})
                 raise Reject(
                     "race",
-                    f"two runs on identical inputs differ beyond tolerance (max abs {res['maxAbs']}): a race or uninitialised read",
+                    f"two runs on identical inputs differ beyond tolerance (max abs {res['maxAbs']}): a race or "
+                    "uninitialised read",
                     res,
                 )
             if not bitwise_equal(a, b):
@@ -333,7 +338,8 @@ class Verifier:
                 )
                 raise Reject(
                     "result-caching",
-                    "after new values were written into the same input buffers the output was stale: results cached by pointer or by value",
+                    "after new values were written into the same input buffers the output was stale: results cached "
+                    "by pointer or by value",
                     res,
                 )
         from .outputs import REFILL
@@ -522,7 +528,7 @@ class Verifier:
             if rounded.dtype == torch.float32:
                 rounded = rounded.to(torch.bfloat16).float()
             return compare(rounded, ref, self.task.tolerance(dtype_name(ref.dtype)))["normRel"] or 0.0
-        except Exception:  # noqa: BLE001 — no scale: the failure stays a mismatch
+        except Exception:  # no scale: the failure stays a mismatch
             return 0.0
 
     def task_is_fp32(self):
@@ -535,15 +541,36 @@ class Verifier:
         if reason == "accuracy-loss":
             return self.explain_accuracy(f, config, init)
         where = f"configuration {config.name}, trial {f['trial']}{INPUTS.get(init, '')}, {f['output']}"
-        worst = f"worst element {f['index']}: got {f['got']}, expected {f['expected']}; max abs error {f['maxAbs']}, relative norm error {f['normRel']}"
+        worst = (
+            f"worst element {f['index']}: got {f['got']}, expected {f['expected']}; max abs error {f['maxAbs']}, "
+            f"relative norm error {f['normRel']}"
+        )
         lead = {
-            "output-memory-reuse": "right only when run just after the reference freed its output: it reads memory it never wrote (hack 1)",
-            "unwritten-output": f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with survived) (hacks 1, 13)",
+            "output-memory-reuse": (
+                "right only when run just after the reference freed its output: it reads memory it never wrote "
+                "(hack 1)"
+            ),
+            "unwritten-output": (
+                f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with "
+                "survived) (hacks 1, 13)"
+            ),
             "nan-output": f"{f['nonFinite']} output elements are NaN/Inf where the reference is finite",
-            "distribution-specific": f"right on the declared inputs, wrong on {KINDS.get(init, 'other')} ones: it drops work that matters for other inputs (hack 9)",
-            "shape-specific": f"right on {', '.join(passed)} but wrong on {config.name}{' (' + str(f['nonFinite']) + ' elements never written)' if f['nonFinite'] else ''}: it only works for the shapes it was shown (hack 10)",
-            "race": "wrong, and two runs on identical inputs give different outputs: a race (missing barrier, blocks depending on each other) (hack 15)",
-            "reduced-precision": "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)",
+            "distribution-specific": (
+                f"right on the declared inputs, wrong on {KINDS.get(init, 'other')} ones: it drops work that matters "
+                "for other inputs (hack 9)"
+            ),
+            "shape-specific": (
+                f"right on {', '.join(passed)} but wrong on {config.name}"
+                f"{' (' + str(f['nonFinite']) + ' elements never written)' if f['nonFinite'] else ''}: "
+                "it only works for the shapes it was shown (hack 10)"
+            ),
+            "race": (
+                "wrong, and two runs on identical inputs give different outputs: a race (missing barrier, blocks "
+                "depending on each other) (hack 15)"
+            ),
+            "reduced-precision": (
+                "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)"
+            ),
             "mismatch": "wrong result",
         }[reason]
         return f"{lead}. {where}; {worst}"
@@ -551,15 +578,18 @@ class Verifier:
     def explain_accuracy(self, f, config, init):
         tol = self.task.tolerance(f.get("dtype") or "float32")
         inputs = {
-            "offset": "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)",
+            "offset": (
+                "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)"
+            ),
         }.get(
             init,
             "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)",
         )
         return (
-            f"wrong: loses accuracy on {inputs} on configuration {config.name}, {f['output']}: relative norm error {_num(f['normRel'])} "
-            f"against the tolerance {_num(tol['norm'])}, max abs error {_num(f['maxAbs'])} (worst element {f['index']}: "
-            f"got {f['got']}, expected {f['expected']}); on the declared inputs it is within tolerance. "
+            f"wrong: loses accuracy on {inputs} on configuration {config.name}, {f['output']}: relative norm error "
+            f"{_num(f['normRel'])} against the tolerance {_num(tol['norm'])}, max abs error {_num(f['maxAbs'])} "
+            f"(worst element {f['index']}: got {f['got']}, expected {f['expected']}); on the declared inputs it is "
+            "within tolerance. "
             "Typical causes: a one-pass variance E[x²] − E[x]², sums accumulated in lower precision or in one long "
             "sequential chain; use a two-pass or Welford variance and accumulate in float32 or wider"
         )
@@ -588,7 +618,7 @@ def reference_float64(task, case, run_reference):
         if wide.module is not None:
             wide.module = wide.module.double()
         return run_reference(wide)
-    except Exception:  # noqa: BLE001 — no float64 reference: the float32 verdict stands
+    except Exception:  # no float64 reference: the float32 verdict stands
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         return None
@@ -612,16 +642,19 @@ def _num(x):
 def shape_message(i, got, expected):
     """What to return instead: the reference's exact shape, never a broadcast of it."""
     base = f"output {i} has shape {got}, expected {expected} (no broadcasting)"
-    numel = lambda shape: 1 if not shape else __import__("math").prod(shape)
+
+    def numel(shape):
+        return 1 if not shape else math.prod(shape)
+
     if expected == () and numel(got) == 1:
-        return (
-            base
-            + ": the reference returns a 0-dim tensor (a scalar): return out.reshape(()) (C++: out.reshape({})), not a 1-element tensor"
+        return base + (
+            ": the reference returns a 0-dim tensor (a scalar): return out.reshape(()) (C++: out.reshape({})), "
+            "not a 1-element tensor"
         )
     if numel(got) == numel(expected):
-        return (
-            base
-            + f": the values may be right but the shape is not: return out.reshape({expected}) (C++: out.view({{{', '.join(map(str, expected))}}}))"
+        return base + (
+            f": the values may be right but the shape is not: return out.reshape({expected}) (C++: "
+            f"out.view({{{', '.join(map(str, expected))}}}))"
         )
     return base
 

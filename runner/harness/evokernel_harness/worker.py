@@ -81,14 +81,14 @@ def _serve(req_fd, reply_fd):
             code = main(req["argv"])
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             traceback.print_exc()
         reusable = False
         try:
             reusable = code == 0 and records_ok(req["argv"])
             if reusable:
                 _between_requests()
-        except BaseException:  # noqa: BLE001 — a context that cannot be cleaned is not reused
+        except BaseException:  # a context that cannot be cleaned is not reused
             traceback.print_exc()
             reusable = False
         served += 1

@@ -138,7 +138,8 @@ exit 0
 
 BINDINGS = (
     "#include <torch/extension.h>\ntorch::Tensor forward(torch::Tensor x);\n"
-    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("forward", torch::wrap_pybind_function(forward), "forward");\n}\n'
+    'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\nm.def("forward", torch::wrap_pybind_function(forward), '
+    '"forward");\n}\n'
 )
 
 
@@ -246,7 +247,7 @@ class FastPathTest(unittest.TestCase):
 
 def _has_torch():
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401 — imported only to learn whether it imports
     except ImportError:
         return False
     return True

@@ -99,7 +99,10 @@ class RecordsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        out = lambda name: os.path.join(cls.tmp.name, name)  # noqa: E731 — a path in the run's folder
+
+        def out(name):  # a path in the run's folder
+            return os.path.join(cls.tmp.name, name)
+
         server = ForkServer()
         try:
             server.run("device", "--out", out("device.json"))

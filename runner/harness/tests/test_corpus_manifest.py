@@ -167,7 +167,8 @@ class CorpusManifestTest(unittest.TestCase):
             rel_root = os.path.relpath(root, REPO)
             top = os.path.relpath(root, CORPUS).split(os.sep)[0]
             if top in ("tasks", "isolation", "correct", "."):
-                continue  # task folders are listed by their baseline; isolation and the correct corpus have their own manifests
+                # task folders are listed by their baseline; isolation and the correct corpus have their own manifests
+                continue
             for name in files:
                 if name.endswith((".cu", ".py")):
                     rel = os.path.join(rel_root, name)

@@ -22,7 +22,10 @@ SHARED = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname
 RKB = os.path.join(SHARED, "robust-kbench", "tasks")
 FIX = os.path.join(REPO, "test", "fixtures")
 
-GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+GEMM = (
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
+    "cublas"
+)
 NVJET = "nvjet_tst_128x64_64x8_1x2_h_bz_NNT"
 RELU = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar>"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
@@ -128,7 +131,8 @@ __global__ void scale_kernel(const float* x, const float* s, float* y, int n, in
 torch::Tensor forward(torch::Tensor x, torch::Tensor var, torch::Tensor weight) {
   auto s = torch::rsqrt(var + 1e-5) * weight;   // per-channel, on a small vector
   auto y = torch::empty_like(x);
-  scale_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), s.data_ptr<float>(), y.data_ptr<float>(), x.numel(), s.numel());
+  scale_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), s.data_ptr<float>(), y.data_ptr<float>(),
+                                                 x.numel(), s.numel());
   return y;
 }
 """

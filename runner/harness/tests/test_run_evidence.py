@@ -259,7 +259,10 @@ class BackendFlagsTest(unittest.TestCase):
         self.assertIn("precision flag", " ".join(scoped.describe()))
 
 
-GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+GEMM = (
+    "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
+    "cublas"
+)
 NVJET = "nvjet_tst_128x64_64x8_1x2_h_bz_NNT"
 SILU = "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel>"
 MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>"

@@ -73,7 +73,8 @@ class StaticContextTest(unittest.TestCase):
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
         code = (
             "import sys, json; from evokernel_harness.cli import main; "
-            "rc = main(['static', '--candidate', sys.argv[1], '--reference-ops', '[\"softmax\"]', '--out', '/dev/null']); "
+            "rc = main(['static', '--candidate', sys.argv[1], '--reference-ops', '[\"softmax\"]', '--out', "
+            "'/dev/null']); "
             "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
         )
         out = subprocess.run(

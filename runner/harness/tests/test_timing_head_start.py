@@ -9,12 +9,12 @@ import sys
 import unittest
 from unittest import mock
 
+import torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
 
-import torch  # noqa: E402
-
-from evokernel_harness import guards, timing  # noqa: E402
+from evokernel_harness import guards, timing  # noqa: E402 — importable once the path above is set
 
 CLOCK_MHZ = 1755  # below the bound timing.py assumes: a sleep lasts longer than it reckons
 

@@ -234,7 +234,7 @@ def extension_env(out_dir, cache):
             env["EVOKERNEL_CCWRAP_LOG"] = os.path.join(out_dir, "fastpath.log")
             env["EVOKERNEL_CCWRAP_SALT"] = f"{torch.__version__}|{torch.version.cuda}|{torch.__file__}"
             env["MAX_JOBS"] = str(jobserver.total_slots())
-        except Exception as err:  # noqa: BLE001 — the fast path is an optimisation only
+        except Exception as err:  # the fast path is an optimisation only
             notes.append(f"fast path unavailable ({type(err).__name__}: {err}): torch's own build")
     with open(os.path.join(out_dir, ENV_FILE), "w") as f:
         json.dump(env, f)

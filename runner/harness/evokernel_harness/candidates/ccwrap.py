@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import jobserver  # noqa: E402
+import jobserver  # noqa: E402 — run as a script (the compiler wrapper): its folder is put on the path first
 
 PCH_HEADER = "evk_torch_extension.h"
 TORCH_EXT_INCLUDE = "#include <torch/extension.h>"

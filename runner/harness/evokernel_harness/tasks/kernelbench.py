@@ -85,9 +85,7 @@ class KernelBenchTask(Task):
                     node.value = ast.Constant(config.dims[node.targets[0].id])
             module = types.ModuleType(f"evk_kb_{config.name.replace('-', '_')}_{abs(hash(self.path))}")
             module.__file__ = self.path
-            exec(
-                compile(ast.fix_missing_locations(tree), self.path, "exec"), module.__dict__
-            )  # noqa: S102 — the task's own code
+            exec(compile(ast.fix_missing_locations(tree), self.path, "exec"), module.__dict__)  # the task's own code
             self._variants[config.name] = module
         return self._variants[config.name]
 
@@ -105,9 +103,10 @@ class KernelBenchTask(Task):
                 if not all(bool(torch.isfinite(o).all()) for o in outs if o.is_floating_point()):
                     raise ValueError("non-finite reference output")
                 kept.append(config)
-            except Exception as err:  # noqa: BLE001 — the reference's own failure: drop, with the reason
+            except Exception as err:  # the reference's own failure: drop, with the reason
                 self.notes.append(
-                    f"derived configuration {config.name} dropped: the reference fails on it ({type(err).__name__}: {str(err)[:160]})"
+                    f"derived configuration {config.name} dropped: the reference fails on it ({type(err).__name__}: "
+                    f"{str(err)[:160]})"
                 )
         self.configs = kept
 
