@@ -71,3 +71,20 @@ def cuda_arch():
         major, minor = torch.cuda.get_device_capability(0)
         return f"sm_{major}{minor}"
     return "sm_90"
+
+
+def device_backend(requested):
+    """The backend a verification runs on: cpu when asked for, else cuda, None without a GPU."""
+    if requested == "cpu":
+        return "cpu"
+    if not torch.cuda.is_available():
+        return None
+    return "cuda"
+
+
+def precise_math():
+    """Full float32 in matmuls and convolutions (no TF32): the reference's precision."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if hasattr(torch, "set_float32_matmul_precision"):
+        torch.set_float32_matmul_precision("highest")

@@ -41,7 +41,7 @@ import torch
 
 from . import compare as _compare  # noqa: F401 — bound before the fork (see above)
 from . import outputs
-from .env import device_info
+from .env import device_backend, device_info, precise_math
 from .verify import REFILL_SEED, SCALAR_AS_ONE_ELEMENT, Reject, Verifier, trial_seed
 
 SCHEMA = 1
@@ -267,11 +267,10 @@ def _end_like(sig):
 
 def recheck(args, claim, folder):
     """The judge's own verdict on a claimed pass: the record."""
-    from .cli import _device_backend, _precise_math
     from .tasks import load_task
 
     seed = args.seed
-    backend = _device_backend(args.device)
+    backend = device_backend(args.device)
     if backend is None:
         return {
             **base_record(args, seed),
@@ -279,7 +278,7 @@ def recheck(args, claim, folder):
             "device": device_info("cpu"),
             "message": "the candidate's process reported a pass, but the judge finds no CUDA GPU",
         }
-    _precise_math()
+    precise_math()
     rec = {**claim, "schema": SCHEMA, "kind": "verify", "seed": seed, "device": device_info(backend)}
     try:
         task = load_task(args.task)

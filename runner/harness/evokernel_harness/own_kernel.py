@@ -225,7 +225,7 @@ def check_own_kernel(candidate, task, cases, libraries="allow"):
 def rewrite_verdict(traces):
     """A candidate with no kernel of its own: a PyTorch rewrite, not a fallback (nothing of its
     own was claimed). Its shares say whose kernels do the work; the task decides whether a
-    rewrite may compete (cli.py)."""
+    rewrite may compete (verdict.py)."""
     totals = {"own": 0.0, "library": 0.0, "torch": 0.0, "harmless": 0.0}
     library_names, same = set(), []
     for config, cand, ref in traces:

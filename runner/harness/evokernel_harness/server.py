@@ -14,11 +14,38 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Any, Optional
 
 from . import gpulock, worker
+from .commands import run_request
 from .worker import Worker
 
 MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request line (src/shared/contract/harness-request.ts; the generated
+    contract/harness-request.schema.json): the harness command line to run in a child and
+    the seconds it may take."""
+
+    id: Optional[str]
+    argv: list[str]
+    timeout_s: float
+
+
+def parse_request(line: str) -> Request:
+    """A request line, parsed once; ValueError or AttributeError: not a request (before, a
+    timeoutS that is not a number ended the server once the child was due)."""
+    req = json.loads(line)
+    if not isinstance(req.get("argv"), list) or not all(isinstance(a, str) for a in req["argv"]):
+        raise ValueError("argv must be a list of strings")
+    try:
+        timeout_s = float(req.get("timeoutS", 300))
+    except (TypeError, ValueError):
+        raise ValueError("timeoutS must be a number") from None
+    return Request(req.get("id"), req["argv"], timeout_s)
 
 
 def _rss_bytes(pid):
@@ -38,7 +65,7 @@ def _rss_bytes(pid):
     return total
 
 
-def _child(argv, log_path):
+def _child(argv: list[str], log_path: str) -> None:
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
@@ -46,9 +73,7 @@ def _child(argv, log_path):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     code = 4
     try:
-        from .cli import main
-
-        code = main(argv)
+        code = run_request(argv)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 2
     except BaseException:
@@ -61,15 +86,14 @@ def _child(argv, log_path):
         os._exit(code)
 
 
-def _run(req, out):
+def _run(req: Request, out: Any) -> dict[str, Any]:
     """One request; the GPU's machine-wide lock is taken before the child starts, so waiting
     for another process's GPU work never counts against the request's deadline. A line
     {"id", "started"} tells the client when the deadline starts."""
-    argv = req["argv"]
     with gpulock.held(
-        argv, on_wait=lambda: print(json.dumps({"id": req.get("id"), "waiting": True}), file=out, flush=True)
+        req.argv, on_wait=lambda: print(json.dumps({"id": req.id, "waiting": True}), file=out, flush=True)
     ) as waited:
-        print(json.dumps({"id": req.get("id"), "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
+        print(json.dumps({"id": req.id, "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
         os.environ[gpulock.HELD] = "1"
         try:
             answer = _run_child(req)
@@ -83,14 +107,14 @@ def _run(req, out):
 WORKER = Worker(_rss_bytes, MEM_LIMIT)
 
 
-def _run_child(req):
-    argv, timeout = req["argv"], float(req.get("timeoutS", 300))
+def _run_child(req: Request) -> dict[str, Any]:
+    argv, timeout = req.argv, req.timeout_s
     fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
     os.close(fd)
     start = time.perf_counter()
     if worker.enabled(argv):
         answer = WORKER.run(argv, timeout, log_path)
-        return {"id": req.get("id"), **answer, "seconds": round(time.perf_counter() - start, 3), "log": _log(log_path)}
+        return {"id": req.id, **answer, "seconds": round(time.perf_counter() - start, 3), "log": _log(log_path)}
     pid = os.fork()
     if pid == 0:
         _child(argv, log_path)
@@ -118,7 +142,7 @@ def _run_child(req):
     except (ProcessLookupError, PermissionError):
         pass
     return {
-        "id": req.get("id"),
+        "id": req.id,
         "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "seconds": round(time.perf_counter() - start, 3),
@@ -204,9 +228,7 @@ def serve():
         if not line:
             continue
         try:
-            req = json.loads(line)
-            if not isinstance(req.get("argv"), list) or not all(isinstance(a, str) for a in req["argv"]):
-                raise ValueError("argv must be a list of strings")
+            req = parse_request(line)
         except (ValueError, AttributeError) as err:
             print(json.dumps({"id": None, "error": f"bad request: {err}"}), file=out, flush=True)
             continue

@@ -24,6 +24,8 @@ import sys
 import time
 import traceback
 
+from .commands import run_request
+
 MAX_REQUESTS = 100  # then a new worker: bounded growth of loaded candidate libraries
 COMMANDS = ("evaluate",)
 
@@ -66,8 +68,6 @@ def _serve(req_fd, reply_fd):
     """The worker's loop (in the forked process; never returns)."""
     os.setsid()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    from .cli import main
-
     requests = os.fdopen(req_fd, "r")
     served = 0
     for line in requests:
@@ -78,7 +78,7 @@ def _serve(req_fd, reply_fd):
         os.close(fd)
         code = 4
         try:
-            code = main(req["argv"])
+            code = run_request(req["argv"])
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
         except BaseException:

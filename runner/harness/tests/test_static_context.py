@@ -9,7 +9,7 @@ import subprocess
 import sys
 import unittest
 
-from evokernel_harness.cli import cmd_static, cmd_static_context
+from evokernel_harness.commands.static import cmd_static, cmd_static_context
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))

@@ -1,0 +1,60 @@
+"""The harness's commands, one module each: a function from the parsed command line
+(options.py) to the command's JSON record. run() runs one as the command line always has,
+for cli.py and for the fork server's children and worker (run_request), which therefore
+never go through cli.py."""
+
+import argparse
+import sys
+import traceback
+from typing import Callable, Optional
+
+from .. import gpulock
+from ..options import parse
+from .bench import cmd_bench
+from .build import cmd_build
+from .ceilings import cmd_ceilings
+from .common import Record, write_record
+from .device import cmd_device
+from .evaluate import cmd_evaluate
+from .inspect import cmd_inspect
+from .static import cmd_static, cmd_static_context
+from .verify import cmd_verify
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], Optional[Record]]] = {
+    "device": cmd_device,
+    "static": cmd_static,
+    "static-context": cmd_static_context,
+    "build": cmd_build,
+    "inspect": cmd_inspect,
+    "verify": cmd_verify,
+    "bench": cmd_bench,
+    "evaluate": cmd_evaluate,
+    "ceilings": cmd_ceilings,
+}
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    """The command args names, its record written to --out (or stdout): exit 0, or 4 when
+    the harness itself failed (its traceback on stderr). SystemExit passes through."""
+    try:
+        with gpulock.held(list(argv)):  # machine-wide: one GPU job at a time
+            record = COMMANDS[args.command](args)
+    except SystemExit:
+        raise
+    except Exception:  # the harness itself failed: say so on stderr, exit non-zero
+        traceback.print_exc()
+        return 4
+    if record is not None:  # evaluate wrote its own records
+        write_record(record, args.out)
+    return 0
+
+
+def run_request(argv: list[str]) -> int:
+    """A fork server request's command line, in the process that runs it (a forked child or
+    the worker), parsed there: a usage error goes to the request's log, exit 2, as it does
+    on the command line. A request cannot start another fork server."""
+    args = parse(argv)
+    if args.command == "serve":
+        print("serve is the fork server itself, not a request", file=sys.stderr)
+        return 2
+    return run(args, argv)

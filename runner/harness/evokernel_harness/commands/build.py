@@ -1,0 +1,17 @@
+"""`build`: compile a candidate (cached by content hash)."""
+
+from .common import default_cache, parse_defines, parse_flags
+
+
+def cmd_build(args):
+    from ..candidates.build import build
+
+    arch = args.arch or "sm_90"
+    return build(
+        args.candidate,
+        args.cache or default_cache(),
+        parse_defines(args.define),
+        arch,
+        args.timeout,
+        parse_flags(args.nvcc_flag),
+    )

@@ -1,0 +1,10 @@
+"""`ceilings`: measure this GPU's bandwidth and matmul rates."""
+
+from .common import SCHEMA
+
+
+def cmd_ceilings(args):
+    from ..env import device_info
+    from ..roofline import measure_ceilings
+
+    return {"schema": SCHEMA, "kind": "ceilings", **measure_ceilings(device_info("cuda")["name"])}

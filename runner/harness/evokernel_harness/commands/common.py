@@ -1,0 +1,52 @@
+"""What the harness's commands share: the record's schema version, writing a record, the log
+line, the build cache's folder, parsing --define and --nvcc-flag."""
+
+import json
+import os
+import sys
+from typing import Any
+
+SCHEMA = 1
+Record = dict[str, Any]  # a command's JSON record (runner/schema, contract/*.schema.json)
+
+
+def write_record(record, out):
+    text = json.dumps(record, allow_nan=False, default=str)
+    if out:
+        tmp = out + ".tmp"
+        try:  # whatever is there (a symlink a candidate left) goes; the record is a new file
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, out)  # a reader never sees half a record
+    else:
+        print(text)
+
+
+def log(msg):
+    print(f"[harness] {msg}", file=sys.stderr, flush=True)
+
+
+def default_cache():
+    return os.environ.get("EVOKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "evokernel")
+
+
+def parse_defines(values):
+    out = []
+    for v in values or []:
+        if "=" not in v or not v.split("=", 1)[0].isidentifier():
+            raise SystemExit(f"--define takes NAME=VALUE, got {v!r}")
+        out.append(v)
+    return out
+
+
+def parse_flags(values):
+    from ..candidates.build import FlagError, check_flags
+
+    try:
+        return check_flags(values or [])
+    except FlagError as e:
+        raise SystemExit(str(e))

@@ -1,0 +1,103 @@
+"""The harness's command line, its grammar only: argv → argparse.Namespace. Read by the
+command line (cli.py) and by the processes that run the fork server's requests
+(commands.run_request), which parse a request's argv where a usage error goes to its log."""
+
+import argparse
+
+STAGES = ("quick", "verify", "bench")  # evaluate's cascade, in order: one record (--<stage>-out) each
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="evokernel_harness", description="evokernel's verification and timing harness")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("--out", help="write the JSON record here (default: stdout)")
+        return sp
+
+    common(sub.add_parser("device", help="what this machine has"))
+    sp = common(sub.add_parser("static", help="static check of a candidate's source"))
+    sp.add_argument("--candidate", required=True)
+    sp.add_argument("--task")
+    sp.add_argument("--relaxed", action="store_true", help="flag only the reference's own ops (CPU tests)")
+    sp.add_argument(
+        "--reference-ops", help="the task's reference ops as a JSON list (from static-context), instead of --task"
+    )
+    sp.add_argument(
+        "--libraries", choices=("allow", "deny"), default="allow", help="with --reference-ops: the task's library rule"
+    )
+    sp = common(
+        sub.add_parser("static-context", help="what the static check needs of a task (for static --reference-ops)")
+    )
+    sp.add_argument("--task", required=True)
+    sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
+    sp.add_argument("--candidate", required=True)
+    sp.add_argument("--cache")
+    sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
+    sp.add_argument(
+        "--nvcc-flag", action="append", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)"
+    )
+    sp.add_argument("--arch")
+    sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
+    sp = common(sub.add_parser("inspect", help="load and validate a task"))
+    sp.add_argument("--task", required=True)
+    sp.add_argument("--probe", action="store_true", help="run the reference (CPU) and the degenerate-task check")
+    for name in ("verify", "bench", "evaluate"):
+        if name == "evaluate":  # three records, one file each: no --out
+            sp = sub.add_parser(name, help="quick check, full verification and timing of a candidate in one process")
+        else:
+            sp = common(sub.add_parser(name, help=f"{name} a candidate"))
+        sp.add_argument("--task", required=True)
+        sp.add_argument("--candidate", required=name == "evaluate")
+        sp.add_argument("--artifact")
+        sp.add_argument("--cache")
+        sp.add_argument("--define", action="append")
+        sp.add_argument("--nvcc-flag", action="append")
+        sp.add_argument("--seed", type=int)
+        if name in ("verify", "evaluate"):
+            sp.add_argument(
+                "--heldout", action="store_true", help="include held-out configurations (final verification)"
+            )
+            sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+            sp.add_argument("--trials", type=int, default=2)
+            if name == "verify":
+                sp.add_argument(
+                    "--quick", action="store_true", help="the smallest visible configuration only (a cheap first gate)"
+                )
+        if name in ("bench", "evaluate"):
+            sp.add_argument("--baseline")
+            sp.add_argument("--baseline-artifact")
+            sp.add_argument("--no-baseline", action="store_true")
+            sp.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+            sp.add_argument("--ceilings", help="JSON file caching this GPU's measured ceilings")
+            sp.add_argument("--budget", type=float, default=1.5, help="seconds of timing per configuration")
+            sp.add_argument(
+                "--no-probe-cache",
+                action="store_true",
+                help="profile the reference on every configuration, never reading the probe cache",
+            )
+        if name == "bench":
+            sp.add_argument(
+                "--screen",
+                action="store_true",
+                help="time as the search's screen does: beside the baseline only, short head start, "
+                "as many samples as the spread needs",
+            )
+        if name in ("bench", "evaluate"):
+            sp.add_argument(
+                "--race",
+                help="the screen only: a JSON object, configuration → the leader's least "
+                "favourable speedup there; a candidate slower than it beyond the noise "
+                "stops after that configuration",
+            )
+        if name == "evaluate":
+            for stage in STAGES:
+                sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
+    common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
+    sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
+    return p
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """argv, parsed; a usage error exits 2 with argparse's message on stderr."""
+    return build_parser().parse_args(argv)
