@@ -127,114 +127,70 @@ def bench(
     over the same configurations stops there: the record's "race" says where and by how much,
     the rest is not timed (nor checked after timing, nor profiled: it is no contender)."""
     start = time.perf_counter()
-    phases = _Phases()
-    device = torch.device("cuda")
-    if getattr(candidate, "evidence", None) is not None:
-        candidate.evidence.phase = "bench"  # what its code handles while timed is told apart
-    timer = Timer(device, device_info.get("l2Bytes"), head_start_cycles)
-    timer.overhead_ms()  # measured here, in the "start" phase, as before; reused per configuration
-    head_start = {"cycles": head_start_cycles, "retimed": []}
-    ref = task.reference_entry()
-    grad_ctx = torch.enable_grad if task.backward else torch.no_grad
-    compiled = _compiled(task, log) if compile_baseline else None
-    phases.lap("start")
-    configs_out, reasons, notes = [], [], []
-    details = {}  # configuration -> what a check found, in the user's words
-    raced = None
-    profile = None
-    task_hash = None
+    run = _Bench(task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race)
+    run.set_up(head_start_cycles, compile_baseline, time_eager, adaptive)
     for ci, config in enumerate(task.visible_configs()):
-        key = None
-        if probe_cache is not None:
-            task_hash = task_hash or task_digest(task)
-            key = probe_key(task_hash, task, config, device_info)
-        about = {"task": task.name, "config": config.name, "gpu": device_info.get("name")}
+        if run.config(ci, config):
+            break  # raced out
+    return run.summary(start)
 
-        def measure(ci=ci, config=config):
-            probe = task.make_case(config, seed + 31 * ci, device)
-            with grad_ctx():
-                return launched_kernel_time_ms(lambda: task.invoke(ref, probe.clone()))
 
-        if probe_cache is None:
-            device_ms = measure()
-        else:
-            device_ms, hit = probe_cache.probe(key, measure, about)
-            if hit:
-                log(f"bench {config.name}: reference probe from the cache ({device_ms * 1e3:.1f} µs a call)")
+class _Bench:
+    """One run of bench(): what it keeps from one configuration to the next (the timer,
+    torch.compile's baseline while it compiles, the rows, their reasons and notes) and its
+    steps, in bench()'s order: set_up, then per configuration probe, inputs, cost,
+    implementations, timing, the checks after timing and the profile; then summary."""
+
+    def __init__(self, task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race):
+        self.task, self.candidate, self.baseline = task, candidate, baseline
+        self.ceilings, self.device_info, self.seed, self.log = ceilings, device_info, seed, log
+        self.budget_s, self.probe_cache, self.race = budget_s, probe_cache, race
+        self.configs_out, self.reasons, self.notes = [], [], []
+        self.details = {}  # configuration -> what a check found, in the user's words
+        self.raced = None
+        self.profile = None
+        self.task_hash = None
+        # what one configuration leaves alive until the next one's rebinds it (bench() held
+        # them as loop variables: the next configuration's rotation() sees their memory)
+        self.ref_out = self.checked_case = self.checked_out = None
+
+    def set_up(self, head_start_cycles, compile_baseline, time_eager, adaptive):
+        """The "start" phase: the timer and its overhead, the reference, torch.compile's baseline."""
+        self.phases = _Phases()
+        self.device = torch.device("cuda")
+        if getattr(self.candidate, "evidence", None) is not None:
+            self.candidate.evidence.phase = "bench"  # what its code handles while timed is told apart
+        self.head_start_cycles, self.time_eager, self.adaptive = head_start_cycles, time_eager, adaptive
+        self.timer = Timer(self.device, self.device_info.get("l2Bytes"), head_start_cycles)
+        self.timer.overhead_ms()  # measured here, in the "start" phase, as before; reused per configuration
+        self.head_start = {"cycles": head_start_cycles, "retimed": []}
+        self.ref = self.task.reference_entry()
+        self.grad_ctx = torch.enable_grad if self.task.backward else torch.no_grad
+        self.compiled = _compiled(self.task, self.log) if compile_baseline else None
+        self.phases.lap("start")
+
+    def config(self, ci, config):
+        """One configuration's row (or its note, when it is not timed); True when the race ends
+        the run on it."""
+        device_ms, key, about = self.probe(ci, config)
         launch_bound = device_ms is not None and device_ms < TINY_MS
-        phases.lap("probe")
+        self.phases.lap("probe")
         if launch_bound and config.derived:
             # derived configurations are for verification; a tiny one would time launches
-            notes.append(
+            self.notes.append(
                 f"{config.name}: not timed: a derived configuration whose reference runs "
                 f"{device_ms * 1e3:.1f} µs a call (launch-bound)"
             )
-            log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
-            continue
-        cases = [task.make_case(config, seed + 31 * ci, device)]
-        rotate = rotation(cases[0], device)
-        if rotate < ROTATE:
-            notes.append(
-                f"{config.name}: {rotate} input set(s) rotated instead of {ROTATE}: one set is "
-                f"{case_bytes(cases[0]) / 2**30:.1f} GiB and the GPU's memory holds no more"
-            )
-        cases += [task.make_case(config, seed + 31 * ci + k, device) for k in range(1, rotate)]
-        # every timed call sees new values (two sources, alternating per visit of a buffer),
-        # written so that even a version counter shows it: a cache never hits honestly
-        sources = [task.make_case(config, seed + 31 * ci + ROTATE + k, device) for k in range(2)]
-
-        def new_values(case, i, sources=sources, rotate=rotate):
-            src = sources[(i // rotate) % 2]
-            with torch.no_grad():
-                for (_, dst), (_, s) in zip(case.tensors(), src.tensors()):
-                    dst.copy_(s)
-
-        with grad_ctx():
-            ref_out = task.invoke(ref, cases[0].clone())
-        phases.lap("inputs")
-        if probe_cache is None:
-            nbytes, flops = task.cost(config, cases[0], ref_out)
-        else:
-            (nbytes, flops), _ = probe_cache.cost(key, lambda: task.cost(config, cases[0], ref_out), about)
-        floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), ceilings)
-        impls = {"eager": lambda case: task.invoke(ref, case)} if time_eager else {}
-        phases.lap("cost")
-        if compiled is not None:
-            try:  # compiles for this configuration's shapes, outside the timing
-                with grad_ctx():
-                    compiled(cases[0].clone())
-                impls["compile"] = compiled
-            except Exception as err:  # a baseline that cannot compile is noted, not fatal
-                log(f"torch.compile failed on {config.name}: {type(err).__name__}: {str(err)[:300]}; timing without it")
-                compiled = None
-        if baseline is not None:
-            impls["baseline"] = baseline.run
-        if candidate is not None:
-            impls["candidate"] = candidate.run
-        for c in (baseline, candidate):
-            if c is not None and hasattr(c.entry, "reuse_outputs"):
-                c.entry.reuse_outputs = True
-        phases.lap("compile")
-        stop = None
-        if adaptive:
-            stop = screen_stop(None if race is None else race.get(config.name))
-        with grad_ctx():
-            raw = timer.interleaved(impls, cases, budget_s=budget_s, seed=seed + ci, prepare=new_values, stop=stop)
-        phases.lap("timing")
-        overhead = timer.overhead_ms(timer.last_head_start)
-        if timer.last_head_start != head_start_cycles:
-            worst = max(timer.last_exposed, key=timer.last_exposed.get)
-            head_start["retimed"].append(config.name)
-            notes.append(
-                f"{config.name}: timed again with the full head start: with the short one, "
-                f"{worst}'s host side outlasted it on {timer.last_exposed[worst]:.0%} of calls"
-            )
+            self.log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
+            return False
+        cases, sources, new_values = self.inputs(ci, config)
+        nbytes, flops, floor = self.cost(config, key, about, cases)
+        impls = self.implementations(config, cases)
+        raw, overhead = self.timing(ci, config, impls, cases, new_values)
         # what the checks below need: one input set (the float64 reference may need the room)
         sources.clear()
         del cases[:-1]
-        for c in (baseline, candidate):
-            if c is not None and hasattr(c.entry, "reuse_outputs"):
-                c.entry.reuse_outputs = False
+        self.reuse_outputs(False)
         row = {
             "name": config.name,
             "dims": {k: v for k, v in config.dims.items() if isinstance(v, int)},
@@ -251,31 +207,164 @@ def bench(
         if launch_bound:
             # a declared configuration (the user's real shape) is timed, but launches dominate it:
             # marked, and kept out of the headline speedup and the search's fitness
-            notes.append(
+            self.notes.append(
                 f"{config.name}: launch-bound: the reference's kernels run {device_ms * 1e3:.1f} µs a call "
                 f"(under {TINY_MS * 1e3:.0f} µs), so its times measure launch overhead; not in the headline speedup"
             )
-        if race is not None and candidate is not None and baseline is not None and not launch_bound:
-            raced = _race(race, configs_out + [row])
-        if raced is not None:
-            configs_out.append(row)
-            log(f"bench {config.name}: raced out: {raced['message']}")
-            break
+        if self.race is not None and self.candidate is not None and self.baseline is not None and not launch_bound:
+            self.raced = _race(self.race, self.configs_out + [row])
+        if self.raced is not None:
+            self.configs_out.append(row)
+            self.log(f"bench {config.name}: raced out: {self.raced['message']}")
+            return True
+        self.checks(config, row, raw, overhead, floor, cases)
+        self.profile_first(config, row, cases)
+        if row["reason"]:
+            self.reasons.append((config.name, row["reason"]))
+        self.configs_out.append(row)
+        self.log(
+            f"bench {config.name}: "
+            + ", ".join(
+                f"{name} {row[name]['medianMs']:.4f} ms"
+                for name in ("eager", "compile", "baseline", "candidate")
+                if row[name]
+            )
+        )
+        return False
+
+    def probe(self, ci, config):
+        """The reference's launched-kernel time on the configuration (from the probe cache when
+        it has it): (device_ms, the cache's key, what the cache records it is about)."""
+        task, seed, device, grad_ctx, ref = self.task, self.seed, self.device, self.grad_ctx, self.ref
+        key = None
+        if self.probe_cache is not None:
+            self.task_hash = self.task_hash or task_digest(task)
+            key = probe_key(self.task_hash, task, config, self.device_info)
+        about = {"task": task.name, "config": config.name, "gpu": self.device_info.get("name")}
+
+        def measure():
+            probe = task.make_case(config, seed + 31 * ci, device)
+            with grad_ctx():
+                return launched_kernel_time_ms(lambda: task.invoke(ref, probe.clone()))
+
+        if self.probe_cache is None:
+            device_ms = measure()
+        else:
+            device_ms, hit = self.probe_cache.probe(key, measure, about)
+            if hit:
+                self.log(f"bench {config.name}: reference probe from the cache ({device_ms * 1e3:.1f} µs a call)")
+        return device_ms, key, about
+
+    def inputs(self, ci, config):
+        """The rotated input sets, the two sources of new values, prepare() that writes them, and
+        the reference's output on the first set (the "inputs" phase)."""
+        task, seed, device = self.task, self.seed, self.device
+        cases = [task.make_case(config, seed + 31 * ci, device)]
+        rotate = rotation(cases[0], device)
+        if rotate < ROTATE:
+            self.notes.append(
+                f"{config.name}: {rotate} input set(s) rotated instead of {ROTATE}: one set is "
+                f"{case_bytes(cases[0]) / 2**30:.1f} GiB and the GPU's memory holds no more"
+            )
+        cases += [task.make_case(config, seed + 31 * ci + k, device) for k in range(1, rotate)]
+        # every timed call sees new values (two sources, alternating per visit of a buffer),
+        # written so that even a version counter shows it: a cache never hits honestly
+        sources = [task.make_case(config, seed + 31 * ci + ROTATE + k, device) for k in range(2)]
+
+        def new_values(case, i):
+            src = sources[(i // rotate) % 2]
+            with torch.no_grad():
+                for (_, dst), (_, s) in zip(case.tensors(), src.tensors()):
+                    dst.copy_(s)
+
+        with self.grad_ctx():
+            self.ref_out = task.invoke(self.ref, cases[0].clone())
+        self.phases.lap("inputs")
+        return cases, sources, new_values
+
+    def cost(self, config, key, about, cases):
+        """Bytes and flops of the configuration (from the probe cache when it has them) and the
+        roofline floor they give (the "cost" phase)."""
+        task, ref_out = self.task, self.ref_out
+        if self.probe_cache is None:
+            nbytes, flops = task.cost(config, cases[0], ref_out)
+        else:
+            (nbytes, flops), _ = self.probe_cache.cost(key, lambda: task.cost(config, cases[0], ref_out), about)
+        floor = floor_ms(nbytes, flops, dtype_name(ref_out[0].dtype), self.ceilings)
+        self.phases.lap("cost")
+        return nbytes, flops, floor
+
+    def implementations(self, config, cases):
+        """What is timed: eager (unless the screen), torch.compile's baseline compiled for these
+        shapes (dropped for good when it fails), the baseline kernel and the candidate (the
+        "compile" phase)."""
+        task, ref = self.task, self.ref
+        impls = {"eager": lambda case: task.invoke(ref, case)} if self.time_eager else {}
+        if self.compiled is not None:
+            try:  # compiles for this configuration's shapes, outside the timing
+                with self.grad_ctx():
+                    self.compiled(cases[0].clone())
+                impls["compile"] = self.compiled
+            except Exception as err:  # a baseline that cannot compile is noted, not fatal
+                self.log(
+                    f"torch.compile failed on {config.name}: {type(err).__name__}: {str(err)[:300]}; timing without it"
+                )
+                self.compiled = None
+        if self.baseline is not None:
+            impls["baseline"] = self.baseline.run
+        if self.candidate is not None:
+            impls["candidate"] = self.candidate.run
+        self.reuse_outputs(True)
+        self.phases.lap("compile")
+        return impls
+
+    def reuse_outputs(self, on):
+        for c in (self.baseline, self.candidate):
+            if c is not None and hasattr(c.entry, "reuse_outputs"):
+                c.entry.reuse_outputs = on
+
+    def timing(self, ci, config, impls, cases, new_values):
+        """The interleaved timing (the "timing" phase): (raw samples, the timer's overhead at
+        the head start it used); a configuration the short head start did not cover is noted."""
+        stop = None
+        if self.adaptive:
+            stop = screen_stop(None if self.race is None else self.race.get(config.name))
+        timer = self.timer
+        with self.grad_ctx():
+            raw = timer.interleaved(
+                impls, cases, budget_s=self.budget_s, seed=self.seed + ci, prepare=new_values, stop=stop
+            )
+        self.phases.lap("timing")
+        overhead = timer.overhead_ms(timer.last_head_start)
+        if timer.last_head_start != self.head_start_cycles:
+            worst = max(timer.last_exposed, key=timer.last_exposed.get)
+            self.head_start["retimed"].append(config.name)
+            self.notes.append(
+                f"{config.name}: timed again with the full head start: with the short one, "
+                f"{worst}'s host side outlasted it on {timer.last_exposed[worst]:.0%} of calls"
+            )
+        return raw, overhead
+
+    def checks(self, config, row, raw, overhead, floor, cases):
+        """The candidate's checks after timing (the "checks" phase): wall against event time,
+        the floor, its output on new values in the same buffers, every stream's work timed.
+        The first that fails is the row's reason."""
+        candidate, task, ref, grad_ctx = self.candidate, self.task, self.ref, self.grad_ctx
         if candidate is not None:
             cand = row["candidate"]
             wall = stats(raw["candidate"]["wall"])["medianMs"] - overhead
             if wall > 2 * cand["medianMs"] + 0.05:
                 row["reason"] = "side-stream"
-                log(f"{config.name}: wall {wall:.3f} ms vs event {cand['medianMs']:.3f} ms")
+                self.log(f"{config.name}: wall {wall:.3f} ms vs event {cand['medianMs']:.3f} ms")
             elif cand["medianMs"] < BELOW_FLOOR * floor:
                 row["reason"] = "below-floor"
             else:
                 # the output of a timed call must still be right: new values, same buffers
-                case = cases[-1]
-                refill_case(task, config, case, seed ^ 0x71AE, None)
+                self.checked_case = case = cases[-1]
+                refill_case(task, config, case, self.seed ^ 0x71AE, None)
                 with grad_ctx():
                     expected = task.invoke(ref, case.clone())
-                    got = candidate.run(case)
+                    self.checked_out = got = candidate.run(case)
                 torch.cuda.synchronize()
                 results = [compare(g, e, task.tolerance(dtype_name(e.dtype))) for g, e in zip(got, expected)]
                 del expected
@@ -285,99 +374,107 @@ def bench(
                     with grad_ctx():
                         truer = within_float64(task, got, case, lambda c: task.invoke(ref, c))
                     if truer:
-                        notes.append(
+                        self.notes.append(
                             f"{config.name}: after timing, outside the tolerance of the float32 reference "
                             "but within it of the reference computed in float64"
                         )
                     else:
                         i, res = next((i, r) for i, r in enumerate(results) if not r["ok"])
                         row["reason"] = "timing-output-mismatch"
-                        log(f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}")
+                        self.log(
+                            f"{config.name}: output {i} after timing: max abs {res['maxAbs']}, norm {res['normRel']}"
+                        )
         if candidate is not None and not row["reason"]:
             # all of a call's work, on every stream, must lie where the events time it
             with grad_ctx():
                 streamed = stream_check(lambda: candidate.run(cases[-1]))
             if not streamed["ok"]:
                 row["reason"] = "side-stream"
-                details[config.name] = streamed["detail"]
-        phases.lap("checks")
-        if candidate is not None and profile is None and not row["reason"]:
-            # where the candidate spends its time, on the first configuration: for the next proposal
-            with grad_ctx():
+                self.details[config.name] = streamed["detail"]
+        self.phases.lap("checks")
+
+    def profile_first(self, config, row, cases):
+        """Where the candidate spends its time, on the first configuration that passed its
+        checks: for the next proposal (the "profiler" phase)."""
+        candidate = self.candidate
+        if candidate is not None and self.profile is None and not row["reason"]:
+            with self.grad_ctx():
                 kernels = top_kernels(lambda: candidate.run(cases[0]))
             if kernels:
-                profile = {"config": config.name, "kernels": kernels}
-            phases.lap("profiler")
-        if row["reason"]:
-            reasons.append((config.name, row["reason"]))
-        configs_out.append(row)
-        log(
-            f"bench {config.name}: "
-            + ", ".join(
-                f"{name} {row[name]['medianMs']:.4f} ms"
-                for name in ("eager", "compile", "baseline", "candidate")
-                if row[name]
+                self.profile = {"config": config.name, "kernels": kernels}
+            self.phases.lap("profiler")
+
+    def summary(self, start):
+        """The record's fields: the first reason (timer patching first of all), its message,
+        the rows, notes, profile, phases, the probe cache's counts and the race's verdict."""
+        candidate, reasons, details, configs_out, notes = (
+            self.candidate,
+            self.reasons,
+            self.details,
+            self.configs_out,
+            self.notes,
+        )
+        if getattr(candidate, "evidence", None) is not None:
+            notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]
+        changed = guards.tampered()
+        if candidate is not None and (changed or getattr(candidate, "intact", True) is False):
+            # the timer's functions, or the run-time record, replaced while it was timed
+            what = ", ".join(changed) or "the harness's record of the exceptions its code handles"
+            reasons.insert(0, (configs_out[-1]["name"] if configs_out else "-", "timer-patching"))
+            details[reasons[0][0]] = f"the candidate replaced {what} while it was timed (hack 6)"
+        reason = reasons[0][1] if reasons else None
+        message = f"{MESSAGES[reason]} (configuration {reasons[0][0]})" if reason else "timed"
+        if reason and reasons[0][0] in details:
+            message = f"configuration {reasons[0][0]}: {details[reasons[0][0]]}"
+        if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
+            message = (
+                f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
+                "no headline speedup; add a larger configuration to measure the kernel"
             )
+        probe_cache = self.probe_cache
+        cache = (
+            None
+            if probe_cache is None
+            else {
+                "hits": probe_cache.hits,
+                "misses": probe_cache.misses,
+                "costHits": probe_cache.cost_hits,
+                "costMisses": probe_cache.cost_misses,
+            }
         )
-        del cases
-    messages = {
-        "side-stream": (
-            "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed "
-            "stream (hack 3)"
-        ),
-        "below-floor": (
-            f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): "
-            "impossible, so something is skipped (hack 16)"
-        ),
-        "timer-patching": "the candidate replaced the harness's timer or checks while it was timed (hack 6)",
-        "timing-output-mismatch": (
-            "the output of a call made after timing, on new inputs, was wrong: work is skipped when called "
-            "repeatedly (hacks 11, 16)"
-        ),
-    }
-    if getattr(candidate, "evidence", None) is not None:
-        notes += [f"while timed: {s}" for s in summary(candidate.evidence.handled(("bench",)))]
-    changed = guards.tampered()
-    if candidate is not None and (changed or getattr(candidate, "intact", True) is False):
-        # the timer's functions, or the run-time record, replaced while it was timed
-        what = ", ".join(changed) or "the harness's record of the exceptions its code handles"
-        reasons.insert(0, (configs_out[-1]["name"] if configs_out else "-", "timer-patching"))
-        details[reasons[0][0]] = f"the candidate replaced {what} while it was timed (hack 6)"
-    reason = reasons[0][1] if reasons else None
-    message = f"{messages[reason]} (configuration {reasons[0][0]})" if reason else "timed"
-    if reason and reasons[0][0] in details:
-        message = f"configuration {reasons[0][0]}: {details[reasons[0][0]]}"
-    if reason is None and configs_out and all(row["launchBound"] for row in configs_out):
-        message = (
-            f"timed; every configuration is launch-bound (reference under {TINY_MS * 1e3:.0f} µs a call): "
-            "no headline speedup; add a larger configuration to measure the kernel"
-        )
-    cache = (
-        None
-        if probe_cache is None
-        else {
-            "hits": probe_cache.hits,
-            "misses": probe_cache.misses,
-            "costHits": probe_cache.cost_hits,
-            "costMisses": probe_cache.cost_misses,
+        if self.raced is not None and reason is None:
+            message = f"raced out after {self.raced['config']}: {self.raced['message']}"
+            notes.append(message)
+        return {
+            "ok": reason is None,
+            "reason": reason,
+            "message": message,
+            "configs": configs_out,
+            "notes": notes,
+            "profile": self.profile,
+            "phases": self.phases.seconds,
+            "probeCache": cache,
+            "headStart": self.head_start,
+            "race": self.raced,
+            "seconds": time.perf_counter() - start,
         }
-    )
-    if raced is not None and reason is None:
-        message = f"raced out after {raced['config']}: {raced['message']}"
-        notes.append(message)
-    return {
-        "ok": reason is None,
-        "reason": reason,
-        "message": message,
-        "configs": configs_out,
-        "notes": notes,
-        "profile": profile,
-        "phases": phases.seconds,
-        "probeCache": cache,
-        "headStart": head_start,
-        "race": raced,
-        "seconds": time.perf_counter() - start,
-    }
+
+
+MESSAGES = {
+    "side-stream": (
+        "wall-clock time with a device-wide synchronise is far above the event time: work escapes the timed "
+        "stream (hack 3)"
+    ),
+    "below-floor": (
+        f"faster than {BELOW_FLOOR:.0%} of the physical floor (bytes / measured bandwidth, flops / peak): "
+        "impossible, so something is skipped (hack 16)"
+    ),
+    "timer-patching": "the candidate replaced the harness's timer or checks while it was timed (hack 6)",
+    "timing-output-mismatch": (
+        "the output of a call made after timing, on new inputs, was wrong: work is skipped when called "
+        "repeatedly (hacks 11, 16)"
+    ),
+}
 
 
 def _race(race, rows):
