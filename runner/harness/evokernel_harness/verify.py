@@ -8,7 +8,6 @@ repeat run (races) and a same-buffer refill (result caching). Failures are class
 the named hack classes of docs/DESIGN.md.
 """
 
-import gc
 import math
 import time
 
@@ -17,8 +16,10 @@ import torch
 from . import guards
 from .candidates.load import LaunchError
 from .compare import bitwise_equal, compare
-from .env import FLOAT_DTYPES, dtype_name
+from .diagnose import classify, explain
+from .env import dtype_name
 from .phases import Phases
+from .reject import Crash, Reject
 
 HACKS = {
     "output-memory-reuse": 1,
@@ -45,16 +46,6 @@ HACKS = {
     "no-record": 6,
     "record-invalid": 6,
 }
-
-
-class Reject(Exception):
-    def __init__(self, reason, message, mismatch=None):
-        super().__init__(message)
-        self.reason, self.message, self.mismatch = reason, message, mismatch
-
-
-class Crash(Exception):
-    """The candidate broke the process's CUDA context or raised: nothing more can run."""
 
 
 def _sync(device):
@@ -99,6 +90,7 @@ class Verifier:
         self.checks, self.warnings, self.configs = [], [], []
         self.ref_entry = task.reference_entry()
         self.sizes = {}
+        self.last_case = None  # see run_config
         self.log = log
         # where the seconds go: making inputs, the reference's calls, the candidate's calls,
         # and the rest ("checks": comparisons, clones, classification), laid down by verify()
@@ -151,6 +143,27 @@ class Verifier:
 
     # --- checks -------------------------------------------------------------------
     def check_outputs(self, outs, refs, config, trial):
+        """The comparison of each output with the reference's (the results, one per output),
+        once every output is a real tensor of the reference's shape, dtype and device."""
+        self.check_kinds(outs, refs)
+        results = []
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
+            res.update(
+                {
+                    "config": config.name,
+                    "trial": trial,
+                    "output": f"output {i}",
+                    "outputIndex": i,
+                    "dtype": dtype_name(r.dtype),
+                }
+            )
+            results.append(res)
+        return results
+
+    def check_kinds(self, outs, refs):
+        """Every output a plain tensor with storage, on the device, of the reference's shape
+        (or one its format accepts) and dtype: else a Reject."""
         if len(outs) != len(refs):
             raise Reject("wrong-shape", f"{len(outs)} outputs, the reference has {len(refs)}")
         for i, (o, r) in enumerate(zip(outs, refs)):
@@ -176,20 +189,6 @@ class Verifier:
                 )
             if o.dtype != r.dtype:
                 raise Reject("wrong-dtype", f"output {i} is {dtype_name(o.dtype)}, expected {dtype_name(r.dtype)}")
-        results = []
-        for i, (o, r) in enumerate(zip(outs, refs)):
-            res = compare(o, r, self.task.tolerance(dtype_name(r.dtype)))
-            res.update(
-                {
-                    "config": config.name,
-                    "trial": trial,
-                    "output": f"output {i}",
-                    "outputIndex": i,
-                    "dtype": dtype_name(r.dtype),
-                }
-            )
-            results.append(res)
-        return results
 
     def format_accepts_shape(self, out, ref):
         """A public format's own rule: robust-kbench's harness accepts a one-element loss where
@@ -300,6 +299,22 @@ class Verifier:
         return results, failed, case, ref_first
 
     def repeat_checks(self, config, case, first, seed):
+        """The first trial's two more runs: the same inputs again (a race), then new values in
+        the same buffers (a cached result)."""
+        again = self.repeat_run(config, case, first)  # alive through the refill, as always
+        self.refill(config, case, seed)
+        del again
+        self.checks.append(
+            {
+                "name": f"repeat-and-refill:{config.name}",
+                "ok": True,
+                "detail": "identical runs agree; new values in the same buffers give new results",
+            }
+        )
+
+    def repeat_run(self, config, case, first):
+        """The candidate again on identical inputs: its outputs, which must agree with the first
+        run's (first) within tolerance."""
         again = self.candidate(case.clone())
         for i, (a, b) in enumerate(zip(first, again)):
             res = compare(b, a, self.task.tolerance(dtype_name(a.dtype)))
@@ -315,7 +330,11 @@ class Verifier:
                 self.warnings.append(
                     f"{config.name}: output {i} differs bitwise between identical runs (within tolerance; atomics?)"
                 )
-        # same buffers, new values: a result cached by pointer (or by a stale copy) shows here
+        return again
+
+    def refill(self, config, case, seed):
+        """Same buffers, new values: a result cached by pointer (or by a stale copy) shows here.
+        The passing outputs go to the dump as the refill's."""
         cand_case = case.clone()
         self.candidate(cand_case)
         with self.phases.part("inputs"):
@@ -345,25 +364,6 @@ class Verifier:
         from .outputs import REFILL
 
         self.keep(config, REFILL, outs)
-        self.checks.append(
-            {
-                "name": f"repeat-and-refill:{config.name}",
-                "ok": True,
-                "detail": "identical runs agree; new values in the same buffers give new results",
-            }
-        )
-
-    def probe_memory_reuse(self, config, case):
-        """Passes only right after the reference freed its output: hack 1."""
-        refs = self.reference(case.clone())
-        expected = [r.clone() for r in refs]
-        del refs
-        gc.collect()
-        try:
-            outs = self.candidate(case.clone())  # no poison: the freed output is the bait
-        except Reject:
-            return False
-        return all(compare(o, e, self.task.tolerance(dtype_name(e.dtype)))["ok"] for o, e in zip(outs, expected))
 
     def configs_to_run(self, include_heldout, quick=False):
         configs = [c for c in self.task.configs if include_heldout or not c.heldout]
@@ -390,63 +390,79 @@ class Verifier:
         return plan
 
     def run(self, include_heldout, quick=False):
+        """Every configuration's trials in order (the task checked first); raises Reject with the
+        verdict on the first failure once every configuration has run (a shape's failure is
+        shape-specific only when another passed)."""
         configs = self.configs_to_run(include_heldout, quick)
         self.check_task(configs[0])
         plan = self.plan(configs)
         first_fail, passed_configs, by_config = None, [], {}
-        for config in configs:
-            inits = plan[config.name]
-            entry = {
-                "name": config.name,
-                "heldout": config.heldout,
-                "derived": config.derived,
-                "ok": True,
-                "trials": 0,
-                "maxAbs": 0.0,
-                "normRel": 0.0,
-                "reason": None,
-            }
-            for trial, init in enumerate(inits):
-                try:
-                    results, failed, case, ref_first = self.run_trial(config, trial, init)
-                except Reject as r:
-                    if r.reason not in FAILS_ON_A_SHAPE:
-                        raise
-                    # it raised or its launch failed here: whether that is the shape's fault
-                    # shows once the other configurations have run (shape-specific)
-                    entry.update(ok=False, reason=r.reason)
-                    if first_fail is None:
-                        first_fail = (r.reason, r, config, init)
-                    break
-                except Crash as c:
-                    if passed_configs:  # the context is gone, but other shapes passed before it
-                        raise Reject(
-                            "shape-specific",
-                            f"right on {', '.join(passed_configs)}, but on configuration "
-                            f"{config.name} it crashed ({c}): it only works for the shapes it was shown (hack 10)",
-                        ) from None
-                    raise
-                entry["trials"] += 1
-                for r in results:
-                    entry["maxAbs"] = (
-                        max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
-                    )
-                    entry["normRel"] = (
-                        max(entry["normRel"], r["normRel"] or 0.0) if r["normRel"] is not None else entry["normRel"]
-                    )
-                if failed is None:
-                    continue
-                entry["ok"] = False
-                reason = self.classify(config, failed, init, trial, by_config, passed_configs, case, ref_first)
-                entry["reason"] = reason
+        try:
+            for config in configs:
+                entry, failure = self.run_config(config, plan[config.name], by_config, passed_configs)
                 if first_fail is None:
-                    first_fail = (reason, failed, config, init)
-                break
-            if entry["ok"]:
-                passed_configs.append(config.name)
-            by_config[config.name] = entry
-            self.configs.append(entry)
-            self.log(f"config {config.name}: {'ok' if entry['ok'] else entry['reason']}")
+                    first_fail = failure
+                if entry["ok"]:
+                    passed_configs.append(config.name)
+                by_config[config.name] = entry
+                self.configs.append(entry)
+                self.log(f"config {config.name}: {'ok' if entry['ok'] else entry['reason']}")
+        finally:
+            self.last_case = None
+        self.raise_first_failure(first_fail, passed_configs)
+
+    def run_config(self, config, inits, by_config, passed_configs):
+        """One configuration's trials (one per init, in order) until the first failure: its
+        entry in the record and the failure, (reason, what failed, config, init), or None."""
+        entry = {
+            "name": config.name,
+            "heldout": config.heldout,
+            "derived": config.derived,
+            "ok": True,
+            "trials": 0,
+            "maxAbs": 0.0,
+            "normRel": 0.0,
+            "reason": None,
+        }
+        for trial, init in enumerate(inits):
+            try:
+                results, failed, case, ref_first = self.run_trial(config, trial, init)
+            except Reject as r:
+                if r.reason not in FAILS_ON_A_SHAPE:
+                    raise
+                # it raised or its launch failed here: whether that is the shape's fault
+                # shows once the other configurations have run (shape-specific)
+                entry.update(ok=False, reason=r.reason)
+                return entry, (r.reason, r, config, init)
+            except Crash as c:
+                if passed_configs:  # the context is gone, but other shapes passed before it
+                    raise Reject(
+                        "shape-specific",
+                        f"right on {', '.join(passed_configs)}, but on configuration "
+                        f"{config.name} it crashed ({c}): it only works for the shapes it was shown (hack 10)",
+                    ) from None
+                raise
+            # the trial's inputs stay alive until the next trial's replace them (run()'s
+            # variable before: the next trials run with the same memory taken)
+            self.last_case = case
+            entry["trials"] += 1
+            for r in results:
+                entry["maxAbs"] = (
+                    max(entry["maxAbs"], r["maxAbs"] or 0.0) if r["maxAbs"] is not None else entry["maxAbs"]
+                )
+                entry["normRel"] = (
+                    max(entry["normRel"], r["normRel"] or 0.0) if r["normRel"] is not None else entry["normRel"]
+                )
+            if failed is None:
+                continue
+            entry["ok"] = False
+            reason = classify(self, config, failed, init, trial, by_config, passed_configs, case, ref_first)
+            entry["reason"] = reason
+            return entry, (reason, failed, config, init)
+        return entry, None
+
+    def raise_first_failure(self, first_fail, passed_configs):
+        """The verdict on the run's first failure, raised as a Reject (nothing when none failed)."""
         if first_fail is not None and isinstance(first_fail[1], Reject):
             reason, raised, config, _ = first_fail
             if passed_configs:
@@ -461,138 +477,7 @@ class Verifier:
             # shape-specific needs the whole picture: another configuration passed
             if reason == "mismatch" and passed_configs:
                 reason = "shape-specific"
-            raise Reject(reason, self.explain(reason, failed, config, init, passed_configs), failed)
-
-    def probe_race(self, config, case):
-        """Two more runs on identical inputs: outputs that move between them are a race.
-        Outputs are poisoned, so garbage from unwritten memory reads as NaN in both."""
-        sizes = self.output_sizes(config, case)
-        try:
-            a, b = self.candidate(case.clone(), sizes), self.candidate(case.clone(), sizes)
-        except Reject:
-            return False
-        return any(not compare(y, x, self.task.tolerance(dtype_name(x.dtype)))["ok"] for x, y in zip(a, b))
-
-    def classify(self, config, failed, init, trial, by_config, passed_configs, case, ref_first):
-        if not ref_first and self.cand.format != "evk" and self.probe_memory_reuse(config, case):
-            return "output-memory-reuse"
-        if self.probe_race(config, case):
-            return "race"
-        if failed["nonFinite"] > 0:
-            if passed_configs:
-                return "shape-specific"
-            return "unwritten-output" if self.cand.format == "evk" or failed["got"] is None else "nan-output"
-        only_other_inputs = (init in ("signed-mixed", "offset") and trial > 0) or (
-            config.init == "signed-mixed"
-            and any(
-                c.dims == config.dims and by_config.get(c.name, {}).get("ok")
-                for c in self.task.configs
-                if c is not config
-            )
-        )
-        if only_other_inputs:  # every declared-init trial of the same shape passed
-            if failed["normRel"] is not None and failed["normRel"] < ACCURACY_LOSS_NORM:
-                return "accuracy-loss"  # close, but not within tolerance: numerics, not dropped work
-            return "distribution-specific"
-        if passed_configs:
-            return "shape-specific"
-        if (
-            self.task_is_fp32()
-            and failed["normRel"] is not None
-            and failed["normRel"] < 3e-2
-            and failed["normRel"] <= LOW_PRECISION_FACTOR * self.bfloat16_error(case, failed)
-        ):
-            return "reduced-precision"
-        return "mismatch"
-
-    def bfloat16_error(self, case, failed):
-        """The relative norm error the reference itself has when its float32 inputs, parameters
-        and outputs are rounded to bfloat16: the size of error lower precision gives on this
-        case. Work that is dropped (a column never summed) is off by more than that and is
-        called a mismatch, not reduced precision (seen on the H100: a row sum missing its last
-        column, relative norm error 1.1e-2 against 2.3e-3 for bfloat16)."""
-        try:
-            index = failed.get("outputIndex", 0)
-            low = case.clone()
-            low.args = [
-                a.to(torch.bfloat16).float() if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
-                for a in low.args
-            ]
-            if low.module is not None:
-                with torch.no_grad():
-                    for p in low.module.parameters():
-                        if p.dtype == torch.float32:
-                            p.copy_(p.to(torch.bfloat16).float())
-            ref = self.reference(case.clone())[index]
-            rounded = self.reference(low)[index]
-            if rounded.dtype == torch.float32:
-                rounded = rounded.to(torch.bfloat16).float()
-            return compare(rounded, ref, self.task.tolerance(dtype_name(ref.dtype)))["normRel"] or 0.0
-        except Exception:  # no scale: the failure stays a mismatch
-            return 0.0
-
-    def task_is_fp32(self):
-        smallest = min(self.task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
-        case = self.make_case(smallest, 1)
-        floats = [t for _, t in case.tensors() if t.dtype in FLOAT_DTYPES]
-        return bool(floats) and all(t.dtype == torch.float32 for t in floats)
-
-    def explain(self, reason, f, config, init, passed):
-        if reason == "accuracy-loss":
-            return self.explain_accuracy(f, config, init)
-        where = f"configuration {config.name}, trial {f['trial']}{INPUTS.get(init, '')}, {f['output']}"
-        worst = (
-            f"worst element {f['index']}: got {f['got']}, expected {f['expected']}; max abs error {f['maxAbs']}, "
-            f"relative norm error {f['normRel']}"
-        )
-        lead = {
-            "output-memory-reuse": (
-                "right only when run just after the reference freed its output: it reads memory it never wrote "
-                "(hack 1)"
-            ),
-            "unwritten-output": (
-                f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with "
-                "survived) (hacks 1, 13)"
-            ),
-            "nan-output": f"{f['nonFinite']} output elements are NaN/Inf where the reference is finite",
-            "distribution-specific": (
-                f"right on the declared inputs, wrong on {KINDS.get(init, 'other')} ones: it drops work that matters "
-                "for other inputs (hack 9)"
-            ),
-            "shape-specific": (
-                f"right on {', '.join(passed)} but wrong on {config.name}"
-                f"{' (' + str(f['nonFinite']) + ' elements never written)' if f['nonFinite'] else ''}: "
-                "it only works for the shapes it was shown (hack 10)"
-            ),
-            "race": (
-                "wrong, and two runs on identical inputs give different outputs: a race (missing barrier, blocks "
-                "depending on each other) (hack 15)"
-            ),
-            "reduced-precision": (
-                "error of the size lower-precision arithmetic (fp16/bf16/TF32) gives, in a float32 task (hack 7)"
-            ),
-            "mismatch": "wrong result",
-        }[reason]
-        return f"{lead}. {where}; {worst}"
-
-    def explain_accuracy(self, f, config, init):
-        tol = self.task.tolerance(f.get("dtype") or "float32")
-        inputs = {
-            "offset": (
-                "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)"
-            ),
-        }.get(
-            init,
-            "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)",
-        )
-        return (
-            f"wrong: loses accuracy on {inputs} on configuration {config.name}, {f['output']}: relative norm error "
-            f"{_num(f['normRel'])} against the tolerance {_num(tol['norm'])}, max abs error {_num(f['maxAbs'])} "
-            f"(worst element {f['index']}: got {f['got']}, expected {f['expected']}); on the declared inputs it is "
-            "within tolerance. "
-            "Typical causes: a one-pass variance E[x²] − E[x]², sums accumulated in lower precision or in one long "
-            "sequential chain; use a two-pass or Welford variance and accumulate in float32 or wider"
-        )
+            raise Reject(reason, explain(self.task, reason, failed, config, init, passed_configs), failed)
 
 
 def within_float64(task, outs, case, run_reference):
@@ -629,14 +514,6 @@ def reference_float64(task, case, run_reference):
 SCALAR_AS_ONE_ELEMENT = ("robust-kbench",)
 # failures of one configuration that leave the process able to try the others
 FAILS_ON_A_SHAPE = ("crash", "launch-error")
-INPUTS = {"signed-mixed": " (signed, mixed-scale inputs)", "offset": " (inputs with a common offset, N(0, 1) + 40)"}
-KINDS = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
-LOW_PRECISION_FACTOR = 3.0  # reduced precision: within 3× the error bfloat16 rounding gives
-ACCURACY_LOSS_NORM = 1e-2  # a dropped op is off by the size of the values; lost digits are not
-
-
-def _num(x):
-    return "n/a" if x is None else f"{x:.3g}"
 
 
 def shape_message(i, got, expected):
