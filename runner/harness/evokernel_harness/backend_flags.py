@@ -10,7 +10,11 @@ judged by the task's tolerance like any other arithmetic; the record names every
 candidate changed.
 """
 
+from typing import Any
+
 import torch
+import torch.backends.cuda  # imported by torch itself; named for the type checker
+import torch.backends.cudnn
 
 # name -> (getter, setter); a flag this torch lacks is left out
 _FLAGS = {
@@ -73,18 +77,18 @@ def _readable():
 _AVAILABLE = {name: (get, set_) for name, (get, set_, _) in _readable().items()}
 
 
-def snapshot():
+def snapshot() -> dict[str, Any]:
     return {name: get() for name, (get, _) in _AVAILABLE.items()}
 
 
-def apply(values):
+def apply(values: dict[str, Any]) -> None:
     for name, value in values.items():
         current = _AVAILABLE[name][0]()
         if current != value:
             _AVAILABLE[name][1](value)
 
 
-def changed(base, now):
+def changed(base: dict[str, Any], now: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """The flags whose value in `now` differs from `base`: name -> (base value, new value)."""
     return {name: (base[name], value) for name, value in now.items() if base.get(name) != value}
 
@@ -95,22 +99,22 @@ class Scoped:
     harness: the flags as the harness set them (taken when the candidate starts loading);
     own: the candidate's settings, updated after each of its calls."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.harness = snapshot()
         self.own = dict(self.harness)
 
-    def enter(self):
+    def enter(self) -> None:
         apply(self.own)
 
-    def leave(self):
+    def leave(self) -> None:
         now = snapshot()
         self.own = now
         apply(self.harness)
 
-    def changes(self):
+    def changes(self) -> dict[str, tuple[Any, Any]]:
         return changed(self.harness, self.own)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         """Warnings for the record: each flag the candidate changed, and how it was scoped."""
         out = []
         for name, (was, now) in sorted(self.changes().items()):

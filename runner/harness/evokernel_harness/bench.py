@@ -1,8 +1,11 @@
 """Benchmark a task: eager, torch.compile, the baseline kernel and a candidate, interleaved
 per configuration in one process, against the roofline floor."""
 
+from __future__ import annotations
+
 import math
 import time
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
@@ -17,6 +20,15 @@ from .probe_cache import probe_key, task_digest
 from .roofline import floor_ms
 from .timing import HEAD_START_CYCLES, Timer, stats
 from .verify import refill_case, within_float64
+from .record import Record
+from .tasks.base import Case, Task
+
+if TYPE_CHECKING:
+    from .candidates.load import Candidate
+    from .probe_cache import ProbeCache
+
+Samples = dict[str, list[float]]  # one implementation's timing: {"event": [ms], "wall": [ms]}
+StopFn = Callable[[dict[str, Samples], int], bool]  # Timer.interleaved's stop
 
 TINY_MS = 0.02  # a reference faster than this measures launch overhead, not the kernel
 BELOW_FLOOR = 0.85  # a time under 85 % of the floor is physically implausible
@@ -30,21 +42,21 @@ SCREEN_SPREAD = 0.03
 RACE_MIN_ROUNDS = 6
 
 
-def _geomean(values):
+def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def _upper_speedup(base, cand):
+def _upper_speedup(base: Record, cand: Record) -> float:
     """The candidate's speedup at its most favourable within the noise: baseline p80 over
     candidate p20."""
     return base["p80Ms"] / cand["p20Ms"] if cand["p20Ms"] > 0 else math.inf
 
 
-def screen_stop(leader_lower):
+def screen_stop(leader_lower: float | None) -> StopFn:
     """stop(out, n) for Timer.interleaved in the screen. leader_lower: the leader's speedup on
     this configuration at its least favourable (its baseline p20 over its p80), or None."""
 
-    def stop(out, n):
+    def stop(out: dict[str, Samples], n: int) -> bool:
         if "candidate" not in out or "baseline" not in out or n < RACE_MIN_ROUNDS:
             return False
         cand, base = stats(out["candidate"]["event"]), stats(out["baseline"]["event"])
@@ -71,22 +83,22 @@ def _compiled(task, log):
             def run_compiled(case):
                 key = id(case.module)
                 if key not in cache:
-                    cache[key] = torch.compile(case.module, dynamic=False)
+                    cache[key] = getattr(torch, "compile")(case.module, dynamic=False)  # torch >= 2.0
                 return cache[key](*case.args)
 
             return run_compiled
-        compiled = torch.compile(ref, dynamic=False)
+        compiled = getattr(torch, "compile")(ref, dynamic=False)
         return lambda case: task.invoke(compiled, case)
     except Exception as err:  # a baseline that cannot compile is noted, not fatal
         log(f"torch.compile failed: {err}")
         return None
 
 
-def case_bytes(case):
+def case_bytes(case: Case) -> int:
     return sum(t.numel() * t.element_size() for _, t in case.tensors())
 
 
-def rotation(case, device):
+def rotation(case: Case, device: torch.device) -> int:
     """How many input sets the timing rotates through: ROTATE, or fewer where that many sets
     (and the two sources of new values) would not fit in half of the GPU's free memory
     (KernelBench problems with inputs of several GiB)."""
@@ -100,21 +112,21 @@ def rotation(case, device):
 
 
 def bench(
-    task,
-    candidate,
-    baseline,
-    ceilings,
-    device_info,
-    seed,
-    log=print,
-    budget_s=1.5,
-    compile_baseline=True,
-    probe_cache=None,
-    head_start_cycles=HEAD_START_CYCLES,
-    time_eager=True,
-    adaptive=False,
-    race=None,
-):
+    task: Task,
+    candidate: Candidate | None,
+    baseline: Candidate | None,
+    ceilings: Record,
+    device_info: Record,
+    seed: int,
+    log: Callable[[str], object] = print,
+    budget_s: float = 1.5,
+    compile_baseline: bool = True,
+    probe_cache: ProbeCache | None = None,
+    head_start_cycles: int = HEAD_START_CYCLES,
+    time_eager: bool = True,
+    adaptive: bool = False,
+    race: dict[str, float] | None = None,
+) -> Record:
     """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
     time per configuration across processes; None profiles the reference every time.
     head_start_cycles: the timer's head start (timing.py); the search's screen passes a short
@@ -175,7 +187,7 @@ class _Bench:
         device_ms, key, about = self.probe(ci, config)
         launch_bound = device_ms is not None and device_ms < TINY_MS
         self.phases.lap("probe")
-        if launch_bound and config.derived:
+        if launch_bound and device_ms is not None and config.derived:
             # derived configurations are for verification; a tiny one would time launches
             self.notes.append(
                 f"{config.name}: not timed: a derived configuration whose reference runs "
@@ -183,8 +195,8 @@ class _Bench:
             )
             self.log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
             return False
-        cases, sources, new_values = self.inputs(ci, config)
-        nbytes, flops, floor = self.cost(config, key, about, cases)
+        cases, sources, new_values, ref_out = self.inputs(ci, config)
+        nbytes, flops, floor = self.cost(config, key, about, cases, ref_out)
         impls = self.implementations(config, cases)
         raw, overhead = self.timing(ci, config, impls, cases, new_values)
         # what the checks below need: one input set (the float64 reference may need the room)
@@ -204,7 +216,7 @@ class _Bench:
         }
         for name in ("eager", "compile", "baseline", "candidate"):
             row[name] = stats(raw[name]["event"]) if name in raw else None
-        if launch_bound:
+        if launch_bound and device_ms is not None:
             # a declared configuration (the user's real shape) is timed, but launches dominate it:
             # marked, and kept out of the headline speedup and the search's fitness
             self.notes.append(
@@ -278,14 +290,14 @@ class _Bench:
                     dst.copy_(s)
 
         with self.grad_ctx():
-            self.ref_out = task.invoke(self.ref, cases[0].clone())
+            self.ref_out = ref_out = task.invoke(self.ref, cases[0].clone())
         self.phases.lap("inputs")
-        return cases, sources, new_values
+        return cases, sources, new_values, ref_out
 
-    def cost(self, config, key, about, cases):
+    def cost(self, config, key, about, cases, ref_out):
         """Bytes and flops of the configuration (from the probe cache when it has them) and the
         roofline floor they give (the "cost" phase)."""
-        task, ref_out = self.task, self.ref_out
+        task = self.task
         if self.probe_cache is None:
             nbytes, flops = task.cost(config, cases[0], ref_out)
         else:
@@ -337,7 +349,7 @@ class _Bench:
         self.phases.lap("timing")
         overhead = timer.overhead_ms(timer.last_head_start)
         if timer.last_head_start != self.head_start_cycles:
-            worst = max(timer.last_exposed, key=timer.last_exposed.get)
+            worst = max(timer.last_exposed, key=lambda name: timer.last_exposed[name])
             self.head_start["retimed"].append(config.name)
             self.notes.append(
                 f"{config.name}: timed again with the full head start: with the short one, "
@@ -477,7 +489,7 @@ MESSAGES = {
 }
 
 
-def _race(race, rows):
+def _race(race: dict[str, float], rows: list[Record]) -> Record | None:
     """The race's verdict after the configurations in `rows` (timed, not launch-bound): a dict
     when the candidate is slower than the leader beyond the noise, else None."""
     timed = [r for r in rows if not r["launchBound"] and r["candidate"] and r["baseline"] and r["name"] in race]

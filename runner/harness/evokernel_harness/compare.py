@@ -6,6 +6,8 @@ chunks, so the float64 copies and temporaries stay a few hundred megabytes whate
 output's size; the result is the same as one pass over the whole tensor.
 """
 
+from typing import Any
+
 import torch
 
 from . import guards
@@ -13,7 +15,7 @@ from . import guards
 CHUNK = 1 << 24  # elements per chunk: 128 MB of float64 per temporary
 
 
-def compare(got, expected, tol, chunk=CHUNK):
+def compare(got: torch.Tensor, expected: torch.Tensor, tol: dict[str, float], chunk: int = CHUNK) -> dict[str, Any]:
     """Return a dict: ok, maxAbs, maxRel, normRel, nonFinite, index, got, expected."""
     g_all = got.detach().reshape(-1)
     e_all = expected.detach().reshape(-1)
@@ -69,7 +71,7 @@ def compare(got, expected, tol, chunk=CHUNK):
     }
 
 
-def bitwise_equal(a, b):
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.is_floating_point():

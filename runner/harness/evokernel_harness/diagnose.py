@@ -3,6 +3,8 @@ race, reduced precision, distribution- or shape-specific work) and the message t
 the verdict. verify.Verifier.run calls classify() on a trial's first failing output and
 explain() on the first failure of the run; v is that Verifier."""
 
+from __future__ import annotations
+
 import gc
 from typing import TYPE_CHECKING
 
@@ -10,18 +12,26 @@ import torch
 
 from .compare import compare
 from .env import FLOAT_DTYPES, dtype_name
+from .record import Record, Result
 from .reject import Reject
+from .tasks.base import Case, Config, Task
 
 if TYPE_CHECKING:
     from .verify import Verifier
 
-INPUTS = {"signed-mixed": " (signed, mixed-scale inputs)", "offset": " (inputs with a common offset, N(0, 1) + 40)"}
-KINDS = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
+INPUTS: dict[str | None, str] = {
+    "signed-mixed": " (signed, mixed-scale inputs)",
+    "offset": " (inputs with a common offset, N(0, 1) + 40)",
+}
+ACCURACY_INPUTS: dict[str | None, str] = {
+    "offset": "inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)",
+}
+KINDS: dict[str | None, str] = {"signed-mixed": "signed, mixed-scale", "offset": "offset (N(0, 1) + 40)"}
 LOW_PRECISION_FACTOR = 3.0  # reduced precision: within 3× the error bfloat16 rounding gives
 ACCURACY_LOSS_NORM = 1e-2  # a dropped op is off by the size of the values; lost digits are not
 
 
-def probe_memory_reuse(v: "Verifier", config, case):
+def probe_memory_reuse(v: "Verifier", config: Config, case: Case) -> bool:
     """Passes only right after the reference freed its output: hack 1."""
     refs = v.reference(case.clone())
     expected = [r.clone() for r in refs]
@@ -34,7 +44,7 @@ def probe_memory_reuse(v: "Verifier", config, case):
     return all(compare(o, e, v.task.tolerance(dtype_name(e.dtype)))["ok"] for o, e in zip(outs, expected))
 
 
-def probe_race(v: "Verifier", config, case):
+def probe_race(v: "Verifier", config: Config, case: Case) -> bool:
     """Two more runs on identical inputs: outputs that move between them are a race.
     Outputs are poisoned, so garbage from unwritten memory reads as NaN in both."""
     sizes = v.output_sizes(config, case)
@@ -45,7 +55,17 @@ def probe_race(v: "Verifier", config, case):
     return any(not compare(y, x, v.task.tolerance(dtype_name(x.dtype)))["ok"] for x, y in zip(a, b))
 
 
-def classify(v: "Verifier", config, failed, init, trial, by_config, passed_configs, case, ref_first):
+def classify(
+    v: "Verifier",
+    config: Config,
+    failed: Result,
+    init: str | None,
+    trial: int,
+    by_config: dict[str, Record],
+    passed_configs: list[str],
+    case: Case,
+    ref_first: bool,
+) -> str:
     if not ref_first and v.cand.format != "evk" and probe_memory_reuse(v, config, case):
         return "output-memory-reuse"
     if probe_race(v, config, case):
@@ -76,7 +96,7 @@ def classify(v: "Verifier", config, failed, init, trial, by_config, passed_confi
     return "mismatch"
 
 
-def bfloat16_error(v: "Verifier", case, failed):
+def bfloat16_error(v: "Verifier", case: Case, failed: Result) -> float:
     """The relative norm error the reference itself has when its float32 inputs, parameters
     and outputs are rounded to bfloat16: the size of error lower precision gives on this
     case. Work that is dropped (a column never summed) is off by more than that and is
@@ -103,14 +123,14 @@ def bfloat16_error(v: "Verifier", case, failed):
         return 0.0
 
 
-def task_is_fp32(v: "Verifier"):
+def task_is_fp32(v: "Verifier") -> bool:
     smallest = min(v.task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))
     case = v.make_case(smallest, 1)
     floats = [t for _, t in case.tensors() if t.dtype in FLOAT_DTYPES]
     return bool(floats) and all(t.dtype == torch.float32 for t in floats)
 
 
-def explain(task, reason, f, config, init, passed):
+def explain(task: Task, reason: str, f: Result, config: Config, init: str | None, passed: list[str]) -> str:
     if reason == "accuracy-loss":
         return explain_accuracy(task, f, config, init)
     where = f"configuration {config.name}, trial {f['trial']}{INPUTS.get(init, '')}, {f['output']}"
@@ -148,11 +168,9 @@ def explain(task, reason, f, config, init, passed):
     return f"{lead}. {where}; {worst}"
 
 
-def explain_accuracy(task, f, config, init):
+def explain_accuracy(task: Task, f: Result, config: Config, init: str | None) -> str:
     tol = task.tolerance(f.get("dtype") or "float32")
-    inputs = {
-        "offset": ("inputs with a common offset 40 times their spread (N(0, 1) + 40, as activations with a DC offset)"),
-    }.get(
+    inputs = ACCURACY_INPUTS.get(
         init,
         "signed, mixed-scale inputs (normal values times 10^U(-2, 2): both signs, magnitudes over four decades)",
     )

@@ -3,8 +3,12 @@
 import functools
 import platform
 import subprocess
+from typing import Any
 
 import torch
+import torch.backends.cuda  # imported by torch itself; named for the type checker
+import torch.backends.cudnn
+import torch.version
 
 DTYPES = {
     "float32": torch.float32,
@@ -21,12 +25,12 @@ DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 
 
-def dtype_name(dtype):
+def dtype_name(dtype: torch.dtype) -> str:
     return DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
 
 
 @functools.lru_cache(maxsize=1)
-def _driver_version():
+def _driver_version() -> tuple[str | None, int | None]:
     """The driver and the SM clock, read once per process (nvidia-smi takes ~0.1 s, and an
     `evaluate` child describes the device in each of its three records)."""
     try:
@@ -43,7 +47,7 @@ def _driver_version():
         return None, None
 
 
-def device_info(backend):
+def device_info(backend: str) -> dict[str, Any]:
     info = {
         "name": platform.processor() or platform.machine(),
         "backend": backend,
@@ -65,7 +69,7 @@ def device_info(backend):
     return info
 
 
-def cuda_arch():
+def cuda_arch() -> str:
     """The nvcc -arch for the visible GPU, or sm_90 (Hopper) where none is visible."""
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability(0)
@@ -73,7 +77,7 @@ def cuda_arch():
     return "sm_90"
 
 
-def device_backend(requested):
+def device_backend(requested: str) -> str | None:
     """The backend a verification runs on: cpu when asked for, else cuda, None without a GPU."""
     if requested == "cpu":
         return "cpu"
@@ -82,7 +86,7 @@ def device_backend(requested):
     return "cuda"
 
 
-def precise_math():
+def precise_math() -> None:
     """Full float32 in matmuls and convolutions (no TF32): the reference's precision."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

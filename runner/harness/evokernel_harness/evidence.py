@@ -12,6 +12,7 @@ Only code compiled from the candidate's own file counts.
 import os
 import re
 import sys
+from typing import Any, ContextManager, Iterable
 
 NAME = "evokernel-evidence"
 MAX_KINDS = 20  # distinct (phase, line, type) kept per candidate; further ones are counted
@@ -22,13 +23,13 @@ COMPILER_ERROR = re.compile(r"(?:\berror\b|\bError\b|undefined reference|undefin
 class Recorder:
     """The handled exceptions of one candidate file, by phase (load, verify, bench)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = os.path.realpath(path)
         self.phase = "load"
         self.kinds = {}  # (phase, line, type) -> {phase, line, type, message, count}
         self.dropped = 0
 
-    def saw(self, line, exc):
+    def saw(self, line: int, exc: BaseException) -> None:
         key = (self.phase, line, type(exc).__name__)
         entry = self.kinds.get(key)
         if entry is None:
@@ -44,14 +45,14 @@ class Recorder:
             }
         entry["count"] += 1
 
-    def handled(self, phases=None):
+    def handled(self, phases: Iterable[str] | None = None) -> list[dict[str, Any]]:
         return [dict(e) for e in self.kinds.values() if phases is None or e["phase"] in phases]
 
-    def active(self):
+    def active(self) -> bool:
         return _BACKEND.active()
 
 
-def describe(exc):
+def describe(exc: BaseException) -> str:
     """An exception in the user's terms: a failed extension build is the compiler's words."""
     text = str(exc)
     if "Error building extension" in text or "ninja" in text and "error" in text.lower():
@@ -62,7 +63,7 @@ def describe(exc):
     return f"{text.strip()[:400]}"
 
 
-def summary(entries):
+def summary(entries: list[dict[str, Any]]) -> list[str]:
     """One sentence per handled exception, for a record's message or warnings."""
     out = []
     for e in entries:
@@ -82,7 +83,7 @@ def summary(entries):
 _RECORDERS = {}
 
 
-def watch(path):
+def watch(path: str) -> Recorder:
     """The recorder of a candidate file (one per file), watching from now on."""
     real = os.path.realpath(path)
     rec = _RECORDERS.get(real)
@@ -125,7 +126,7 @@ class _Monitoring:
     def install(self):
         if self.tool is not None or self.unavailable:
             return
-        mon = sys.monitoring
+        mon = sys.monitoring  # pyright: ignore[reportAttributeAccessIssue] — Python >= 3.12 (_BACKEND chose it)
         for tool in (4, 3, 1, 5, 2, 0):
             if mon.get_tool(tool) is None:
                 mon.use_tool_id(tool, NAME)
@@ -146,7 +147,7 @@ class _Monitoring:
     def active(self):
         """False only when the record the harness had was taken away (a tool id freed, its
         events switched off): with no tool id to be had there is no record to lose."""
-        mon = sys.monitoring
+        mon = sys.monitoring  # pyright: ignore[reportAttributeAccessIssue] — likewise
         if self.unavailable:
             return True
         return (
@@ -220,12 +221,12 @@ class _Nothing:
 _BACKEND = _Monitoring() if hasattr(sys, "monitoring") else _Trace()
 
 
-def scope():
+def scope() -> ContextManager[Any]:
     """Around a load or a call of candidate code: what sys.settrace needs switched on."""
     return _BACKEND.scope()
 
 
-def backend():
+def backend() -> str:
     if isinstance(_BACKEND, _Monitoring):
         return "none (every sys.monitoring tool id in use)" if _BACKEND.unavailable else "sys.monitoring"
     return "sys.settrace"

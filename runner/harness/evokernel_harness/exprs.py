@@ -2,6 +2,7 @@
 
 import ast
 import operator
+from typing import Any
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -18,7 +19,7 @@ class ExprError(ValueError):
     pass
 
 
-def evaluate(expr, dims):
+def evaluate(expr: Any, dims: dict[str, Any]) -> int | float:
     """Evaluate an int, a dimension name or an arithmetic expression over dims."""
     if isinstance(expr, bool):
         raise ExprError(f"not a number: {expr!r}")
@@ -47,7 +48,7 @@ def _eval(node, dims, src):
     raise ExprError(f"unsupported syntax in expression {src!r}")
 
 
-def evaluate_int(expr, dims):
+def evaluate_int(expr: Any, dims: dict[str, Any]) -> int:
     value = evaluate(expr, dims)
     if isinstance(value, float):
         if not value.is_integer():

@@ -16,18 +16,19 @@ import fcntl
 import os
 import tempfile
 import time
+from typing import Callable, Iterator, Sequence
 
 GPU_COMMANDS = ("verify", "bench", "evaluate", "ceilings")
 HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server) holds the lock
 
 
-def uses_gpu(argv):
+def uses_gpu(argv: Sequence[str]) -> bool:
     if not argv or argv[0] not in GPU_COMMANDS:
         return False
     return not any(a == "cpu" and i > 0 and argv[i - 1] == "--device" for i, a in enumerate(argv))
 
 
-def lock_path():
+def lock_path() -> str | None:
     folder = os.environ.get("EVOKERNEL_GPU_LOCKS", "")
     if folder == "off":
         return None
@@ -39,7 +40,7 @@ def lock_path():
 
 
 @contextlib.contextmanager
-def held(argv, on_wait=None):
+def held(argv: Sequence[str], on_wait: Callable[[], object] | None = None) -> Iterator[float]:
     """Hold the GPU's lock while the body runs, when argv is a GPU command (and no parent
     holds it for us); yields the seconds spent waiting. on_wait() is called once when
     another process holds the lock."""

@@ -9,6 +9,7 @@ point at them: a change is hack 6 (timer or stats patching), whatever the source
 import os
 import threading
 import time
+from typing import Any
 
 import torch
 
@@ -23,8 +24,9 @@ argmax = torch.argmax
 sqrt = torch.sqrt
 sum_ = torch.sum
 equal = torch.equal
-EventBase = getattr(torch._C, "_CudaEventBase", None)
-sleep = getattr(torch.cuda, "_sleep", None)  # the timer's head start and streams.py's markers
+# torch's own, None where this torch has none (Any: the type checker knows neither)
+EventBase: Any = getattr(torch._C, "_CudaEventBase", None)  # pyright: ignore[reportPrivateImportUsage] — as said
+sleep: Any = getattr(torch.cuda, "_sleep", None)  # the timer's head start and streams.py's markers
 
 WATCHED = {
     "time.perf_counter": (time, "perf_counter"),
@@ -69,7 +71,7 @@ OWN = (
 )
 
 
-def snapshot():
+def snapshot() -> dict[str, Any]:
     own = {f"evokernel_harness.guards.{name}": globals().get(name) for name in OWN}
     return {**{name: getattr(obj, attr, None) for name, (obj, attr) in WATCHED.items()}, **own}
 
@@ -77,13 +79,13 @@ def snapshot():
 BASELINE = snapshot()
 
 
-def tampered():
+def tampered() -> list[str]:
     """Names whose objects changed since the harness bound them."""
     now = snapshot()
     return [name for name, value in now.items() if value is not BASELINE[name]]
 
 
-def thread_count():
+def thread_count() -> tuple[int, int]:
     """Python threads plus native ones (a C++ std::thread shows only in /proc)."""
     try:
         native = len(os.listdir("/proc/self/task"))

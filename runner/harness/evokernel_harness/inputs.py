@@ -2,6 +2,7 @@
 
 import contextlib
 import math
+from typing import Any, ContextManager, Sequence
 
 import torch
 
@@ -12,7 +13,7 @@ LN10 = math.log(10.0)
 OFFSET = 40.0  # offset inputs: N(0, 1) + 40, a common offset 40× the spread
 
 
-def on_device(device):
+def on_device(device: torch.device | str) -> ContextManager[Any]:
     """Factory calls (torch.randn in a problem's get_inputs, a Model's parameters) create their
     tensors on `device` directly: a KernelBench problem's gigabytes of inputs are drawn on the
     GPU in milliseconds instead of on the CPU in seconds. A no-op on the CPU, or where torch
@@ -20,16 +21,22 @@ def on_device(device):
     device = torch.device(device)
     if device.type == "cpu" or not hasattr(device, "__enter__"):
         return contextlib.nullcontext()
-    return device
+    return device  # pyright: ignore[reportReturnType] — a context manager from torch 2.0 (hasattr above)
 
 
-def generator(seed, device):
+def generator(seed: int, device: torch.device | str) -> torch.Generator:
     gen = torch.Generator(device=device)
     gen.manual_seed(int(seed) % (2**63))
     return gen
 
 
-def make_tensor(shape, dtype, init, gen, device):
+def make_tensor(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    init: str | dict[str, Any] | None,
+    gen: torch.Generator,
+    device: torch.device | str,
+) -> torch.Tensor:
     """One tensor of `shape` and `dtype` drawn with `init` (a name or {"randint": [lo, hi]})."""
     if isinstance(init, dict) and "randint" in init:
         lo, hi = init["randint"]
@@ -55,7 +62,7 @@ def make_tensor(shape, dtype, init, gen, device):
     return t.to(dtype)
 
 
-def signed_mixed_like(t, gen):
+def signed_mixed_like(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Signed values whose magnitudes span four decades: catches dropped ops and lost precision."""
     base = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
     scale = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32).mul_(4.0).sub_(2.0)
@@ -64,7 +71,7 @@ def signed_mixed_like(t, gen):
     return base.to(t.dtype if t.is_floating_point() else torch.float32)
 
 
-def offset_like(t, gen):
+def offset_like(t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Values around a common offset 40 times their spread, as activations with a DC offset
     are: a one-pass variance E[x²] − E[x]² loses its digits to cancellation here, while a
     two-pass or Welford one does not."""
@@ -72,7 +79,7 @@ def offset_like(t, gen):
     return base.add_(OFFSET).to(t.dtype if t.is_floating_point() else torch.float32)
 
 
-def perturbed_like(x, mode, gen):
+def perturbed_like(x: torch.Tensor, mode: str | None, gen: torch.Generator) -> torch.Tensor:
     """A float input redrawn for a verification trial's distribution, or x as it is."""
     if not x.is_floating_point():
         return x

@@ -25,6 +25,9 @@ it imports everything it runs before the fork, so a candidate that rewrites file
 (possible only with the sandbox off) does not change the code the judge already holds.
 """
 
+from __future__ import annotations
+
+import argparse
 import ctypes
 import json
 import os
@@ -36,12 +39,15 @@ import sys
 import tempfile
 import time
 import traceback
+from typing import Any, Callable, cast
 
 import torch
 
 from . import compare as _compare  # noqa: F401 — bound before the fork (see above)
 from . import outputs
 from .env import device_backend, device_info, precise_math
+from .record import Record
+from .tasks.base import Config, Task
 from .verify import REFILL_SEED, SCALAR_AS_ONE_ELEMENT, Reject, Verifier, trial_seed
 
 SCHEMA = 1
@@ -63,7 +69,7 @@ def _prctl(option, value):
 
 
 # --- the candidate's process -----------------------------------------------------
-def run_candidate(fn, claim_path):
+def run_candidate(fn: Callable[[], Record], claim_path: str) -> tuple[int, float, frozenset[int]]:
     """Forks; the child runs fn() (its record, the claim) and ends with os._exit. Returns
     (pid, the parent's clock at the fork, the judge's children before it: not the candidate's)."""
     before = frozenset(p for p, (pp, _) in _processes().items() if pp == os.getpid())
@@ -89,7 +95,7 @@ def run_candidate(fn, claim_path):
     return pid, time.perf_counter(), before
 
 
-def wait_and_stop(pid, keep=frozenset()):
+def wait_and_stop(pid: int, keep: frozenset[int] = frozenset()) -> int:
     """Waits for the candidate's process, then kills every process it left behind (all are
     the judge's descendants: it is their subreaper). keep: the judge's children that are not
     the candidate's (none where the judge is a command's own process). Returns the wait status."""
@@ -127,7 +133,7 @@ def _descendants(root, keep):
     return {p: procs[p] for p in found}
 
 
-def stop_descendants(keep=frozenset(), rounds=200):
+def stop_descendants(keep: frozenset[int] = frozenset(), rounds: int = 200) -> None:
     """SIGKILL every descendant (but `keep` and theirs) until none is left (one that forks while
     it is killed is found on the next round); the judge's own children are reaped (the others
     are their parents' to reap, or become the judge's when their parent dies). Raises
@@ -154,7 +160,7 @@ def stop_descendants(keep=frozenset(), rounds=200):
 
 
 # --- the claim ---------------------------------------------------------------------
-def read_claim(path, kind="verify"):
+def read_claim(path: str, kind: str = "verify") -> Record | None:
     """The candidate's record as a dict, or None (missing, a symlink, too large, not JSON, not
     a record of `kind`)."""
     try:
@@ -176,7 +182,7 @@ def read_claim(path, kind="verify"):
     return claim if isinstance(claim, dict) and claim.get("kind") == kind else None
 
 
-def base_record(args, seed):
+def base_record(args: argparse.Namespace, seed: int) -> Record:
     return {
         "schema": SCHEMA,
         "kind": "verify",
@@ -201,7 +207,7 @@ def base_record(args, seed):
     }
 
 
-def as_failure(claim):
+def as_failure(claim: Record) -> Record:
     """A claim that is not a pass, held to that whatever its fields say."""
     rec = {**claim, "schema": SCHEMA, "kind": "verify", "ok": False}
     if rec.get("status") == "passed" or not isinstance(rec.get("status"), str):
@@ -215,7 +221,7 @@ def as_failure(claim):
 
 
 # --- the judge ----------------------------------------------------------------------
-def verify_judged(args, in_process):
+def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Namespace, outputs.Dump], Record]) -> Record:
     """cmd_verify: in_process(args, dump) (the verification as it always ran, keeping its
     passing outputs in `dump`) runs in a forked process; the record returned is the judge's."""
     started = time.perf_counter()
@@ -248,7 +254,8 @@ def verify_judged(args, in_process):
             return as_failure(claim)
         checked = time.perf_counter()
         rec = recheck(args, claim, folder)
-        phases = rec.get("phases") if isinstance(rec.get("phases"), dict) else {}
+        phases = rec.get("phases")
+        phases = phases if isinstance(phases, dict) else {}
         rec["phases"] = {**phases, "recheck": round(time.perf_counter() - checked, 4)}
         _log(
             f"judge: {'pass confirmed' if rec['ok'] else 'refused: ' + str(rec['reason'])} "
@@ -265,7 +272,7 @@ def _end_like(sig):
     os._exit(128 + sig)  # a signal that does not end a process by default
 
 
-def recheck(args, claim, folder):
+def recheck(args: argparse.Namespace, claim: Record, folder: str) -> Record:
     """The judge's own verdict on a claimed pass: the record."""
     from .tasks import load_task
 
@@ -325,7 +332,7 @@ def recheck(args, claim, folder):
     }
 
 
-def refuse(rec, reason, message, mismatch=None):
+def refuse(rec: Record, reason: str, message: str, mismatch: dict[str, Any] | None = None) -> Record:
     from .verify import HACKS
 
     return {
@@ -344,7 +351,9 @@ def _planned(v, configs):
     return [(c, plan[c.name]) for c in configs]
 
 
-def check_config(v, task, config, folder, inits, kept):
+def check_config(
+    v: Verifier, task: Task, config: Config, folder: str, inits: list[str | None], kept: dict[str, int]
+) -> Record:
     """The configuration's entry in the record, from the judge's own comparisons of every trial
     the rule keeps. Raises Reject (verdict-forged) or outputs.OutputError."""
     index = next(i for i, c in enumerate(task.configs) if c.name == config.name)
@@ -363,8 +372,9 @@ def check_config(v, task, config, folder, inits, kept):
         if size is not None and not outputs.required(trial, size, kept["bytes"]):
             continue
         refill = trial == outputs.REFILL
-        init = inits[0] if refill else inits[trial]
-        tseed = trial_seed(v.seed, config, 0) ^ REFILL_SEED if refill else trial_seed(v.seed, config, trial)
+        number = 0 if refill else cast(int, trial)  # the refill is trial 0's
+        init = inits[number]
+        tseed = trial_seed(v.seed, config, 0) ^ REFILL_SEED if refill else trial_seed(v.seed, config, number)
         case = v.make_case(config, tseed, init=init)
         refs = v.reference(case.clone())
         size = outputs.nbytes_of(refs)
@@ -374,7 +384,7 @@ def check_config(v, task, config, folder, inits, kept):
             folder, index, trial, refs, where, accepts_shape=lambda shape, ref: _one_element(task, shape, ref)
         )
         outs = [o.to(v.device) for o in outs]
-        results = v.check_outputs(outs, refs, config, 0 if refill else trial)
+        results = v.check_outputs(outs, refs, config, number)
         failed = next((r for r in results if not r["ok"]), None)
         if failed is not None and v.within_truth(outs, case, config, where):
             failed = None

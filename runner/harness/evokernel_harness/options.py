@@ -7,11 +7,11 @@ import argparse
 STAGES = ("quick", "verify", "bench")  # evaluate's cascade, in order: one record (--<stage>-out) each
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evokernel_harness", description="evokernel's verification and timing harness")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def common(sp):
+    def common(sp: argparse.ArgumentParser) -> argparse.ArgumentParser:
         sp.add_argument("--out", help="write the JSON record here (default: stdout)")
         return sp
 

@@ -14,9 +14,12 @@ gigabyte outputs does not fill the scratch folder's tmpfs. A candidate cannot ch
 out a trial the rule keeps.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import stat
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -31,7 +34,7 @@ REFILL = "refill"
 # Every plain dtype torch has, not only the tasks' input dtypes: the in-process verification
 # compares any output dtype equal to the reference's (int16, complex64, float8, …), and the
 # judge must read what it would have passed. Quantized dtypes have no raw-bytes form.
-ALLOWED = {
+ALLOWED: dict[Any, torch.dtype] = {
     **{
         str(value).removeprefix("torch."): value
         for value in vars(torch).values()
@@ -44,37 +47,37 @@ ALLOWED = {
 class OutputError(Exception):
     """The outputs for one trial are missing or not what the reference's outputs are."""
 
-    def __init__(self, reason, message):
+    def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason, self.message = reason, message
 
 
-def key(config_index, trial):
+def key(config_index: int, trial: int | str) -> str:
     return f"c{int(config_index)}-{trial if trial == REFILL else int(trial)}"
 
 
-def trial_keys(trials):
+def trial_keys(trials: int) -> list[int | str]:
     """The order both sides count the budget in: trial 0, its refill, then the others."""
     return [0, REFILL] + list(range(1, trials))
 
 
-def required(trial, nbytes, kept, budget=DUMP_BUDGET):
+def required(trial: int | str, nbytes: int, kept: int, budget: int = DUMP_BUDGET) -> bool:
     """Whether the rule keeps this trial's outputs, `kept` bytes being kept before it."""
     return trial in (0, REFILL) or kept + nbytes <= budget
 
 
-def nbytes_of(tensors):
+def nbytes_of(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class Dump:
     """The candidate's side: writes each trial's outputs as the rule says (verify.Verifier)."""
 
-    def __init__(self, folder, budget=DUMP_BUDGET):
+    def __init__(self, folder: str, budget: int = DUMP_BUDGET) -> None:
         self.folder, self.budget, self.kept = folder, budget, 0
         os.makedirs(folder, exist_ok=True)
 
-    def write(self, config_index, trial, outs):
+    def write(self, config_index: int, trial: int | str, outs: Sequence[torch.Tensor]) -> bool:
         size = nbytes_of(outs)
         if not required(trial, size, self.kept, self.budget):
             return False
@@ -96,7 +99,14 @@ def _dtype_name(dtype):
     return next((n for n, d in ALLOWED.items() if d == dtype), str(dtype))
 
 
-def read(folder, config_index, trial, refs, where, accepts_shape=lambda got, ref: False):
+def read(
+    folder: str,
+    config_index: int,
+    trial: int | str,
+    refs: Sequence[torch.Tensor],
+    where: str,
+    accepts_shape: Callable[[tuple[int, ...], torch.Tensor], bool] = lambda got, ref: False,
+) -> list[torch.Tensor]:
     """The candidate's outputs for one trial as CPU tensors, validated against the reference's
     outputs `refs` (count, dtype, shape, exact byte size) before a byte of data is read.
     accepts_shape(shape, ref): a format's own rule for a shape that differs (one element for a

@@ -17,9 +17,16 @@ A task may set "libraries": "deny": then no vendor-library kernel and no kernel 
 reference's may appear at all (the strict benchmark rule).
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import torch
+
+if TYPE_CHECKING:
+    from .candidates.load import Candidate
+    from .tasks.base import Case, Task
 
 HARMLESS = re.compile(r"fill|copy|memset|memcpy|Memcpy|Memset", re.I)
 LIBRARY = re.compile(
@@ -37,10 +44,11 @@ def _kernel_stats(fn):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA  # pyright: ignore[reportPrivateImportUsage] — torch's own enum
     return {
         e.key: (getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0), e.count)
         for e in prof.key_averages()
-        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+        if getattr(e, "device_type", None) == cuda
     }
 
 
@@ -48,7 +56,7 @@ def _kernel_times_us(fn):
     return {name: us for name, (us, _) in _kernel_stats(fn).items()}
 
 
-def top_kernels(fn, limit=5):
+def top_kernels(fn: Callable[[], Any], limit: int = 5) -> list[dict[str, Any]] | None:
     """The kernels one call spends its GPU time in, longest first: a profile a proposal can
     read. [{name, us, calls}], or None when the profiler is unavailable."""
     try:
@@ -59,7 +67,7 @@ def top_kernels(fn, limit=5):
     return [{"name": name[:200], "us": round(float(us), 2), "calls": int(calls)} for name, (us, calls) in ranked]
 
 
-def launched_kernel_time_ms(fn):
+def launched_kernel_time_ms(fn: Callable[[], Any]) -> float | None:
     """GPU time of the kernels one call launches, without host gaps; None if unknown."""
     try:
         total_us = sum(_kernel_times_us(fn).values())
@@ -68,7 +76,7 @@ def launched_kernel_time_ms(fn):
     return total_us / 1e3 if total_us else None
 
 
-def classify(name, own_names):
+def classify(name: str, own_names: Collection[str]) -> str:
     """own | library | harmless | torch, for one kernel name of a candidate's trace."""
     if any(k in name for k in own_names):
         return "own"
@@ -85,7 +93,9 @@ def _short(names, limit=3):
     return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def judge(traces, own_names, libraries="allow"):
+def judge(
+    traces: list[tuple[str, dict[str, float], dict[str, float]]], own_names: set[str], libraries: str = "allow"
+) -> dict[str, Any]:
     """traces: [(config name, candidate {name: µs}, reference {name: µs})]. Returns
     {ok, detail, shares: {own, library, torch, harmless}, libraryKernels}; shares are
     fractions of the candidate's GPU time summed over configurations."""
@@ -176,7 +186,9 @@ def _fail(detail, totals, library_names):
     }
 
 
-def check_own_kernel(candidate, task, cases, libraries="allow"):
+def check_own_kernel(
+    candidate: Candidate, task: Task, cases: Iterable[tuple[str, Case]], libraries: str = "allow"
+) -> dict[str, Any]:
     """The judge's verdict on the candidate's and the reference's traces, one per case.
     `cases` yields (configuration name, case) one at a time, so a problem's gigabytes of
     inputs are alive for one configuration at a time. A backward task's forward pass runs
@@ -197,7 +209,7 @@ def check_own_kernel(candidate, task, cases, libraries="allow"):
         with grad():
             try:
                 staged = task.staged_candidate(candidate, case.clone())
-                scoped = getattr(candidate, "scoped", None)
+                scoped: Any = getattr(candidate, "scoped", None)
                 cand = _kernel_times_us(staged if scoped is None else (lambda: scoped(staged)))
             except Exception as err:  # it passed unprofiled: failing profiled is a tell
                 return {
@@ -222,7 +234,7 @@ def check_own_kernel(candidate, task, cases, libraries="allow"):
     return judge(traces, candidate.kernels, libraries)
 
 
-def rewrite_verdict(traces):
+def rewrite_verdict(traces: list[tuple[str, dict[str, float], dict[str, float]]]) -> dict[str, Any]:
     """A candidate with no kernel of its own: a PyTorch rewrite, not a fallback (nothing of its
     own was claimed). Its shares say whose kernels do the work; the task decides whether a
     rewrite may compete (verdict.py)."""

@@ -8,10 +8,11 @@ taken out of the outer one. So the phases always add up to the wall time measure
 
 import time
 from contextlib import contextmanager
+from typing import Iterator
 
 
 class Phases:
-    def __init__(self):
+    def __init__(self) -> None:
         self._seconds = {}
         self._mark = time.perf_counter()
         self._pending = 0.0  # outside any part, not yet named by a lap
@@ -25,7 +26,7 @@ class Phases:
         elapsed, self._mark = now - self._mark, now
         return elapsed
 
-    def lap(self, name):
+    def lap(self, name: str) -> None:
         """The phase that ends now was `name` (inside a part: the part's time so far)."""
         elapsed = self._elapsed()
         if self._stack:
@@ -35,7 +36,7 @@ class Phases:
         self._pending = 0.0
 
     @contextmanager
-    def part(self, name):
+    def part(self, name: str) -> Iterator[None]:
         elapsed = self._elapsed()
         if self._stack:
             self._add(self._stack[-1], elapsed)
@@ -49,5 +50,5 @@ class Phases:
             self._stack.pop()
 
     @property
-    def seconds(self):
+    def seconds(self) -> dict[str, float]:
         return {name: round(s, 4) for name, s in self._seconds.items()}

@@ -11,18 +11,24 @@ torch versions. An entry that cannot be read, does not parse or does not hold a 
 time is a miss; a miss is measured and written. At most MAX_ENTRIES files: the oldest go first.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import math
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, TypeGuard
+
+if TYPE_CHECKING:
+    from .tasks.base import Config, Task
 
 MAX_ENTRIES = 512
 MAX_TASK_FILE_BYTES = 16 * 2**20  # a larger file (data) is hashed by name and size only
 VERSION = 1
 
 
-def task_files(task):
+def task_files(task: Task) -> list[str]:
     """The files whose content defines the task: its folder's regular files (or its file)
     and the reference files it names."""
     paths = set()
@@ -41,7 +47,7 @@ def task_files(task):
     return sorted(paths)
 
 
-def task_digest(task):
+def task_digest(task: Task) -> str:
     h = hashlib.sha256()
     for path in task_files(task):
         h.update(os.path.basename(path).encode() + b"\0")
@@ -55,7 +61,7 @@ def task_digest(task):
     return h.hexdigest()
 
 
-def probe_key(task_hash, task, config, device):
+def probe_key(task_hash: str, task: Task, config: Config, device: dict[str, Any]) -> str:
     """The key of one configuration's probe: task content, configuration, machine."""
     what = {
         "v": VERSION,
@@ -76,11 +82,11 @@ def probe_key(task_hash, task, config, device):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _valid_ms(value):
+def _valid_ms(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def cost_key(key):
+def cost_key(key: str) -> str:
     """The key of a configuration's cost entry, from its probe key."""
     return hashlib.sha256(f"{key}:cost".encode()).hexdigest()
 
@@ -91,7 +97,7 @@ def _valid_cost(nbytes, flops):
 
 
 class ProbeCache:
-    def __init__(self, folder, max_entries=MAX_ENTRIES):
+    def __init__(self, folder: str, max_entries: int = MAX_ENTRIES) -> None:
         self.folder = folder
         self.max_entries = max_entries
         self.hits = 0
@@ -130,27 +136,27 @@ class ProbeCache:
         except OSError:
             pass
 
-    def get(self, key):
+    def get(self, key: str) -> float | None:
         """The cached time in ms, or None (absent, unreadable, corrupt: a miss)."""
         entry = self._read(key)
         if entry is None or not _valid_ms(entry.get("deviceMs")):
             return None
         return float(entry["deviceMs"])
 
-    def put(self, key, device_ms, about=None):
+    def put(self, key: str, device_ms: float | None, about: dict[str, Any] | None = None) -> bool:
         """Writes an entry (never a None or non-positive time)."""
         if not _valid_ms(device_ms):
             return False
         return self._write(key, {"deviceMs": float(device_ms)}, about)
 
-    def get_cost(self, key):
+    def get_cost(self, key: str) -> tuple[int, int] | None:
         """The cached (bytes, flops), or None (a miss)."""
         entry = self._read(cost_key(key))
         if entry is None or not _valid_cost(entry.get("bytes"), entry.get("flops")):
             return None
         return int(entry["bytes"]), int(entry["flops"])
 
-    def put_cost(self, key, nbytes, flops, about=None):
+    def put_cost(self, key: str, nbytes: int, flops: int, about: dict[str, Any] | None = None) -> bool:
         if not _valid_cost(nbytes, flops):
             return False
         return self._write(cost_key(key), {"bytes": int(nbytes), "flops": int(flops)}, about)
@@ -175,7 +181,9 @@ class ProbeCache:
             except OSError:
                 pass
 
-    def probe(self, key, measure, about=None):
+    def probe(
+        self, key: str, measure: Callable[[], float | None], about: dict[str, Any] | None = None
+    ) -> tuple[float | None, bool]:
         """(device ms, hit): the cached time, or measure() run and its result stored."""
         cached = self.get(key)
         if cached is not None:
@@ -187,7 +195,9 @@ class ProbeCache:
         self.put(key, value, about)
         return value, False
 
-    def cost(self, key, compute, about=None):
+    def cost(
+        self, key: str, compute: Callable[[], tuple[int, int]], about: dict[str, Any] | None = None
+    ) -> tuple[tuple[int, int], bool]:
         """((bytes, flops), hit): the cached cost of the probe key's configuration, or
         compute() run and its result stored."""
         cached = self.get_cost(key)

@@ -3,9 +3,10 @@
 import importlib.util
 import os
 import sys
+import types
 
 
-def load_module(path, name):
+def load_module(path: str, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")

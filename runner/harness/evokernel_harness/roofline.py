@@ -1,8 +1,10 @@
 """The physical floor: bytes over measured bandwidth, flops over the arithmetic peak."""
 
 import datetime
+from typing import Any
 
 import torch
+import torch.backends.cuda  # imported by torch itself; named for the type checker
 
 from . import guards
 
@@ -14,9 +16,9 @@ def _median_ms(fn, iters=15):
     guards.synchronize()
     for _ in range(iters):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
+        s.record(torch.cuda.current_stream())  # what record() does without a stream
         fn()
-        e.record()
+        e.record(torch.cuda.current_stream())
         guards.synchronize()
         times.append(s.elapsed_time(e))
     times.sort()
@@ -40,7 +42,7 @@ def _matmul_tflops(dtype):
     return 2 * m**3 / (ms / 1e3) / 1e12
 
 
-def measure_ceilings(device_name):
+def measure_ceilings(device_name: str) -> dict[str, Any]:
     """Copy bandwidth (bytes read + written) and matmul rates, measured on this GPU."""
     bandwidth = _copy_bandwidth()
     prev = torch.backends.cuda.matmul.allow_tf32
@@ -60,7 +62,7 @@ def measure_ceilings(device_name):
     }
 
 
-def theoretical_peaks():
+def theoretical_peaks() -> dict[str, float]:
     """Per-SM arithmetic rates for Hopper (sm_90): 128 fp32 FMA and 2048 dense bf16 FMA a clock."""
     props = torch.cuda.get_device_properties(0)
     if (props.major, props.minor) != (9, 0):
@@ -72,7 +74,7 @@ def theoretical_peaks():
     }
 
 
-def floor_ms(nbytes, flops, dtype_name, ceilings):
+def floor_ms(nbytes: int, flops: int, dtype_name: str, ceilings: dict[str, Any]) -> float:
     mem = nbytes / (ceilings["bandwidthGBs"] * 1e9) * 1e3
     rate = ceilings["bf16Tflops"] if dtype_name in ("bfloat16", "float16") else ceilings["fp32Tflops"]
     compute = flops / (rate * 1e12) * 1e3 if flops else 0.0

@@ -48,7 +48,7 @@ def parse_request(line: str) -> Request:
     return Request(req.get("id"), req["argv"], timeout_s)
 
 
-def _rss_bytes(pid):
+def _rss_bytes(pid: int) -> int:
     """Resident memory of a child's whole process group (the child and what it started)."""
     total = 0
     for entry in os.listdir("/proc"):
@@ -152,7 +152,7 @@ def _run_child(req: Request) -> dict[str, Any]:
     }
 
 
-def _log(log_path):
+def _log(log_path: str) -> str:
     """The end of a child's output; the file goes."""
     try:
         with open(log_path, errors="replace") as f:
@@ -163,13 +163,13 @@ def _log(log_path):
     return log
 
 
-def _in_sandbox():
+def _in_sandbox() -> bool:
     """The server is the first process of the sandbox's PID namespace (runner/sandbox/enter.sh
     execs it): every other process there was started by a request or the worker."""
     return os.getpid() == 1
 
 
-def _reap_strays():
+def _reap_strays() -> None:
     """Nothing a request started outlives it: a process that left its group (setsid, a double
     fork) is killed here, and what it left reaped (orphans come to the namespace's first
     process). Only inside the sandbox, where /proc lists nothing but ours."""
@@ -196,7 +196,7 @@ def _reap_strays():
             break
 
 
-def _not_dumpable():
+def _not_dumpable() -> None:
     """No process of the sandbox (same user) may read this one's memory or trace it."""
     try:
         import ctypes
@@ -206,13 +206,13 @@ def _not_dumpable():
         pass
 
 
-def serve():
+def serve() -> int:
     import torch  # imported once here, inherited by every child
 
     import torch.profiler  # likewise (the profile of a search candidate)
 
     try:  # the first profile or flop count in a process imports it: 5-7 s on the H100, per child
-        import torch._dynamo  # noqa: F401 — imported once here, for every child
+        import torch._dynamo  # noqa: F401 # pyright: ignore[reportMissingImports] — once here, for every child
     except Exception:  # older torch, or a broken install: the children import what they need
         pass
 

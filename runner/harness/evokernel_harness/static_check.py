@@ -9,8 +9,13 @@ the timer, CUDA events, synchronisation or the harness's checks, and source that
 parse. Findings carry the hack class they point at.
 """
 
+from __future__ import annotations
+
 import ast
 import re
+from typing import Any
+
+Finding = dict[str, Any]  # one finding of the check: code, hack, line, text, message, severity
 
 # torch compute ops: calling these from a candidate is falling back to PyTorch (hack 12)
 COMPUTE_OPS = set(
@@ -143,14 +148,14 @@ TORCH_CPP_OP = re.compile(r"\b(?:at|torch|torch::nn::functional|F)::(\w+)\s*\(")
 TORCH_CPP_METHOD = re.compile(r"[\w\)\]]\s*(?:\.|->)\s*(\w+)\s*\(")
 
 
-def strip_c_comments(src):
+def strip_c_comments(src: str) -> str:
     def blank(m):
         return re.sub(r"[^\n]", " ", m.group(0))
 
     return re.sub(r"//[^\n]*|/\*.*?\*/", blank, src, flags=re.S)
 
 
-def finding(code, hack, line, text, message, severity="warn"):
+def finding(code: str, hack: int | None, line: int, text: str, message: str, severity: str = "warn") -> Finding:
     return {
         "code": code,
         "hack": hack,
@@ -161,7 +166,9 @@ def finding(code, hack, line, text, message, severity="warn"):
     }
 
 
-def torch_op_finding(op, line, text, ref_ops, strict, libraries):
+def torch_op_finding(
+    op: str, line: int, text: str, ref_ops: frozenset[str] | set[str], strict: bool, libraries: str
+) -> Finding | None:
     """A call of a torch compute op. The task's own ops (what its reference calls) are a
     fallback, except library ops where the task allows libraries; any other compute op is a
     warning: a candidate may compute small things with torch (a per-channel rsqrt before its
@@ -203,7 +210,14 @@ def torch_op_finding(op, line, text, ref_ops, strict, libraries):
     return None
 
 
-def check_c(source, torch_ext, line_offset=0, ref_ops=frozenset(), strict=True, libraries="allow"):
+def check_c(
+    source: str,
+    torch_ext: bool,
+    line_offset: int = 0,
+    ref_ops: frozenset[str] | set[str] = frozenset(),
+    strict: bool = True,
+    libraries: str = "allow",
+) -> list[Finding]:
     clean = strip_c_comments(source)
     lines = clean.splitlines()
     raw = source.splitlines()
@@ -242,7 +256,9 @@ def _is_triton_jit(fn):
     return any("triton" in ast.unparse(d) or ast.unparse(d).startswith("jit") for d in fn.decorator_list)
 
 
-def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
+def check_py(
+    source: str, ref_ops: frozenset[str] | set[str] = frozenset(), strict: bool = True, libraries: str = "allow"
+) -> list[Finding]:
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
@@ -457,7 +473,14 @@ def check_py(source, ref_ops=frozenset(), strict=True, libraries="allow"):
     return out
 
 
-def check(path, source, fmt, ref_ops=frozenset(), strict=True, libraries="allow"):
+def check(
+    path: str,
+    source: str,
+    fmt: str,
+    ref_ops: frozenset[str] | set[str] = frozenset(),
+    strict: bool = True,
+    libraries: str = "allow",
+) -> dict[str, Any]:
     if fmt == "py":
         findings = check_py(source, ref_ops, strict, libraries)
     else:

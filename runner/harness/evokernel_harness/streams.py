@@ -13,6 +13,9 @@ that starts before the first sleep ends or ends after the second one starts ran 
 timed window; the record names them, their streams and their time.
 """
 
+import math
+from typing import Any, Callable
+
 import torch
 
 from . import guards
@@ -23,7 +26,9 @@ HEAD_START_CYCLES = 1_000_000
 END_CYCLES = 1_000
 
 
-def profile_call(fn, head_start_cycles=HEAD_START_CYCLES):
+def profile_call(
+    fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES
+) -> list[tuple[str, Any, float, float]]:
     """[(name, stream, start µs, end µs)] of the GPU activity of one call placed as the timer
     places it, with the two marker sleeps on the caller's stream."""
     from torch.profiler import ProfilerActivity, profile
@@ -35,15 +40,16 @@ def profile_call(fn, head_start_cycles=HEAD_START_CYCLES):
         guards.sleep(END_CYCLES)
         guards.synchronize()
     out = []
-    for e in prof.events():
-        if getattr(e, "device_type", None) != torch.autograd.DeviceType.CUDA:
+    cuda = torch.autograd.DeviceType.CUDA  # pyright: ignore[reportPrivateImportUsage] — torch's own enum
+    for e in prof.events():  # pyright: ignore[reportOptionalIterable] — a profile that ran has events
+        if getattr(e, "device_type", None) != cuda:
             continue
         stream = getattr(e, "device_resource_id", None)
         out.append((e.name, stream, float(e.time_range.start), float(e.time_range.end)))
     return out
 
 
-def escaped(events):
+def escaped(events: list[tuple[str, Any, float, float]]) -> dict[str, Any] | None:
     """The work outside the timed window: {window, streams, escaped: [(name, stream, µs, why)]},
     or None when the markers are not in the trace (no profiler activity: nothing to say)."""
     marks = sorted((e for e in events if MARK in e[0]), key=lambda e: e[2])
@@ -61,7 +67,7 @@ def escaped(events):
     return {"windowUs": hi - lo, "streams": sorted({str(e[1]) for e in work if e[1] is not None}), "escaped": out}
 
 
-def describe(result):
+def describe(result: dict[str, Any]) -> str:
     """The user's words for escaped work, with numbers."""
     total = sum(us for _, _, us, _ in result["escaped"])
     by_stream = {}
@@ -84,7 +90,7 @@ TAIL_RUNS = 3
 TAIL_CONFIRM_RUNS = 12  # a tail over TAIL_MS is measured again before it counts
 
 
-def tail_ms(fn, head_start_cycles=HEAD_START_CYCLES):
+def tail_ms(fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES) -> float:
     """How long the device stays busy after the caller's stream has finished a call placed as
     the timer places it (the least of TAIL_RUNS calls): a second witness beside the trace,
     which needs no profiler (and sees work the profiler may not attribute, as inside graphs)."""
@@ -98,8 +104,8 @@ def tail_ms(fn, head_start_cycles=HEAD_START_CYCLES):
     return best
 
 
-def _least_tail(fn, head_start_cycles, runs):
-    best = None
+def _least_tail(fn: Callable[[], Any], head_start_cycles: int, runs: int) -> float:
+    best = math.inf  # runs > 0: a measured time
     for _ in range(runs):
         guards.synchronize()
         end = torch.cuda.Event()
@@ -110,11 +116,11 @@ def _least_tail(fn, head_start_cycles, runs):
         t1 = guards.perf_counter()
         guards.synchronize()
         ms = (guards.perf_counter() - t1) * 1e3
-        best = ms if best is None else min(best, ms)
+        best = min(best, ms)
     return best
 
 
-def check(fn, head_start_cycles=HEAD_START_CYCLES):
+def check(fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES) -> dict[str, Any]:
     """{ok, detail, streams} for one call: the trace's verdict, and the device's tail."""
     tail = tail_ms(fn, head_start_cycles)
     late = (

@@ -12,6 +12,7 @@ calls in a configuration are exposed, the configuration is timed again with the 
 
 import math
 import random
+from typing import Any, Callable
 
 import torch
 
@@ -34,7 +35,7 @@ SUBMIT_MARGIN_MS = 0.02
 EXPOSED_LIMIT = 0.05
 
 
-def stats(samples):
+def stats(samples: list[float]) -> Any:  # {medianMs, p20Ms, p80Ms, minMs, meanMs, n}; None without samples
     s = sorted(samples)
     n = len(s)
     if n == 0:
@@ -46,13 +47,15 @@ def stats(samples):
     return {"medianMs": q(0.5), "p20Ms": q(0.2), "p80Ms": q(0.8), "minMs": s[0], "meanMs": sum(s) / n, "n": n}
 
 
-def covered_ms(cycles, cycles_per_ms=CYCLES_PER_MS):
+def covered_ms(cycles: int, cycles_per_ms: float = CYCLES_PER_MS) -> float:
     """How long a call's host side may enqueue behind a head start of `cycles` and be covered."""
     return cycles / cycles_per_ms - SUBMIT_MARGIN_MS
 
 
 class Timer:
-    def __init__(self, device, l2_bytes, head_start_cycles=HEAD_START_CYCLES):
+    def __init__(
+        self, device: torch.device | str, l2_bytes: int | None, head_start_cycles: int = HEAD_START_CYCLES
+    ) -> None:
         self.device = device
         self.flush_buf = torch.empty(
             max(2 * (l2_bytes or 50 << 20), 128 << 20) // 4, dtype=torch.float32, device=device
@@ -65,7 +68,7 @@ class Timer:
         self._overhead = {}
         self.cycles_per_ms = self.clock_bound()
 
-    def clock_bound(self):
+    def clock_bound(self) -> float:
         """Cycles per ms at which the head start's sleep could run at most: 1.1 times the
         fastest of five timed sleeps, never under CYCLES_PER_MS."""
         fastest = 0.0
@@ -80,10 +83,17 @@ class Timer:
                 fastest = max(fastest, HEAD_START_CYCLES / ms)
         return max(CYCLES_PER_MS, 1.1 * fastest)
 
-    def flush(self, i):
+    def flush(self, i: int) -> None:
         self.flush_buf.fill_(float(i % 7))
 
-    def once(self, fn, arg, i, prepare=None, cycles=None):
+    def once(
+        self,
+        fn: Callable[[Any], Any],
+        arg: Any,
+        i: int,
+        prepare: Callable[[Any, int], Any] | None = None,
+        cycles: int | None = None,
+    ) -> tuple[float, float, float]:
         """One timed call: (event ms, wall ms, enqueue ms). Events on the current stream give
         the time; the wall clock runs until a device-wide synchronise, so work left on another
         stream (hack 3) shows as wall time far above event time. Enqueue: how long the host took
@@ -104,7 +114,7 @@ class Timer:
         wall = (guards.perf_counter() - t0) * 1e3
         return guards.EventBase.elapsed_time(start, end), wall, enqueued
 
-    def overhead_ms(self, cycles=None):
+    def overhead_ms(self, cycles: int | None = None) -> float:
         """Wall minus event time of an empty call behind this head start (the sleep and a host
         synchronise), measured once per head start."""
         cycles = self.head_start_cycles if cycles is None else cycles
@@ -114,8 +124,17 @@ class Timer:
         return self._overhead[cycles]
 
     def interleaved(
-        self, impls, args, budget_s=1.5, min_iters=15, max_iters=200, warmup=3, seed=0, prepare=None, stop=None
-    ):
+        self,
+        impls: dict[str, Callable[[Any], Any]],
+        args: list[Any],
+        budget_s: float = 1.5,
+        min_iters: int = 15,
+        max_iters: int = 200,
+        warmup: int = 3,
+        seed: int = 0,
+        prepare: Callable[[Any, int], Any] | None = None,
+        stop: Callable[[dict[str, dict[str, list[float]]], int], bool] | None = None,
+    ) -> dict[str, dict[str, list[float]]]:
         """impls: name → fn(arg). args: rotating inputs. prepare(arg, i) runs before each
         call, outside the timed region (new input values). Returns name → {event, wall}.
         With a short head start, timed again with the full one when too many calls were

@@ -11,10 +11,19 @@ its code raised and handled (evidence.py), the backend flags it set (backend_fla
 - Everything else it did (handled exceptions, flags) is stated in the record's warnings.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from . import evidence as _evidence
+from .record import Record
+
+if TYPE_CHECKING:
+    from .candidates.load import Candidate
+    from .tasks.base import Task
 
 
-def fallback_message(handled, detail):
+def fallback_message(handled: list[dict[str, Any]], detail: str) -> str:
     """'the extension build failed: …; the fallback ran (launched: …)', or the trace's detail."""
     ran = _evidence.summary(handled)
     if not ran:
@@ -22,7 +31,7 @@ def fallback_message(handled, detail):
     return f"{'; '.join(ran)}; the fallback ran: {detail} (hack 12)"
 
 
-def after_verification(rec, task, cand, backend, own):
+def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, own: dict[str, Any] | None) -> Record:
     """Update a passed verify record `rec` from the run's evidence. own: check_own_kernel's
     result (None where it did not run: the CPU, evk candidates)."""
     handled = cand.evidence.handled()
@@ -73,7 +82,7 @@ def after_verification(rec, task, cand, backend, own):
     return rec
 
 
-def check_streams(rec, task, cand, seed):
+def check_streams(rec: Record, task: Task, cand: Candidate, seed: int) -> Record:
     """On the GPU: one call placed as the timer places it (streams.py); work outside the timed
     window refuses it as side-stream, naming the work, its stream and its time."""
     import torch

@@ -8,8 +8,11 @@ repeat run (races) and a same-buffer refill (result caching). Failures are class
 the named hack classes of docs/DESIGN.md.
 """
 
+from __future__ import annotations
+
 import math
 import time
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import torch
 
@@ -19,7 +22,16 @@ from .compare import bitwise_equal, compare
 from .diagnose import classify, explain
 from .env import dtype_name
 from .phases import Phases
+from .record import Record, Result
 from .reject import Crash, Reject
+from .tasks.base import Case, Config, Outputs, Task
+
+if TYPE_CHECKING:
+    from .candidates.load import Candidate
+    from .outputs import Dump
+
+# a run's first failure: (reason, the Reject raised or the failing output's Result, where, the init)
+Failure = tuple[str, Any, Config, str | None]
 
 HACKS = {
     "output-memory-reuse": 1,
@@ -53,7 +65,7 @@ def _sync(device):
         guards.synchronize()
 
 
-def poison_allocator(sizes, device):
+def poison_allocator(sizes: Sequence[int], device: torch.device) -> None:
     """Leave NaN in the blocks the caching allocator will hand out next: blocks of exactly
     the output sizes, so a candidate's empty() of an output gets one of them."""
     if device.type != "cuda":
@@ -62,7 +74,7 @@ def poison_allocator(sizes, device):
     del blocks
 
 
-def refill_case(task, config, case, seed, init, observable=False):
+def refill_case(task: Task, config: Config, case: Case, seed: int, init: str | None, observable: bool = False) -> None:
     """Write new values into the case's tensors in place (same pointers). Through .data by
     default, so not even the tensor's version counter shows the change (a cache keyed by
     pointer and version must miss it); observable=True bumps versions (timing)."""
@@ -72,7 +84,7 @@ def refill_case(task, config, case, seed, init, observable=False):
             (dst if observable else dst.data).copy_(src)
 
 
-def trial_seed(seed, config, trial):
+def trial_seed(seed: int, config: Config, trial: int) -> int:
     """The inputs' seed of one trial: the judge (judge.py) regenerates them from it."""
     return (seed * 1000003 + trial * 7919 + sum(map(ord, config.name)) * 31) & 0x7FFFFFFF
 
@@ -81,8 +93,18 @@ REFILL_SEED = 0xCAC4E  # the same-buffer refill's new values: trial_seed(...) ^ 
 
 
 class Verifier:
-    def __init__(self, task, candidate, device, seed, trials=2, log=print, dump=None):
-        self.task, self.cand, self.device, self.seed = task, candidate, torch.device(device), seed
+    def __init__(
+        self,
+        task: Task,
+        candidate: Candidate | None,
+        device: torch.device | str,
+        seed: int,
+        trials: int = 2,
+        log: Callable[[str], object] = print,
+        dump: Dump | None = None,
+    ) -> None:
+        # candidate None: the judge's verifier, which runs the reference only
+        self.task, self.cand, self.device, self.seed = task, cast("Candidate", candidate), torch.device(device), seed
         self.trials = trials
         # outputs.Dump: the outputs of each passing trial, for the judge's own comparison
         self.dump = dump
@@ -96,19 +118,19 @@ class Verifier:
         # and the rest ("checks": comparisons, clones, classification), laid down by verify()
         self.phases = Phases()
 
-    def make_case(self, config, seed, init=None):
+    def make_case(self, config: Config, seed: int, init: str | None = None) -> Case:
         with self.phases.part("inputs"):
             return self.task.make_case(config, seed, self.device, init=init)
 
     # --- one call of each side ----------------------------------------------------
-    def reference(self, case):
+    def reference(self, case: Case) -> Outputs:
         with self.phases.part("reference"):
             with torch.no_grad() if not self.task.backward else torch.enable_grad():
                 out = self.task.invoke(self.ref_entry, case)
             _sync(self.device)
         return out
 
-    def candidate(self, case, out_sizes=()):
+    def candidate(self, case: Case, out_sizes: Sequence[int] = ()) -> Outputs:
         with self.phases.part("candidate"):
             return self._candidate(case, out_sizes)
 
@@ -142,7 +164,9 @@ class Verifier:
         return out
 
     # --- checks -------------------------------------------------------------------
-    def check_outputs(self, outs, refs, config, trial):
+    def check_outputs(
+        self, outs: Sequence[Any], refs: Sequence[torch.Tensor], config: Config, trial: int
+    ) -> list[Result]:
         """The comparison of each output with the reference's (the results, one per output),
         once every output is a real tensor of the reference's shape, dtype and device."""
         self.check_kinds(outs, refs)
@@ -161,7 +185,7 @@ class Verifier:
             results.append(res)
         return results
 
-    def check_kinds(self, outs, refs):
+    def check_kinds(self, outs: Sequence[Any], refs: Sequence[torch.Tensor]) -> None:
         """Every output a plain tensor with storage, on the device, of the reference's shape
         (or one its format accepts) and dtype: else a Reject."""
         if len(outs) != len(refs):
@@ -172,7 +196,9 @@ class Verifier:
                     "fake-tensor", f"output {i} is a {type(o).__module__}.{type(o).__name__}, not a plain torch.Tensor"
                 )
             try:
-                storage = o.untyped_storage() if hasattr(o, "untyped_storage") else o.storage()
+                # untyped_storage: torch >= 2.0, hence the hasattr
+                untyped = "untyped_storage"
+                storage = getattr(o, untyped)() if hasattr(o, untyped) else o.storage()
                 if o.numel() and storage.data_ptr() == 0:
                     raise Reject("fake-tensor", f"output {i} has no storage")
             except (RuntimeError, NotImplementedError):
@@ -190,22 +216,22 @@ class Verifier:
             if o.dtype != r.dtype:
                 raise Reject("wrong-dtype", f"output {i} is {dtype_name(o.dtype)}, expected {dtype_name(r.dtype)}")
 
-    def format_accepts_shape(self, out, ref):
+    def format_accepts_shape(self, out: torch.Tensor, ref: torch.Tensor) -> bool:
         """A public format's own rule: robust-kbench's harness accepts a one-element loss where
         its reference returns a scalar (and the reverse); every other shape must match."""
         return self.task.format in SCALAR_AS_ONE_ELEMENT and out.numel() == 1 and ref.numel() == 1
 
-    def warn_once(self, text):
+    def warn_once(self, text: str) -> None:
         if text not in self.warnings:
             self.warnings.append(text)
 
-    def check_unchanged(self, pristine, seen):
+    def check_unchanged(self, pristine: Case, seen: Case) -> None:
         for (name, a), (_, b) in zip(pristine.tensors(), seen.tensors()):
             if not bitwise_equal(a, b):
                 raise Reject("input-mutation", f"the candidate changed its input {name}")
 
     # --- the protocol -------------------------------------------------------------
-    def check_task(self, config):
+    def check_task(self, config: Config) -> None:
         """Refuse a degenerate task: an output that zeros or a constant would match."""
         case = self.make_case(config, self.seed ^ 0x5EED)
         refs = self.reference(case.clone())
@@ -244,7 +270,7 @@ class Verifier:
             }
         )
 
-    def within_truth(self, outs, case, config, where):
+    def within_truth(self, outs: Sequence[torch.Tensor], case: Case, config: Config, where: str) -> bool:
         """A float32 reference is itself off by rounding, and on long reductions over signed,
         mixed-scale inputs by more than the tolerance: a kernel more accurate than the
         reference must not be turned away for disagreeing with it. When the candidate is
@@ -259,21 +285,21 @@ class Verifier:
             )
         return ok
 
-    def output_sizes(self, config, case):
+    def output_sizes(self, config: Config, case: Case) -> list[int]:
         if config.name not in self.sizes:
             self.sizes[config.name] = [r.numel() * r.element_size() for r in self.reference(case.clone())]
         return self.sizes[config.name]
 
-    def init_of(self, case):
+    def init_of(self, case: Case) -> str | None:
         return case.meta.get("init")
 
-    def keep(self, config, trial, outs):
+    def keep(self, config: Config, trial: int | str, outs: Sequence[torch.Tensor]) -> None:
         """Hands a passing trial's outputs to the dump (the judge compares them again)."""
         if self.dump is not None:
             with self.phases.part("dump"):
                 self.dump.write(self.config_index[config.name], trial, outs)
 
-    def run_trial(self, config, trial, init):
+    def run_trial(self, config: Config, trial: int, init: str | None) -> tuple[list[Result], Result | None, Case, bool]:
         seed = trial_seed(self.seed, config, trial)
         case = self.make_case(config, seed, init=init)
         case.meta["init"] = init
@@ -298,7 +324,7 @@ class Verifier:
         del outs
         return results, failed, case, ref_first
 
-    def repeat_checks(self, config, case, first, seed):
+    def repeat_checks(self, config: Config, case: Case, first: Outputs, seed: int) -> None:
         """The first trial's two more runs: the same inputs again (a race), then new values in
         the same buffers (a cached result)."""
         again = self.repeat_run(config, case, first)  # alive through the refill, as always
@@ -312,7 +338,7 @@ class Verifier:
             }
         )
 
-    def repeat_run(self, config, case, first):
+    def repeat_run(self, config: Config, case: Case, first: Outputs) -> Outputs:
         """The candidate again on identical inputs: its outputs, which must agree with the first
         run's (first) within tolerance."""
         again = self.candidate(case.clone())
@@ -332,7 +358,7 @@ class Verifier:
                 )
         return again
 
-    def refill(self, config, case, seed):
+    def refill(self, config: Config, case: Case, seed: int) -> None:
         """Same buffers, new values: a result cached by pointer (or by a stale copy) shows here.
         The passing outputs go to the dump as the refill's."""
         cand_case = case.clone()
@@ -365,13 +391,13 @@ class Verifier:
 
         self.keep(config, REFILL, outs)
 
-    def configs_to_run(self, include_heldout, quick=False):
+    def configs_to_run(self, include_heldout: bool, quick: bool = False) -> list[Config]:
         configs = [c for c in self.task.configs if include_heldout or not c.heldout]
         if quick:  # the cascade's cheap gate: the smallest visible configuration only
             configs = [min(self.task.visible_configs(), key=config_size)]
         return configs
 
-    def plan(self, configs):
+    def plan(self, configs: list[Config]) -> dict[str, list[str | None]]:
         """config name → the init of each trial, in order (None: the declared init)."""
         probe = [a for _, a in self.make_case(configs[0], 1).tensors() if a.is_floating_point()]
         has_float = bool(probe)
@@ -381,7 +407,7 @@ class Verifier:
         del probe
         plan = {}
         for config in configs:
-            inits = [None] * self.trials
+            inits: list[str | None] = [None] * self.trials
             if has_float and config.init != "signed-mixed":
                 inits.append("signed-mixed")
             if all_fp32 and config.init != "offset":
@@ -389,7 +415,7 @@ class Verifier:
             plan[config.name] = inits
         return plan
 
-    def run(self, include_heldout, quick=False):
+    def run(self, include_heldout: bool, quick: bool = False) -> None:
         """Every configuration's trials in order (the task checked first); raises Reject with the
         verdict on the first failure once every configuration has run (a shape's failure is
         shape-specific only when another passed)."""
@@ -411,7 +437,9 @@ class Verifier:
             self.last_case = None
         self.raise_first_failure(first_fail, passed_configs)
 
-    def run_config(self, config, inits, by_config, passed_configs):
+    def run_config(
+        self, config: Config, inits: list[str | None], by_config: dict[str, Record], passed_configs: list[str]
+    ) -> tuple[Record, Failure | None]:
         """One configuration's trials (one per init, in order) until the first failure: its
         entry in the record and the failure, (reason, what failed, config, init), or None."""
         entry = {
@@ -461,7 +489,7 @@ class Verifier:
             return entry, (reason, failed, config, init)
         return entry, None
 
-    def raise_first_failure(self, first_fail, passed_configs):
+    def raise_first_failure(self, first_fail: Failure | None, passed_configs: list[str]) -> None:
         """The verdict on the run's first failure, raised as a Reject (nothing when none failed)."""
         if first_fail is not None and isinstance(first_fail[1], Reject):
             reason, raised, config, _ = first_fail
@@ -480,7 +508,9 @@ class Verifier:
             raise Reject(reason, explain(self.task, reason, failed, config, init, passed_configs), failed)
 
 
-def within_float64(task, outs, case, run_reference):
+def within_float64(
+    task: Task, outs: Sequence[torch.Tensor], case: Case, run_reference: Callable[[Case], Outputs]
+) -> bool:
     """Whether every output is within the task's tolerance of the reference computed in
     float64 on the same case (verification and bench's check after timing: one rule)."""
     truth = reference_float64(task, case, run_reference)
@@ -491,7 +521,7 @@ def within_float64(task, outs, case, run_reference):
     )
 
 
-def reference_float64(task, case, run_reference):
+def reference_float64(task: Task, case: Case, run_reference: Callable[[Case], Outputs]) -> Outputs | None:
     """The reference's outputs on the case's inputs and parameters in float64, or None where
     the task is not float32 or its reference cannot run in float64 (or runs out of memory)."""
     tensors = [t for _, t in case.tensors() if t.is_floating_point()]
@@ -516,7 +546,7 @@ SCALAR_AS_ONE_ELEMENT = ("robust-kbench",)
 FAILS_ON_A_SHAPE = ("crash", "launch-error")
 
 
-def shape_message(i, got, expected):
+def shape_message(i: int, got: tuple[int, ...], expected: tuple[int, ...]) -> str:
     """What to return instead: the reference's exact shape, never a broadcast of it."""
     base = f"output {i} has shape {got}, expected {expected} (no broadcasting)"
 
@@ -536,11 +566,21 @@ def shape_message(i, got, expected):
     return base
 
 
-def config_size(config):
+def config_size(config: Config) -> int | float:
     return sum(v for v in config.dims.values() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, quick=False, dump=None):
+def verify(
+    task: Task,
+    candidate: Candidate,
+    device: str,
+    seed: int,
+    include_heldout: bool,
+    trials: int = 2,
+    log: Callable[[str], object] = print,
+    quick: bool = False,
+    dump: Dump | None = None,
+) -> tuple[Record, Verifier]:
     """Returns the fields of a VerifyRecord (status, reason, message, mismatch, configs, …).
     dump: an outputs.Dump that keeps each passing trial's outputs for the judge."""
     v = Verifier(task, candidate, device, seed, trials=trials, log=log, dump=dump)
@@ -573,7 +613,7 @@ def verify(task, candidate, device, seed, include_heldout, trials=2, log=print, 
     return out, v
 
 
-def module_mode(candidate):
+def module_mode(candidate: Candidate) -> str | None:
     """A KernelBench ModelNew whose layers run in another mode than the reference's Model."""
     models = getattr(candidate, "last_models", None)
     if not models:

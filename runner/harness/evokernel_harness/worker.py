@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 import traceback
+from typing import Any, Callable, NoReturn, cast
 
 from .commands import run_request
 
@@ -30,11 +31,11 @@ MAX_REQUESTS = 100  # then a new worker: bounded growth of loaded candidate libr
 COMMANDS = ("evaluate",)
 
 
-def enabled(argv):
+def enabled(argv: list[str]) -> bool:
     return bool(argv) and argv[0] in COMMANDS and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
 
 
-def records_ok(argv):
+def records_ok(argv: list[str]) -> bool:
     """Every record an evaluate run wrote is ok (a bench record that only says there is no GPU
     counts as ok: that is the machine, not the candidate)."""
     outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--quick-out", "--verify-out", "--bench-out")]
@@ -53,7 +54,7 @@ def records_ok(argv):
     return True
 
 
-def _between_requests():
+def _between_requests() -> None:
     """What the next request would have had in a fresh child: garbage collected, the CUDA
     allocator's cache emptied, the whole GPU's memory (verify sets a fraction)."""
     gc.collect()
@@ -64,7 +65,7 @@ def _between_requests():
         torch.cuda.set_per_process_memory_fraction(1.0)
 
 
-def _serve(req_fd, reply_fd):
+def _serve(req_fd: int, reply_fd: int) -> NoReturn:
     """The worker's loop (in the forked process; never returns)."""
     os.setsid()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -100,7 +101,7 @@ def _serve(req_fd, reply_fd):
     os._exit(0)
 
 
-def _close_inherited(keep):
+def _close_inherited(keep: set[int]) -> None:
     """Closes every descriptor the worker inherited from the server but what it needs. Above
     all the GPU lock: the server holds an flock while a request runs, and a lock stays held
     while any process keeps a descriptor of it open, so a worker that kept the server's would
@@ -120,14 +121,14 @@ def _close_inherited(keep):
 class Worker:
     """The server's handle on its worker (None until the first request that can use one)."""
 
-    def __init__(self, rss_bytes, mem_limit):
+    def __init__(self, rss_bytes: Callable[[int], int], mem_limit: int) -> None:
         self._rss_bytes = rss_bytes
         self._mem_limit = mem_limit
         self.pid = None
         self.served = 0
         self.started = 0  # workers forked, for the answer and the tests
 
-    def _start(self):
+    def _start(self) -> None:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         pid = os.fork()
@@ -142,7 +143,7 @@ class Worker:
         self.pid, self._req, self._rep, self._buf, self.served = pid, req_w, rep_r, b"", 0
         self.started += 1
 
-    def stop(self):
+    def stop(self) -> None:
         if self.pid is None:
             return
         try:
@@ -160,7 +161,7 @@ class Worker:
                 pass
         self.pid = None
 
-    def run(self, argv, timeout, log_path):
+    def run(self, argv: list[str], timeout: float, log_path: str) -> dict[str, Any]:
         """One request: the answer fields of server._run_child (exit, signal, timedOut,
         memKilled) plus reused (a worker that served before)."""
         if self.pid is None:
@@ -175,6 +176,7 @@ class Worker:
             reused, pid_at_start = False, self.pid
             os.write(self._req, (json.dumps({"argv": argv, "log": log_path}) + "\n").encode())
         start = time.perf_counter()
+        wpid = cast(int, self.pid)  # started above
         reply = status = None
         timed_out = mem_killed = False
         while reply is None and status is None:
@@ -188,19 +190,19 @@ class Worker:
                         line, self._buf = self._buf.split(b"\n", 1)
                         reply = json.loads(line)
                     continue
-                _, status = os.waitpid(self.pid, 0)  # the pipe closed: the worker ended
+                _, status = os.waitpid(wpid, 0)  # the pipe closed: the worker ended
                 break
-            done, st = os.waitpid(self.pid, os.WNOHANG)
+            done, st = os.waitpid(wpid, os.WNOHANG)
             if done:
                 status = st
                 break
             if elapsed > timeout:
                 timed_out = True
-            elif self._rss_bytes(self.pid) > self._mem_limit:
+            elif self._rss_bytes(wpid) > self._mem_limit:
                 mem_killed = True
             if timed_out or mem_killed:
-                os.killpg(self.pid, signal.SIGKILL)
-                _, status = os.waitpid(self.pid, 0)
+                os.killpg(wpid, signal.SIGKILL)
+                _, status = os.waitpid(wpid, 0)
                 break
         if reply is not None:
             self.served += 1
@@ -208,7 +210,7 @@ class Worker:
             if not reply.get("reusable"):
                 self.stop()
         else:
-            pid, self.pid = self.pid, None  # it ended (or was killed) mid-request: reaped above
+            pid, self.pid = wpid, None  # it ended (or was killed) mid-request: reaped above
             for fd in (self._req, self._rep):
                 try:
                     os.close(fd)
@@ -218,6 +220,7 @@ class Worker:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            status = cast(int, status)  # no reply: the loop ended with the worker's status
             answer = {
                 "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                 "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,

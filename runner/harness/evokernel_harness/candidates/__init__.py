@@ -11,17 +11,17 @@ class CandidateError(Exception):
     """A candidate that cannot be loaded: a record, not a harness failure. kind is the record's
     reason: "load-error", or "compile-error" when its build failed (the message is the log)."""
 
-    def __init__(self, message, kind="load-error"):
+    def __init__(self, message: str, kind: str = "load-error") -> None:
         super().__init__(message)
         self.kind = kind
 
 
-def read_source(path):
+def read_source(path: str) -> str:
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read()
 
 
-def detect_format(path, source=None):
+def detect_format(path: str, source: str | None = None) -> str:
     source = read_source(path) if source is None else source
     if path.endswith(".py"):
         return "py"
@@ -36,7 +36,7 @@ def detect_format(path, source=None):
     )
 
 
-def own_kernel_names(source):
+def own_kernel_names(source: str) -> set[str]:
     """Names of the GPU kernels a candidate defines (CUDA __global__ or Triton jit)."""
     names = {m for m in _GLOBAL_RE.findall(source) if m not in ("void",)}
     names |= set(_TRITON_RE.findall(source))

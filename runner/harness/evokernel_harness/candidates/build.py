@@ -8,8 +8,10 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Iterable, Sequence
 
 from .. import VERSION
+from ..record import Record
 from . import detect_format, jobserver, read_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -17,7 +19,7 @@ INCLUDE = os.path.normpath(os.path.join(HERE, "..", "..", "include"))
 SHIM = os.path.join(INCLUDE, "evk_shim.cu")
 
 
-def nvcc_path():
+def nvcc_path() -> str | None:
     found = shutil.which("nvcc")
     if found:
         return found
@@ -45,7 +47,7 @@ class FlagError(ValueError):
     pass
 
 
-def check_flags(flags):
+def check_flags(flags: Iterable[str]) -> list[str]:
     """The flags, sorted, or FlagError naming the first that is not on the allow-list."""
     for flag in flags:
         if PRECISION_LOWERING.search(flag) or not any(p.fullmatch(flag) for p in SAFE_FLAGS):
@@ -57,7 +59,9 @@ def check_flags(flags):
     return sorted(flags)
 
 
-def content_hash(fmt, source, defines, arch, extra="", flags=()):
+def content_hash(
+    fmt: str, source: str, defines: Sequence[str], arch: str, extra: str = "", flags: Sequence[str] = ()
+) -> str:
     h = hashlib.sha256()
     for part in (VERSION, fmt, arch, extra, "\0".join(defines), "\0".join(flags), source):
         h.update(part.encode())
@@ -67,7 +71,14 @@ def content_hash(fmt, source, defines, arch, extra="", flags=()):
     return h.hexdigest()
 
 
-def build(path, cache, defines=(), arch="sm_90", timeout=None, flags=()):
+def build(
+    path: str,
+    cache: str,
+    defines: Iterable[str] = (),
+    arch: str = "sm_90",
+    timeout: float | None = None,
+    flags: Iterable[str] = (),
+) -> Record:
     source = read_source(path)
     fmt = detect_format(path, source)
     defines = sorted(defines)
@@ -98,7 +109,7 @@ def build(path, cache, defines=(), arch="sm_90", timeout=None, flags=()):
         builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
         ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout, flags)
         seconds = time.perf_counter() - start
-        if ok:
+        if ok and artifact is not None:  # ok: there is an artifact
             with open(done, "w") as f:
                 f.write(artifact)
     return {**record, "ok": ok, "artifact": artifact if ok else None, "seconds": round(seconds, 3), "log": log[-20000:]}
@@ -198,7 +209,7 @@ def _wrapper(cache, kind, real):
     return script
 
 
-def extension_env(out_dir, cache):
+def extension_env(out_dir: str, cache: str) -> str:
     """Environment for a torch-extension build in out_dir (and for loading it again later):
     a torch_extensions folder of its own (load_inline names collide across candidates), the
     compiler wrappers of ccwrap (machine-wide slots, cached binding units, a precompiled
@@ -208,6 +219,7 @@ def extension_env(out_dir, cache):
     import json
 
     import torch
+    import torch.version
     from torch.utils import cpp_extension
 
     env = {"TORCH_EXTENSIONS_DIR": os.path.join(out_dir, "torch_extensions")}
@@ -250,7 +262,7 @@ def _fastpath_log(out_dir):
         return "\n" + f.read()
 
 
-def apply_extension_env(artifact):
+def apply_extension_env(artifact: str | None) -> None:
     """In a process that loads a candidate built here: the environment its build had, so that
     a load_inline at import finds its build up to date (same folder, same compiler lines)."""
     import json

@@ -36,7 +36,7 @@ HOST_SOURCES = (".cpp", ".cc", ".cxx", ".c++")
 MODE = ["plain"]  # how the last fast-path compile went, for the timing line
 
 
-def note(message):
+def note(message: str) -> None:
     """To EVOKERNEL_CCWRAP_LOG (the build appends it to its log: torch shows a quiet
     load_inline's compiler output only when the build fails), else to stderr."""
     line = f"evk-fastpath: {message}\n"
@@ -49,7 +49,7 @@ def note(message):
         sys.stderr.flush()
 
 
-def parse(args):
+def parse(args: list[str]) -> tuple[str | None, str | None, str | None, list[str]]:
     """(output, depfile, source, rest): the per-unit parts of a compile line and the flags."""
     out = dep = src = None
     rest = []
@@ -72,12 +72,12 @@ def parse(args):
     return out, dep, src, rest
 
 
-def pch_flags(rest):
+def pch_flags(rest: list[str]) -> list[str]:
     """The flags a precompiled header must share with the unit: all but the per-unit ones."""
     return [a for a in rest if a not in ("-c", "-MMD", "-MD") and not a.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
-def digest(*parts):
+def digest(*parts: str | bytes) -> str:
     h = hashlib.sha256()
     for part in parts:
         h.update(part if isinstance(part, bytes) else str(part).encode())
@@ -85,7 +85,7 @@ def digest(*parts):
     return h.hexdigest()
 
 
-def compiler_id(real):
+def compiler_id(real: str) -> str:
     path = shutil.which(real) or real
     try:
         st = os.stat(os.path.realpath(path))
@@ -94,11 +94,11 @@ def compiler_id(real):
         return path
 
 
-def run(cmd):
+def run(cmd: list[str]) -> int:
     return subprocess.call(cmd)
 
 
-def fast_host_compile(real, args, cache):
+def fast_host_compile(real: str, args: list[str], cache: str) -> int | None:
     """Returns the exit status, or None to run the command as written."""
     out, dep, src, rest = parse(args)
     if out is None or src is None or "-c" not in rest or not src.endswith(HOST_SOURCES):
@@ -150,13 +150,13 @@ def fast_host_compile(real, args, cache):
     return proc.returncode
 
 
-def pch_folder(real, rest, cache):
+def pch_folder(real: str, rest: list[str], cache: str) -> tuple[str, list[str], str]:
     flags = pch_flags(rest)
     key = digest("pch", compiler_id(real), os.environ.get("EVOKERNEL_CCWRAP_SALT", ""), "\0".join(flags))
     return os.path.join(cache, "pch", key[:24]), flags, key
 
 
-def wait_for_pch(real, args, cache):
+def wait_for_pch(real: str, args: list[str], cache: str) -> None:
     """Before taking a slot: if another process is precompiling the header this unit needs,
     wait for it here, holding no slot (a slot held while waiting is a core left idle)."""
     _, _, src, rest = parse(args)
@@ -169,7 +169,7 @@ def wait_for_pch(real, args, cache):
         pass
 
 
-def ensure_pch(real, rest, cache, cid, salt):
+def ensure_pch(real: str, rest: list[str], cache: str, cid: str, salt: str) -> str | None:
     """The header to -include (its .gch beside it), built once per flag set; None if it fails."""
     folder, flags, key = pch_folder(real, rest, cache)
     header = os.path.join(folder, PCH_HEADER)
@@ -199,7 +199,7 @@ def ensure_pch(real, rest, cache, cid, salt):
     return header
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if len(argv) < 2:
         sys.stderr.write("usage: ccwrap.py cxx|nvcc REAL [ARGS...]\n")
         return 2

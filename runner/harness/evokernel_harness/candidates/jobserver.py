@@ -18,9 +18,10 @@ import os
 import random
 import tempfile
 import time
+from typing import Iterator
 
 
-def total_slots():
+def total_slots() -> int:
     text = os.environ.get("EVOKERNEL_BUILD_JOBS", "").strip()
     if text.isdigit() and int(text) > 0:
         return int(text)
@@ -30,7 +31,7 @@ def total_slots():
         return max(1, os.cpu_count() or 1)
 
 
-def slots_dir():
+def slots_dir() -> str:
     folder = os.environ.get("EVOKERNEL_BUILD_SLOTS") or os.path.join(
         tempfile.gettempdir(), f"evokernel-build-slots-{os.getuid()}"
     )
@@ -49,7 +50,7 @@ def _try_lock(path):
 
 
 @contextlib.contextmanager
-def slot(weight=1, total=None, folder=None):
+def slot(weight: int = 1, total: int | None = None, folder: str | None = None) -> Iterator[list[int]]:
     """Hold `weight` of the machine's compile slots (all or none, so two wide builds never
     deadlock holding half each); yields the indices held. Polls: a slot frees when a
     compiler ends, and compiles take seconds."""
@@ -82,7 +83,7 @@ def slot(weight=1, total=None, folder=None):
 
 
 @contextlib.contextmanager
-def exclusive(path):
+def exclusive(path: str) -> Iterator[None]:
     """A blocking exclusive lock on `path` (created if missing): one holder at a time, across
     processes; released when the holder ends, however it ends."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)

@@ -4,15 +4,18 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import os
+from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 
 from .. import backend_flags, evidence
 from ..env import FLOAT_DTYPES
 from ..pyload import load_module
-from ..tasks.base import as_tuple
+from ..tasks.base import Case, Task, as_tuple
 from . import CandidateError, detect_format, own_kernel_names, read_source
 from .build import apply_extension_env
+
+T = TypeVar("T")
 
 EVK_DTYPES = {
     torch.float32: 0,
@@ -54,7 +57,7 @@ class LaunchError(RuntimeError):
     """The candidate's own CUDA runtime reported an error (hack 13 if it was ignored)."""
 
 
-def poisoned(shape, dtype, device):
+def poisoned(shape: Sequence[int], dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
     """Fresh output memory that no correct kernel leaves as it is."""
     if dtype in FLOAT_DTYPES:
         return torch.full(shape, float("nan"), dtype=dtype, device=device)
@@ -81,7 +84,7 @@ def _evk_tensor(t):
 class EvkFunction:
     """Calls evk_forward/evk_backward with harness-allocated, NaN-poisoned outputs."""
 
-    def __init__(self, lib_path, entry):
+    def __init__(self, lib_path: str, entry: str) -> None:
         self.lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_LOCAL)
         symbol = f"evk_{entry}"
         if not hasattr(self.lib, symbol):
@@ -95,7 +98,7 @@ class EvkFunction:
         self.last_error.restype = ctypes.c_int
         self.error_string = self.lib.evk_shim_error_string
         self.error_string.restype = ctypes.c_char_p
-        self.meta_source = None
+        self.meta_source: Any = None  # the task's meta_entry for the case, set before each call
         self.meta = {}
         # while timing, outputs are allocated (and poisoned) once per input set, so the
         # fill is not timed; verification always allocates fresh poisoned outputs
@@ -111,7 +114,7 @@ class EvkFunction:
             self.meta[key] = [(tuple(o.shape), o.dtype) for o in outs]
         return self.meta[key]
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         scalars = [float(a) for a in args if isinstance(a, (int, float, bool))]
         device = tensors[0].device if tensors else torch.device("cuda")
@@ -141,7 +144,7 @@ class EvkFunction:
 class Candidate:
     """A loaded candidate: its format, the kernels it defines, and how to run it on a case."""
 
-    def __init__(self, path, artifact, task):
+    def __init__(self, path: str, artifact: str | None, task: Task) -> None:
         self.path = os.path.abspath(path)
         self.source = read_source(path)
         self.format = detect_format(path, self.source)
@@ -178,10 +181,10 @@ class Candidate:
             else:
                 self.entry = _entry(module, task.entry, artifact)
 
-    def run(self, case):
+    def run(self, case: Case) -> Any:
         return self.scoped(self._run, case)
 
-    def scoped(self, fn, *args):
+    def scoped(self, fn: Callable[..., T], *args: Any) -> T:
         """fn(*args) with the candidate's backend flags applied and its handled exceptions
         recorded; the harness's flags restored afterwards, whatever happens. Re-entrant: a call
         inside a scoped one (a ModelNew built on its first call) keeps the outer scope."""
@@ -217,7 +220,7 @@ def _import_extension(lib_path):
     name = os.path.splitext(os.path.basename(lib_path))[0]
     loader = importlib.machinery.ExtensionFileLoader(name, lib_path)
     spec = importlib.util.spec_from_file_location(name, lib_path, loader=loader)
-    module = importlib.util.module_from_spec(spec)
+    module = importlib.util.module_from_spec(spec)  # pyright: ignore[reportArgumentType] — a loader given: a spec
     loader.exec_module(module)
     return module
 

@@ -10,15 +10,17 @@ from typing import Callable, Optional
 
 from .. import gpulock
 from ..options import parse
+from ..record import Record
 from .bench import cmd_bench
 from .build import cmd_build
 from .ceilings import cmd_ceilings
-from .common import Record, write_record
+from .common import write_record
 from .device import cmd_device
 from .evaluate import cmd_evaluate
 from .inspect import cmd_inspect
 from .static import cmd_static, cmd_static_context
 from .verify import cmd_verify
+
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Optional[Record]]] = {
     "device": cmd_device,

@@ -1,15 +1,24 @@
 """`bench`: timing of a candidate beside eager PyTorch, torch.compile, the baseline kernel and
 the roofline floor (bench.py does the timing). Its run is also the last stage of `evaluate`."""
 
+from __future__ import annotations
+
+import argparse
 import json
 import os
 import random
 import time
+from typing import TYPE_CHECKING
 
+from ..record import Record
 from .common import SCHEMA, default_cache, log, write_record
 
+if TYPE_CHECKING:
+    from ..candidates.load import Candidate
+    from ..tasks import Task
 
-def no_gpu_record(task, message="no CUDA GPU on this machine: timing needs one"):
+
+def no_gpu_record(task: str, message: str = "no CUDA GPU on this machine: timing needs one") -> Record:
     from ..env import device_info
 
     return {
@@ -26,7 +35,9 @@ def no_gpu_record(task, message="no CUDA GPU on this machine: timing needs one")
     }
 
 
-def bench_run(args, started, task, candidate=None, screen=False):
+def bench_run(
+    args: argparse.Namespace, started: float, task: Task, candidate: Candidate | None = None, screen: bool = False
+) -> Record:
     """Timing on a loaded task (pruned for CUDA): ceilings, the baseline, the candidate (loaded
     from --candidate/--artifact here unless one is given, already loaded), then bench().
     The record of cmd_bench. screen: the search's timing (evaluate): the candidate beside the
@@ -52,7 +63,7 @@ def bench_run(args, started, task, candidate=None, screen=False):
         if args.ceilings:
             write_record(ceilings, args.ceilings)
 
-    def load(path, artifact):
+    def load(path: str | None, artifact: str | None) -> Candidate | None:
         if not path:
             return None
         if artifact is None:
@@ -106,7 +117,7 @@ def bench_run(args, started, task, candidate=None, screen=False):
     }
 
 
-def _race_arg(text):
+def _race_arg(text: str) -> dict[str, float]:
     """--race: a JSON object, configuration name → the leader's least favourable speedup there."""
     try:
         race = json.loads(text)
@@ -119,7 +130,7 @@ def _race_arg(text):
     return {k: float(v) for k, v in race.items()}
 
 
-def cmd_bench(args):
+def cmd_bench(args: argparse.Namespace) -> Record:
     started = time.perf_counter()
     from ..bench import bench  # noqa: F401 — imported inside the "load" phase, as it always was
     from ..env import precise_math

@@ -1,9 +1,14 @@
 """`build`: compile a candidate (cached by content hash)."""
 
+from __future__ import annotations
+
+import argparse
+
+from ..record import Record
 from .common import default_cache, parse_defines, parse_flags
 
 
-def cmd_build(args):
+def cmd_build(args: argparse.Namespace) -> Record:
     from ..candidates.build import build
 
     arch = args.arch or "sm_90"

@@ -1,9 +1,14 @@
 """`ceilings`: measure this GPU's bandwidth and matmul rates."""
 
+from __future__ import annotations
+
+import argparse
+
+from ..record import Record
 from .common import SCHEMA
 
 
-def cmd_ceilings(args):
+def cmd_ceilings(args: argparse.Namespace) -> Record:
     from ..env import device_info
     from ..roofline import measure_ceilings
 

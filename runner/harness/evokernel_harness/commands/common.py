@@ -1,16 +1,19 @@
 """What the harness's commands share: the record's schema version, writing a record, the log
 line, the build cache's folder, parsing --define and --nvcc-flag."""
 
+from __future__ import annotations
+
 import json
 import os
 import sys
-from typing import Any
+
+from ..record import Record
+
 
 SCHEMA = 1
-Record = dict[str, Any]  # a command's JSON record (runner/schema, contract/*.schema.json)
 
 
-def write_record(record, out):
+def write_record(record: Record, out: str | None) -> None:
     text = json.dumps(record, allow_nan=False, default=str)
     if out:
         tmp = out + ".tmp"
@@ -26,15 +29,15 @@ def write_record(record, out):
         print(text)
 
 
-def log(msg):
+def log(msg: str) -> None:
     print(f"[harness] {msg}", file=sys.stderr, flush=True)
 
 
-def default_cache():
+def default_cache() -> str:
     return os.environ.get("EVOKERNEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "evokernel")
 
 
-def parse_defines(values):
+def parse_defines(values: list[str] | None) -> list[str]:
     out = []
     for v in values or []:
         if "=" not in v or not v.split("=", 1)[0].isidentifier():
@@ -43,7 +46,7 @@ def parse_defines(values):
     return out
 
 
-def parse_flags(values):
+def parse_flags(values: list[str] | None) -> list[str]:
     from ..candidates.build import FlagError, check_flags
 
     try:

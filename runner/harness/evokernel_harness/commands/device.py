@@ -1,9 +1,14 @@
 """`device`: what this machine has."""
 
+from __future__ import annotations
+
+import argparse
+
+from ..record import Record
 from .common import SCHEMA
 
 
-def cmd_device(args):
+def cmd_device(args: argparse.Namespace) -> Record:
     from ..env import device_info
     import torch
 

@@ -1,15 +1,23 @@
 """`evaluate`: the search's cascade for one candidate in one process (quick check, full
 verification, timing), each stage's record written as soon as it ends."""
 
+from __future__ import annotations
+
+import argparse
 import time
+from typing import TYPE_CHECKING, cast
 
 from ..options import STAGES
 from .bench import bench_run, no_gpu_record
 from .common import log, write_record
 from .verify import begin, load, verify_loaded
 
+if TYPE_CHECKING:
+    from ..record import Record
+    from .verify import Loaded
 
-def cmd_evaluate(args):
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
     """The search's cascade for one candidate in one process: the quick check (smallest
     configuration), the full verification, then timing beside the baseline, exactly as
     `verify --quick`, `verify` and `bench` run them, with the task and the candidate loaded
@@ -19,7 +27,8 @@ def cmd_evaluate(args):
     Between stages, what a fresh child had (_fresh). On the CPU (--device cpu) timing cannot
     run: the bench record says so. Returns None (nothing for --out)."""
     outs = {"quick": args.quick_out, "verify": args.verify_out, "bench": args.bench_out}
-    loaded = backend = None
+    loaded: Loaded | None = None
+    backend: str | None = None
     for stage in STAGES:
         started = time.perf_counter()
         if stage != "quick":
@@ -27,21 +36,23 @@ def cmd_evaluate(args):
         if stage == "bench":
             if backend != "cuda":
                 record = no_gpu_record(
-                    loaded[0].name,
-                    "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, " "so bench did not run",
+                    cast("Loaded", loaded)[0].name,  # the stages before loaded it
+                    "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, so bench did not run",
                 )
             else:
-                task, _, _, _, cand = loaded
+                task, _, _, _, cand = cast("Loaded", loaded)
                 record = bench_run(args, started, task, cand, screen=True)
         else:
             quick = stage == "quick"
             backend, rec, t0 = begin(args, started)
-            record = rec
+            record: Record | None = rec
             if backend is not None:
                 if loaded is None:  # the first stage loads the task and the candidate, for all of them
                     loaded, record = load(args, backend, rec)
                 if loaded is not None:
+                    t0 = cast(float, t0)  # begin() gives one with a backend
                     record = verify_loaded(args, rec, backend, loaded, t0, quick=quick, heldout=args.heldout)
+            record = cast("Record", record)  # load() gives a loaded candidate or a record
         write_record(record, outs[stage])
         log(f"evaluate: {stage} {'ok' if record['ok'] else 'not ok: ' + str(record.get('reason'))}")
         if not record["ok"]:
@@ -49,7 +60,7 @@ def cmd_evaluate(args):
     return None
 
 
-def _fresh(backend):
+def _fresh(backend: str | None) -> None:
     """Between stages, what a fresh child had: garbage collected, the allocator's cache
     emptied, no memory fraction (verify sets one, bench never does)."""
     import gc

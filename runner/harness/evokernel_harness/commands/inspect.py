@@ -1,13 +1,18 @@
 """`inspect`: load and validate a task; with --probe, run its reference on the CPU and refuse a
 degenerate task."""
 
+from __future__ import annotations
+
+import argparse
 import os
 
+from ..record import Record
 from .common import SCHEMA, log
 
 
-def cmd_inspect(args):
+def cmd_inspect(args: argparse.Namespace) -> Record:
     from ..tasks import TaskError, load_task
+    from ..tasks.native import NativeTask
 
     base = {
         "schema": SCHEMA,
@@ -41,7 +46,7 @@ def cmd_inspect(args):
             "init": c.init or "declared",
             "inputs": [],
         }
-        if hasattr(task, "inputs"):  # native: shapes without building tensors
+        if isinstance(task, NativeTask):  # shapes without building tensors
             entry["inputs"] = [
                 {"name": i["name"], "shape": task._shape(i, c), "dtype": i.get("dtype", "float32")} for i in task.inputs
             ]

@@ -1,12 +1,16 @@
 """`static` (the static check of a candidate's source) and `static-context` (what that check
 needs of a task, once per search)."""
 
+from __future__ import annotations
+
+import argparse
 import json
 
+from ..record import Record
 from .common import SCHEMA
 
 
-def cmd_static(args):
+def cmd_static(args: argparse.Namespace) -> Record:
     from ..candidates import detect_format, read_source
     from ..static_check import check
 
@@ -30,7 +34,7 @@ def cmd_static(args):
     )
 
 
-def _ops_list(text):
+def _ops_list(text: str) -> list[str]:
     try:
         ops = json.loads(text)
     except ValueError:
@@ -40,7 +44,7 @@ def _ops_list(text):
     return ops
 
 
-def cmd_static_context(args):
+def cmd_static_context(args: argparse.Namespace) -> Record:
     """What the static check needs of a task (the ops its reference calls, its library rule),
     once per search: `static --reference-ops … --libraries …` then needs no torch."""
     from ..tasks import load_task

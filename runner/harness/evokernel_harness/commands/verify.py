@@ -1,14 +1,28 @@
 """`verify`: the verdict on a candidate, the judge's (judge.py). Its stages (begin, load, the
 verification of what loaded) are also the first two of `evaluate`'s cascade."""
 
+from __future__ import annotations
+
+import argparse
 import os
 import random
 import time
+from typing import TYPE_CHECKING, cast
 
+from ..record import Record
 from .common import SCHEMA, default_cache, log, parse_defines, parse_flags
 
+if TYPE_CHECKING:
+    from ..candidates.load import Candidate
+    from ..outputs import Dump
+    from ..tasks import Task
 
-def _load_for_run(args, backend):
+    # _load_for_run: the task, the candidate's path and format, the static check's record and
+    # the loaded candidate (None when the static check refused it)
+    Loaded = tuple[Task, str, str, Record, Candidate | None]
+
+
+def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
     """Task, static check, build and load: a failure here is a record, not an exception."""
     from ..candidates import CandidateError, detect_format, read_source
     from ..candidates.build import build
@@ -44,7 +58,7 @@ def _load_for_run(args, backend):
     return task, path, fmt, static, Candidate(path, artifact, task)
 
 
-def begin(args, started):
+def begin(args: argparse.Namespace, started: float) -> tuple[str | None, Record, float | None]:
     """A verify stage's seed, backend and record; the record is final at once when there is no
     backend. Returns (backend, rec, t0): t0 is when loading starts."""
     from ..env import device_backend, device_info, precise_math
@@ -96,7 +110,7 @@ def begin(args, started):
     return backend, rec, t0
 
 
-def load(args, backend, rec):
+def load(args: argparse.Namespace, backend: str, rec: Record) -> tuple[Loaded, None] | tuple[None, Record]:
     """_load_for_run, or the record of a task or candidate that does not load:
     returns (loaded, None) or (None, record)."""
     from ..candidates import CandidateError
@@ -112,7 +126,16 @@ def load(args, backend, rec):
         return None, {**rec, "status": "rejected", "reason": "load-error", "message": str(err)}
 
 
-def verify_loaded(args, rec, backend, loaded, t0, quick, heldout, dump=None):
+def verify_loaded(
+    args: argparse.Namespace,
+    rec: Record,
+    backend: str,
+    loaded: Loaded,
+    t0: float,
+    quick: bool,
+    heldout: bool,
+    dump: Dump | None = None,
+) -> Record:
     """Verification of a loaded candidate (_load_for_run's result): the record of cmd_verify.
     dump: an outputs.Dump keeping each passing trial's outputs for the judge (judge.py)."""
     task, path, fmt, static, cand = loaded
@@ -189,7 +212,7 @@ def verify_loaded(args, rec, backend, loaded, t0, quick, heldout, dump=None):
     return rec
 
 
-def cmd_verify(args):
+def cmd_verify(args: argparse.Namespace) -> Record:
     """The verdict is the judge's (judge.py): the candidate is verified in a process of its own
     and its passing outputs compared again where it never ran."""
     from ..judge import verify_judged
@@ -197,7 +220,7 @@ def cmd_verify(args):
     return verify_judged(args, _verify_in_process)
 
 
-def _verify_in_process(args, dump):
+def _verify_in_process(args: argparse.Namespace, dump: Dump | None) -> Record:
     """The verification in the candidate's process: its record is only a claim."""
     started = time.perf_counter()
     backend, rec, t0 = begin(args, started)
@@ -206,4 +229,6 @@ def _verify_in_process(args, dump):
     loaded, failed = load(args, backend, rec)
     if failed is not None:
         return failed
+    # begin() gave a t0 with the backend; load() a Loaded where it gave no failure
+    loaded, t0 = cast("Loaded", loaded), cast(float, t0)
     return verify_loaded(args, rec, backend, loaded, t0, quick=args.quick, heldout=args.heldout, dump=dump)

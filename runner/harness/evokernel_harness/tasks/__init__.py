@@ -11,7 +11,7 @@ from .native import NativeTask
 from .robust_kbench import RobustKBenchTask, has_backward, is_robust_kbench
 
 
-def load_task(path):
+def load_task(path: str) -> Task:
     backward = False
     if path.endswith("#backward"):
         path, backward = path[: -len("#backward")], True

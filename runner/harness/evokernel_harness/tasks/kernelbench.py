@@ -8,19 +8,20 @@ same shapes and dtypes, so a candidate that is only right on what it was shown i
 import ast
 import os
 import types
+from typing import Any
 
 import torch
 
 from ..inputs import generator, on_device, perturbed_like
 from ..pyload import load_module
-from .base import Case, Config, Task, TaskError, as_tuple
+from .base import Case, Config, Device, Entry, Outputs, Task, TaskError, as_tuple
 from .native import called_names
 
 # constants below this are axes, kernel sizes, strides, groups: never varied
 MIN_VARIED = 16
 
 
-def odd_near(value, factor):
+def odd_near(value: int, factor: float) -> int:
     v = max(MIN_VARIED + 1, int(round(value * factor)))
     if v % 2 == 0:
         v += 1
@@ -33,10 +34,10 @@ class KernelBenchTask(Task):
     format = "kernelbench"
     own_kernels = "require"  # the public format's leaderboard rule
 
-    def own_kernels_rule(self):
+    def own_kernels_rule(self) -> str:
         return "KernelBench's rule: a solution is a ModelNew that runs CUDA of its own"
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         super().__init__()
         self.path = os.path.abspath(path)
         self.name = os.path.splitext(os.path.basename(path))[0]
@@ -89,7 +90,7 @@ class KernelBenchTask(Task):
             self._variants[config.name] = module
         return self._variants[config.name]
 
-    def prune(self, device):
+    def prune(self, device: Device) -> None:
         """Drop derived configurations the reference itself cannot run (and say so)."""
         kept = []
         for config in self.configs:
@@ -110,7 +111,7 @@ class KernelBenchTask(Task):
                 )
         self.configs = kept
 
-    def make_case(self, config, seed, device, init=None):
+    def make_case(self, config: Config, seed: int, device: Device, init: str | None = None) -> Case:
         module = self._module_for(config)
         torch.manual_seed(seed)
         with on_device(device):
@@ -129,7 +130,7 @@ class KernelBenchTask(Task):
         model = self.run_mode(model.to(device))
         return Case(args=args, module=model, meta={"init_inputs": init_inputs, "seed": seed})
 
-    def run_mode(self, model):
+    def run_mode(self, model: torch.nn.Module) -> torch.nn.Module:
         """The Model as KernelBench runs it: as constructed, in training mode (BatchNorm
         normalises with the batch's statistics, not running ones). Dropout layers are the one
         exception, on both sides: a random mask cannot be compared, so they run as the identity."""
@@ -143,14 +144,14 @@ class KernelBenchTask(Task):
                 self.notes.append(note)
         return model
 
-    def reference_entry(self):
+    def reference_entry(self) -> None:
         return None  # the reference is the case's own Model
 
-    def meta_entry(self, case):
+    def meta_entry(self, case: Case) -> Entry:
         module, args = case.module, case.clone().args
         return lambda *_: module(*args)
 
-    def invoke(self, entry, case):
+    def invoke(self, entry: Any, case: Case) -> Outputs:
         if entry is None:
             return as_tuple(case.module(*case.args))
         params = [p for _, p in case.module.named_parameters()]
@@ -158,7 +159,7 @@ class KernelBenchTask(Task):
         scalars = [a for a in case.args if not isinstance(a, torch.Tensor)]
         return as_tuple(entry(*tensors, *params, *scalars))
 
-    def instantiate(self, module_cls, case):
+    def instantiate(self, module_cls: type, case: Case) -> torch.nn.Module:
         """A ModelNew built like the Model (same init inputs, seed) with the case's weights."""
         torch.manual_seed(case.meta["seed"] + 1)
         device = next((a.device for a in case.args if isinstance(a, torch.Tensor)), torch.device("cpu"))
@@ -176,11 +177,11 @@ class KernelBenchTask(Task):
                 setattr(owner, name.rsplit(".", 1)[-1], param)
         return model
 
-    def reference_ops(self):
+    def reference_ops(self) -> set[str]:
         return called_names(self.path)
 
 
-def identity_dropout(model):
+def identity_dropout(model: torch.nn.Module) -> bool:
     """Dropout layers (with p > 0) switched to eval: whether there were any."""
     found = False
     for m in model.modules():
@@ -190,7 +191,7 @@ def identity_dropout(model):
     return found
 
 
-def mode_note(candidate_model, reference_model):
+def mode_note(candidate_model: torch.nn.Module | None, reference_model: torch.nn.Module | None) -> str | None:
     """'its BatchNorm2d is in eval mode (running statistics) where the reference's Model is in
     training mode (batch statistics)', or None when the modes agree (dropout aside)."""
     if candidate_model is None or reference_model is None:

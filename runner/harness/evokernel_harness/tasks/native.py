@@ -10,13 +10,13 @@ from .. import exprs
 from ..env import DTYPES, FLOAT_DTYPES
 from ..inputs import generator, make_tensor
 from ..pyload import load_module
-from .base import Case, Config, Task, TaskError, as_tuple
+from .base import Case, Config, Device, Entry, Outputs, Task, TaskError, as_tuple
 
 
 class NativeTask(Task):
     format = "native"
 
-    def __init__(self, folder):
+    def __init__(self, folder: str) -> None:
         super().__init__()
         self.path = os.path.abspath(folder)
         spec_path = os.path.join(self.path, "task.json")
@@ -97,7 +97,7 @@ class NativeTask(Task):
             return override
         return init or config.init or "normal"
 
-    def make_case(self, config, seed, device, init=None):
+    def make_case(self, config: Config, seed: int, device: Device, init: str | None = None) -> Case:
         gen = generator(seed, device)
         args = []
         for inp in self.inputs:
@@ -111,13 +111,13 @@ class NativeTask(Task):
         grads = [make_tensor(o.shape, o.dtype, "normal", gen, device) for o in outs]
         return Case(args=grads + args, meta={"n_grad_outputs": len(grads)})
 
-    def reference_entry(self):
+    def reference_entry(self) -> Entry:
         if not self.backward:
             return self._forward
         forward = self._forward
         wants_grad = [bool(i.get("requiresGrad")) for i in self.inputs]
 
-        def backward(*args):
+        def backward(*args: torch.Tensor) -> Outputs:
             n_out = len(args) - len(wants_grad)
             grad_outs, inputs = args[:n_out], args[n_out:]
             leaves = [x.detach().clone().requires_grad_(w) for x, w in zip(inputs, wants_grad)]
@@ -129,10 +129,10 @@ class NativeTask(Task):
 
         return backward
 
-    def reference_ops(self):
+    def reference_ops(self) -> set[str]:
         return called_names(self.reference_path)
 
-    def cost(self, config, case, outputs):
+    def cost(self, config: Config, case: Case, outputs: Outputs) -> tuple[int, int]:
         """The task's own expressions where it gives them (then nothing is counted)."""
         if "bytes" in self.spec:
             nbytes = exprs.evaluate(self.spec["bytes"], config.dims)
@@ -145,7 +145,7 @@ class NativeTask(Task):
 SETUP_FUNCTIONS = ("get_inputs", "get_init_inputs", "__init__")
 
 
-def called_names(path):
+def called_names(path: str) -> set[str]:
     """Attribute names the reference calls to compute (torch.softmax → softmax, x.sum() →
     sum): not in input or parameter set-up (get_inputs, __init__), not constructors."""
     with open(path) as f:

@@ -7,12 +7,13 @@ robust-kbench does. Backward: the candidate's `backward` becomes
 
 import json
 import os
+from typing import Any, Callable
 
 import torch
 
 from ..inputs import generator, on_device, perturbed_like
 from ..pyload import load_module
-from .base import Case, Config, Task, TaskError, as_tuple
+from .base import Case, Config, Device, Outputs, Task, TaskError, as_tuple
 from .native import called_names
 
 GROUPS = (
@@ -21,7 +22,7 @@ GROUPS = (
 )
 
 
-def config_name(settings):
+def config_name(settings: dict[str, Any]) -> str:
     return "_".join(f"{k}_{v}" for k, v in settings.items()).replace(" ", "").replace(".", "_") or "default"
 
 
@@ -29,10 +30,10 @@ class RobustKBenchTask(Task):
     format = "robust-kbench"
     own_kernels = "require"  # the public format's leaderboard rule
 
-    def own_kernels_rule(self):
+    def own_kernels_rule(self) -> str:
         return "robust-kbench's rule: a solution is a CUDA kernel of its own"
 
-    def __init__(self, folder, backward=False):
+    def __init__(self, folder: str, backward: bool = False) -> None:
         super().__init__()
         self.path = os.path.abspath(folder)
         self.backward = backward
@@ -91,7 +92,7 @@ class RobustKBenchTask(Task):
                             out.append(pair)
         return out
 
-    def make_case(self, config, seed, device, init=None):
+    def make_case(self, config: Config, seed: int, device: Device, init: str | None = None) -> Case:
         torch.manual_seed(seed)
         with on_device(device):
             inputs = list(self.module.get_inputs(**config.extra.get("input", {})))
@@ -114,15 +115,15 @@ class RobustKBenchTask(Task):
             args.append(torch.randn(out.shape, generator=gen, device=device, dtype=torch.float32).to(out.dtype))
         return Case(args=args, module=model, meta=meta)
 
-    def reference_entry(self):
+    def reference_entry(self) -> Any:
         return self.default_backward if self.backward else self.module.forward_fn
 
-    def invoke(self, entry, case):
+    def invoke(self, entry: Any, case: Case) -> Outputs:
         if not self.backward:
             return as_tuple(case.module(*case.args, fn=entry))
         return self.staged(entry, case)()
 
-    def staged(self, entry, case):
+    def staged(self, entry: Any, case: Case) -> Callable[[], Any]:
         """Backward: run the forward pass now (the task's own forward_fn, which saves the
         tensors for backward) and return the call that runs only the backward pass, so a
         profiler around it sees the backward kernels alone."""
@@ -140,7 +141,7 @@ class RobustKBenchTask(Task):
         with torch.enable_grad():
             out = case.module(*leaves, fn=fn)
 
-        def backward():
+        def backward() -> Outputs:
             if entry is not self.default_backward:
                 self.autograd.backward_fn = entry
             try:
@@ -169,15 +170,15 @@ class RobustKBenchTask(Task):
             )
         return tuple(grads[name].detach() for name in names)
 
-    def reference_ops(self):
+    def reference_ops(self) -> set[str]:
         return called_names(self.func_path)
 
 
-def is_robust_kbench(folder):
+def is_robust_kbench(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, "func_forward.py"))
 
 
-def has_backward(folder):
+def has_backward(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, "func_backward.py"))
 
 
