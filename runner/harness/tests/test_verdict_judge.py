@@ -170,9 +170,15 @@ class OutputFilesTest(unittest.TestCase):
         self.assertIn(word, caught.exception.message)
 
     def test_what_the_dump_writes_reads_back_bit_for_bit(self):
-        ref = [torch.randn(3, 5), torch.randn(()).to(torch.bfloat16), torch.zeros(0, 4), torch.tensor([True, False]),
-               torch.tensor([-3, 7], dtype=torch.int16), torch.randn(2, 3, dtype=torch.complex64),
-               torch.randn(4, dtype=torch.float64)]
+        ref = [
+            torch.randn(3, 5),
+            torch.randn(()).to(torch.bfloat16),
+            torch.zeros(0, 4),
+            torch.tensor([True, False]),
+            torch.tensor([-3, 7], dtype=torch.int16),
+            torch.randn(2, 3, dtype=torch.complex64),
+            torch.randn(4, dtype=torch.float64),
+        ]
         outputs.Dump(self.dir).write(0, 0, ref)
         got = outputs.read(self.dir, 0, 0, ref, "here")
         for g, r in zip(got, ref):
