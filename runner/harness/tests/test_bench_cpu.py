@@ -6,7 +6,6 @@ time, the stream check, the kernel list). What each check decides is held here: 
 needs CUDA, so no other test of the suite runs it."""
 
 import os
-import sys
 import tempfile
 import types
 import unittest
@@ -14,16 +13,14 @@ from unittest import mock
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..")))
-sys.path.insert(0, HERE)
+from evokernel_harness import bench, guards, timing
+from evokernel_harness.candidates.build import build
+from evokernel_harness.candidates.load import Candidate
+from evokernel_harness.probe_cache import ProbeCache
+from evokernel_harness.tasks import load_task
+from tests import test_timing_head_start as head
 
-from evokernel_harness import bench, guards, timing  # noqa: E402 — importable once the path above is set
-from evokernel_harness.candidates.build import build  # noqa: E402 — likewise
-from evokernel_harness.candidates.load import Candidate  # noqa: E402 — likewise
-from evokernel_harness.probe_cache import ProbeCache  # noqa: E402 — likewise
-from evokernel_harness.tasks import load_task  # noqa: E402 — likewise
-import test_timing_head_start as head  # noqa: E402 — likewise (this folder)
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 TASK = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")  # configurations 64x1000, odd-33x257

@@ -8,11 +8,10 @@ import subprocess
 import sys
 import unittest
 
+from evokernel_harness.server import Request, parse_request
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.normpath(os.path.join(HERE, ".."))
-sys.path.insert(0, HARNESS)
-
-from evokernel_harness.server import Request, parse_request  # noqa: E402 — importable once the path above is set
 
 
 class ParseRequestTest(unittest.TestCase):
