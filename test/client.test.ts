@@ -15,6 +15,10 @@ import {
   verify,
 } from "../runner/src/harness/client.js";
 import type { HarnessOutcome, HarnessRunner } from "../runner/src/harness/outcome.js";
+import {
+  harnessCommandSchema,
+  type HarnessCommand,
+} from "../src/shared/contract/harness-request.js";
 import { fakeRunner } from "./helpers/fake-runner.js";
 import {
   benchRecord,
@@ -28,7 +32,7 @@ import {
 } from "./helpers/records.js";
 
 describe("verify", () => {
-  it("returns the harness's record and passes the options as flags", async () => {
+  it("returns the harness's record and passes the options in its typed request", async () => {
     const fake = fakeRunner(() => ({ record: verifyRecord() }));
     const record = await verify("/t/softmax", "/c/kernel.cu", {
       runner: fake.runner,
@@ -38,17 +42,16 @@ describe("verify", () => {
       seed: 7,
     });
     expect(record.status).toBe("passed");
-    const argv = fake.calls[0] ?? [];
-    expect(argv.slice(0, 5)).toEqual([
-      "verify",
-      "--task",
-      "/t/softmax",
-      "--candidate",
-      "/c/kernel.cu",
-    ]);
-    expect(argv.join(" ")).toContain(
-      "--artifact /cache/k.so --heldout --device cpu --seed 7 --out ",
-    );
+    expect(fake.calls[0]).toEqual({
+      command: "verify",
+      task: "/t/softmax",
+      candidate: "/c/kernel.cu",
+      artifact: "/cache/k.so",
+      heldout: true,
+      device: "cpu",
+      seed: 7,
+      out: expect.stringMatching(/verify\.json$/) as unknown,
+    });
   });
 
   it.each([
@@ -98,12 +101,12 @@ describe("static, build, bench", () => {
     });
     expect(record.ok).toBe(false);
     expect(record.findings[0]?.code).toBe("harness-crash");
-    expect(fake.calls[0]).toContain("--relaxed");
+    expect(fake.calls[0]).toMatchObject({ command: "static", relaxed: true, task: "/t/softmax" });
   });
 
   it("static: with the task's context, the harness gets its ops and library rule, not the task", async () => {
-    const fake = fakeRunner((argv) =>
-      argv[0] === "static-context"
+    const fake = fakeRunner((request) =>
+      request.command === "static-context"
         ? {
             record: {
               schema: 1,
@@ -125,20 +128,30 @@ describe("static, build, bench", () => {
       expect(record.ok).toBe(true);
     }
     // the context is asked once for the two candidates
-    expect(fake.calls.map((argv) => argv[0])).toEqual(["static-context", "static", "static"]);
-    const argv = fake.calls[1] ?? [];
-    expect(argv).not.toContain("--task");
-    expect(argv.join(" ")).toContain('--reference-ops ["softmax","exp"] --libraries deny');
+    expect(fake.calls.map((request) => request.command)).toEqual([
+      "static-context",
+      "static",
+      "static",
+    ]);
+    expect(fake.calls[1]).toEqual({
+      command: "static",
+      candidate: "/c/a.cu",
+      referenceOps: ["softmax", "exp"],
+      libraries: "deny",
+      out: expect.any(String) as unknown,
+    });
   });
 
   it("static: a task whose context cannot be had is checked with the task, as before", async () => {
-    const fake = fakeRunner((argv) =>
-      argv[0] === "static-context" ? { outcome: { exitCode: 4 } } : { record: staticRecord() },
+    const fake = fakeRunner((request) =>
+      request.command === "static-context"
+        ? { outcome: { exitCode: 4 } }
+        : { record: staticRecord() },
     );
     const contexts = createStaticContexts((task) => staticContext(task, { runner: fake.runner }));
     await staticCheck("/c/a.cu", { runner: fake.runner, task: "/t/broken", contexts });
-    expect(fake.calls[1]?.join(" ")).toContain("--task /t/broken");
-    expect(fake.calls[1]).not.toContain("--reference-ops");
+    expect(fake.calls[1]).toMatchObject({ command: "static", task: "/t/broken" });
+    expect(fake.calls[1]).not.toHaveProperty("referenceOps");
   });
 
   it("static: a malformed static-context record is no context", async () => {
@@ -161,9 +174,14 @@ describe("static, build, bench", () => {
       defines: { BLOCK: 256, FAST: "1" },
       flags: ["-maxrregcount=64"],
     });
-    expect(fake.calls[0]?.join(" ")).toContain(
-      "--cache /cache --define BLOCK=256 --define FAST=1 --nvcc-flag=-maxrregcount=64",
-    );
+    expect(fake.calls[0]).toEqual({
+      command: "build",
+      candidate: "/c/k.cu",
+      cache: "/cache",
+      defines: ["BLOCK=256", "FAST=1"],
+      nvccFlags: ["-maxrregcount=64"],
+      out: expect.any(String) as unknown,
+    });
     const broken = fakeRunner(() => ({ outcome: { timedOut: true } }));
     const record = await build("/c/k.cu", { runner: broken.runner, timeoutMs: 5_000 });
     expect(record.ok).toBe(false);
@@ -181,9 +199,18 @@ describe("static, build, bench", () => {
       compile: false,
       budgetS: 0.5,
     });
-    expect(fake.calls[0]?.join(" ")).toContain(
-      "--candidate /c/k.cu --artifact /a/k.so --baseline /t/softmax/kernel.cu --baseline-artifact /a/b.so --no-compile --budget 0.5",
-    );
+    expect(fake.calls[0]).toEqual({
+      command: "bench",
+      task: "/t/softmax",
+      candidate: "/c/k.cu",
+      artifact: "/a/k.so",
+      baseline: "/t/softmax/kernel.cu",
+      baselineArtifact: "/a/b.so",
+      noCompile: true,
+      budget: 0.5,
+      ceilings: expect.stringMatching(/ceilings\.json$/) as unknown,
+      out: expect.any(String) as unknown,
+    });
     const broken = fakeRunner(() => ({ outcome: { exitCode: null, signal: "SIGSEGV" } }));
     const record = await bench("/t/softmax", { runner: broken.runner });
     expect(record).toMatchObject({ ok: false, reason: "crash", ceilings: null });
@@ -203,13 +230,14 @@ describe("evaluate (quick, verify and bench in one child)", () => {
 
   /** A child that writes the given records, in order, a pause apart, then ends as told. */
   function child(texts: Partial<Record<"quick" | "verify" | "bench", string>>, end = ended) {
-    const calls: { argv: string[]; timeoutMs: number }[] = [];
-    const runner: HarnessRunner = async (argv, timeoutMs) => {
-      calls.push({ argv: [...argv], timeoutMs });
+    const calls: { request: HarnessCommand; timeoutMs: number }[] = [];
+    const runner: HarnessRunner = async (request, timeoutMs) => {
+      calls.push({ request: harnessCommandSchema.parse(request), timeoutMs });
+      if (request.command !== "evaluate") throw new Error(`not evaluate: ${request.command}`);
       for (const stage of ["quick", "verify", "bench"] as const) {
         const text = texts[stage];
         if (text === undefined) break;
-        writeFileSync(argv[argv.indexOf(`--${stage}-out`) + 1] ?? "", text);
+        writeFileSync(request[`${stage}Out`], text);
         await pause();
       }
       return end;
@@ -234,6 +262,7 @@ describe("evaluate (quick, verify and bench in one child)", () => {
       baselineArtifact: "/a/b.so",
       compile: false,
       budgetS: 0.5,
+      race: { "8192x8192": 1.25 },
       verifyTimeoutMs: 3_000,
       benchTimeoutMs: 5_000,
       pollMs: 5,
@@ -243,16 +272,23 @@ describe("evaluate (quick, verify and bench in one child)", () => {
     expect(records.verify?.ok).toBe(true);
     expect(records.bench?.ok).toBe(true);
     expect(seen).toEqual(["quick verify 1", "verify verify 1", "bench bench 1"]);
-    const argv = calls[0]?.argv.join(" ") ?? "";
-    expect(argv).toMatch(
-      /^evaluate --task \/t\/softmax --candidate \/c\/k.cu --artifact \/a\/k.so /,
-    );
-    expect(argv).toContain(
-      "--device cpu --seed 7 --baseline /t/softmax/kernel.cu --baseline-artifact /a/b.so --no-compile --budget 0.5 --ceilings ",
-    );
-    expect(argv).toMatch(
-      /--quick-out \S+quick.json --verify-out \S+verify.json --bench-out \S+bench.json$/,
-    );
+    expect(calls[0]?.request).toEqual({
+      command: "evaluate",
+      task: "/t/softmax",
+      candidate: "/c/k.cu",
+      artifact: "/a/k.so",
+      device: "cpu",
+      seed: 7,
+      baseline: "/t/softmax/kernel.cu",
+      baselineArtifact: "/a/b.so",
+      noCompile: true,
+      budget: 0.5,
+      race: { "8192x8192": 1.25 },
+      ceilings: expect.stringMatching(/ceilings\.json$/) as unknown,
+      quickOut: expect.stringMatching(/quick\.json$/) as unknown,
+      verifyOut: expect.stringMatching(/verify\.json$/) as unknown,
+      benchOut: expect.stringMatching(/bench\.json$/) as unknown,
+    });
     expect(calls[0]?.timeoutMs).toBe(8_000);
   });
 
@@ -320,7 +356,7 @@ describe("task and machine calls", () => {
     const fake = fakeRunner(() => ({ record: taskInfo() }));
     const info = await inspectTask("/t/softmax", { runner: fake.runner, probe: true });
     expect(info.name).toBe("softmax");
-    expect(fake.calls[0]).toContain("--probe");
+    expect(fake.calls[0]).toMatchObject({ command: "inspect", task: "/t/softmax", probe: true });
   });
 
   it("device returns the DeviceRecord", async () => {

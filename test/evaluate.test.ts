@@ -317,8 +317,9 @@ describe("evaluateCandidates in one harness child (oneChild)", () => {
 
   it("a child that crashes in the full check: a crash record for it, no timing", async () => {
     // the child writes the quick record, then dies by a signal
-    const runner: HarnessRunner = async (argv) => {
-      writeFileSync(argv[argv.indexOf("--quick-out") + 1] ?? "", JSON.stringify(verifyRecord()));
+    const runner: HarnessRunner = async (request) => {
+      if (request.command !== "evaluate") throw new Error(`not evaluate: ${request.command}`);
+      writeFileSync(request.quickOut, JSON.stringify(verifyRecord()));
       await tick();
       return {
         exitCode: null,

@@ -6,6 +6,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { HarnessError } from "../runner/src/errors.js";
 import { childEnv, startLineProcess } from "../runner/src/harness/exec.js";
 import { ForkServer, type ForkServerOptions } from "../runner/src/harness/fork-server.js";
+import {
+  harnessRequestSchema,
+  type HarnessCommand,
+} from "../src/shared/contract/harness-request.js";
+
+/** A typed request whose task tells the stand-in what to do ("ok a", "die", "queued 400"…). */
+function ask(what: string): HarnessCommand {
+  return { command: "static-context", task: what };
+}
 
 const script = fileURLToPath(new URL("helpers/fake-serve.mjs", import.meta.url));
 let starts = 0;
@@ -31,51 +40,64 @@ describe("ForkServer", () => {
   it("answers requests in order, in one server, skipping non-protocol lines", async () => {
     server = fakeServer();
     const answers = await Promise.all([
-      server.run(["ok", "a"], 1_000),
-      server.run(["noise", "b"], 2_000),
-      server.run(["ok", "c"], 3_000),
+      server.run(ask("ok a"), 1_000),
+      server.run(ask("noise b"), 2_000),
+      server.run(ask("ok c"), 3_000),
     ]);
     expect(answers.map((answer) => answer.log.split(" in ")[0])).toEqual([
-      "ran ok a",
-      "ran noise b",
-      "ran ok c",
+      "ran static-context ok a",
+      "ran static-context noise b",
+      "ran static-context ok c",
     ]);
     expect(answers.every((answer) => answer.exitCode === 0)).toBe(true);
     expect(answers[2]?.log).toContain("timeout 3");
     expect(starts).toBe(1);
   });
 
+  it("sends each request as one line of the contract: its id, the typed command, its deadline", async () => {
+    server = fakeServer();
+    const answer = await server.run(
+      { command: "static-context", task: "echo", out: "/o/s.json" },
+      2_500,
+    );
+    expect(harnessRequestSchema.parse(JSON.parse(answer.log))).toEqual({
+      id: "r1",
+      request: { command: "static-context", task: "echo", out: "/o/s.json" },
+      timeoutS: 2.5,
+    });
+  });
+
   it("marks the request in flight as crashed when the server dies, then restarts it", async () => {
     server = fakeServer();
-    const died = await server.run(["die"], 1_000);
+    const died = await server.run(ask("die"), 1_000);
     expect(died).toMatchObject({ exitCode: null, timedOut: false });
     expect(died.log).toContain("the fork server died (exit 7)");
-    const after = await server.run(["ok", "again"], 1_000);
+    const after = await server.run(ask("ok again"), 1_000);
     expect(after.exitCode).toBe(0);
     expect(starts).toBe(2);
   });
 
   it("kills a server that stops answering, and reports a timeout", async () => {
     server = fakeServer({ graceMs: 100 });
-    const hung = await server.run(["hang"], 100);
+    const hung = await server.run(ask("hang"), 100);
     expect(hung.timedOut).toBe(true);
-    expect((await server.run(["ok"], 1_000)).exitCode).toBe(0);
+    expect((await server.run(ask("ok"), 1_000)).exitCode).toBe(0);
     expect(starts).toBe(2);
   });
 
   it("starts a request's deadline when the server says it started, not while it waits for the GPU", async () => {
     server = fakeServer({ graceMs: 100 });
     // 400 ms in the queue for the machine-wide GPU lock, with a 100 ms deadline and 100 ms grace
-    const answer = await server.run(["queued", "400"], 100);
+    const answer = await server.run(ask("queued 400"), 100);
     expect(answer).toMatchObject({ exitCode: 0, timedOut: false });
-    expect(answer.log).toContain("ran queued 400");
+    expect(answer.log).toContain("ran static-context queued 400");
     expect(starts).toBe(1);
   });
 
   it("stops restarting a server that keeps dying", async () => {
     server = fakeServer({ maxDeaths: 2 });
-    await server.run(["die"], 1_000);
-    await server.run(["die"], 1_000);
-    await expect(server.run(["ok"], 1_000)).rejects.toBeInstanceOf(HarnessError);
+    await server.run(ask("die"), 1_000);
+    await server.run(ask("die"), 1_000);
+    await expect(server.run(ask("ok"), 1_000)).rejects.toBeInstanceOf(HarnessError);
   });
 });

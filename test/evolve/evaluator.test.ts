@@ -246,9 +246,9 @@ describe("one harness child against three, on the stand-in harness", () => {
     const cache = join(dir, oneChild ? "one" : "three");
     await mkdir(cache, { recursive: true });
     const commands: string[] = [];
-    const runner: client.HarnessRunner = (argv, timeoutMs) => {
-      commands.push(argv[0] ?? "");
-      return server.run(argv, timeoutMs);
+    const runner: client.HarnessRunner = (request, timeoutMs) => {
+      commands.push(request.command);
+      return server.run(request, timeoutMs);
     };
     // the evaluator takes the server for its `run`
     const logged = { run: runner } as unknown as client.ForkServer;

@@ -3,7 +3,9 @@
 // commands that need one (EVOKERNEL_PYTHON points here). It writes well-formed records:
 // every candidate passes; a candidate's time follows its BLOCK_SIZE (-D, or `speed=` in
 // its source): 512 is the fastest; in a template (kernels/softmax) THREADS_PER_ROW plays
-// BLOCK_SIZE's part, and VEC 4 and CACHE 1 make it faster still. `serve` speaks the fork server's line protocol.
+// BLOCK_SIZE's part, and VEC 4 and CACHE 1 make it faster still. It takes the runner's typed
+// requests (src/shared/contract/harness-request.ts): one as `request JSON`, or one a line
+// under `serve`, which speaks the fork server's line protocol.
 // A source can ask for what the real harness would find in it, in a comment:
 // `fake-harness: static=CODE` (a static finding), `fake-harness: compile-error`,
 // `fake-harness: verify=REASON` (rejected, on the quick check too), `fake-harness:
@@ -34,15 +36,6 @@ const visible = [
 ];
 const heldout = [{ name: "tall-12289x999", dims: { M: 12289, N: 999 } }];
 const SPEED = { 128: 1.25, 256: 1, 512: 0.7, 1024: 0.9 };
-
-function option(argv, name) {
-  const index = argv.indexOf(name);
-  return index === -1 ? undefined : argv[index + 1];
-}
-
-function all(argv, name) {
-  return argv.flatMap((arg, index) => (arg === name ? [argv[index + 1]] : []));
-}
 
 /** A candidate's time as a fraction of the baseline's, from what its build recorded. */
 function speedOf(artifact, candidate) {
@@ -100,14 +93,14 @@ const COMMANDS = {
           },
         }
       : { schema: 1, kind: "device", cuda: true, device },
-  inspect: (argv) => ({
+  inspect: (request) => ({
     schema: 1,
     kind: "task",
     ok: true,
     error: null,
-    name: basename(option(argv, "--task") ?? "softmax"),
+    name: basename(request.task ?? "softmax"),
     format: "native",
-    path: option(argv, "--task"),
+    path: request.task,
     backward: false,
     baseline: null,
     configs: [
@@ -122,23 +115,23 @@ const COMMANDS = {
     notes: [],
     probe: null,
   }),
-  static: (argv) => {
-    const code = marked(option(argv, "--candidate"), "static");
+  static: (request) => {
+    const code = marked(request.candidate, "static");
     const findings =
       typeof code === "string"
         ? [{ code, hack: 3, line: 1, text: "", message: `${code} (fake)`, severity: "reject" }]
         : [];
     return { schema: 1, kind: "static", ok: findings.length === 0, format: "evk", findings };
   },
-  build: (argv) => {
-    const candidate = option(argv, "--candidate");
-    const defines = Object.fromEntries(all(argv, "--define").map((pair) => pair.split("=")));
+  build: (request) => {
+    const candidate = request.candidate;
+    const defines = Object.fromEntries((request.defines ?? []).map((pair) => pair.split("=")));
     const hash = createHash("sha256")
       .update(readFileSync(candidate))
       .update(JSON.stringify(defines))
       .digest("hex")
       .slice(0, 16);
-    const artifact = `${option(argv, "--cache")}/fake-${hash}.json`;
+    const artifact = `${request.cache}/fake-${hash}.json`;
     const broken = marked(candidate, "compile-error") !== null;
     writeFileSync(artifact, JSON.stringify({ defines }));
     return {
@@ -153,17 +146,17 @@ const COMMANDS = {
       log: broken ? `${candidate}(12): error: identifier "undefined_name" is undefined` : "",
     };
   },
-  verify: (argv) => {
-    const configs = argv.includes("--quick")
+  verify: (request) => {
+    const configs = request.quick
       ? visible.slice(2)
-      : [...visible, ...(argv.includes("--heldout") ? heldout : [])];
-    const reason = marked(option(argv, "--candidate"), "verify");
+      : [...visible, ...(request.heldout ? heldout : [])];
+    const reason = marked(request.candidate, "verify");
     const failed = typeof reason === "string";
     return {
       schema: 1,
       kind: "verify",
       task: "softmax",
-      candidate: option(argv, "--candidate"),
+      candidate: request.candidate,
       format: "evk",
       ok: !failed,
       status: failed ? "rejected" : "passed",
@@ -188,12 +181,12 @@ const COMMANDS = {
       seed: 1,
     };
   },
-  bench: (argv) => {
-    const candidate = option(argv, "--candidate");
-    const speed = speedOf(option(argv, "--artifact"), candidate);
-    // --race (the screen): the first configuration decides, as the real harness's
+  bench: (request) => {
+    const candidate = request.candidate;
+    const speed = speedOf(request.artifact, candidate);
+    // race (the screen): the first configuration decides, as the real harness's
     // successive halving does when a candidate is slower than the leader beyond the noise
-    const race = option(argv, "--race") === undefined ? null : JSON.parse(option(argv, "--race"));
+    const race = request.race ?? null;
     const first = visible[0];
     const upper = stat(1).p80Ms / stat(speed).p20Ms;
     const raced =
@@ -229,7 +222,7 @@ const COMMANDS = {
         flops: 5 * c.dims.M * c.dims.N,
         floorMs: 0.25,
         eager: stat(2),
-        compile: argv.includes("--no-compile") ? null : stat(1.5),
+        compile: request.noCompile ? null : stat(1.5),
         baseline: stat(1),
         candidate: candidate === undefined ? null : stat(speed),
         reason: null,
@@ -241,31 +234,31 @@ const COMMANDS = {
 };
 
 /** The stage a command runs, for `crash-in`. */
-function stageOf(argv) {
-  if (argv[0] === "verify") return argv.includes("--quick") ? "quick" : "verify";
-  return argv[0];
+function stageOf(request) {
+  if (request.command === "verify") return request.quick ? "quick" : "verify";
+  return request.command;
 }
 
-/** Runs one command; says how it ended when not normally ({ signal }). */
-function run(argv) {
-  const crashIn = marked(option(argv, "--candidate"), "crash-in");
-  if (argv[0] === "evaluate") {
+/** Runs one typed request; says how it ended when not normally ({ signal }). */
+function run(request) {
+  const crashIn = marked(request.candidate, "crash-in");
+  if (request.command === "evaluate") {
     const stages = [
-      ["quick", () => COMMANDS.verify(["verify", ...argv.slice(1), "--quick"])],
-      ["verify", () => COMMANDS.verify(["verify", ...argv.slice(1)])],
-      ["bench", () => COMMANDS.bench(["bench", ...argv.slice(1)])],
+      ["quick", () => COMMANDS.verify({ ...request, command: "verify", quick: true })],
+      ["verify", () => COMMANDS.verify({ ...request, command: "verify" })],
+      ["bench", () => COMMANDS.bench({ ...request, command: "bench" })],
     ];
     for (const [stage, make] of stages) {
       if (crashIn === stage) return { signal: "SIGSEGV" };
       const record = make();
-      writeFileSync(option(argv, `--${stage}-out`), JSON.stringify(record));
+      writeFileSync(request[`${stage}Out`], JSON.stringify(record));
       if (!record.ok) break;
     }
     return {};
   }
-  if (crashIn !== null && crashIn === stageOf(argv)) return { signal: "SIGSEGV" };
-  const record = COMMANDS[argv[0]](argv);
-  writeFileSync(option(argv, "--out"), JSON.stringify(record));
+  if (crashIn !== null && crashIn === stageOf(request)) return { signal: "SIGSEGV" };
+  const record = COMMANDS[request.command](request);
+  writeFileSync(request.out, JSON.stringify(record));
   return {};
 }
 
@@ -286,7 +279,7 @@ if (argv[0] === "serve") {
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {
     const request = JSON.parse(line);
-    const { signal } = run(request.argv);
+    const { signal } = run(request.request);
     const answer = {
       id: request.id,
       exit: signal === undefined ? 0 : null,
@@ -298,6 +291,10 @@ if (argv[0] === "serve") {
     };
     console.log(JSON.stringify(answer));
   });
-} else if (run(argv).signal !== undefined) {
+} else if (argv[0] !== "request" || argv.length !== 2) {
+  // the runner sends one typed request (`request JSON`), never flags
+  process.stderr.write(`fake harness: not a typed request: ${argv.join(" ")}\n`);
+  process.exit(2);
+} else if (run(JSON.parse(argv[1])).signal !== undefined) {
   process.kill(process.pid, "SIGKILL");
 }

@@ -1,30 +1,32 @@
 // A stand-in for `python -m evokernel_harness serve`, speaking the same line protocol. What
-// it does with a request depends on argv[0]: "ok" answers, "die" exits without answering,
-// "hang" never answers, "noise" prints a non-protocol line first, "queued MS" waits MS
-// for the GPU lock (as when another process holds it) before it starts.
+// it does with a request ({id, request: {command, task}, timeoutS}) depends on the first word
+// of its task: "ok" answers, "die" exits without answering, "hang" never answers, "noise"
+// prints a non-protocol line first, "echo" answers with the request line as its log, "queued MS" waits MS for the GPU lock (as when another
+// process holds it) before it starts.
 import { createInterface } from "node:readline";
 import { setTimeout } from "node:timers";
 
 console.log(JSON.stringify({ ready: true, pid: process.pid }));
 createInterface({ input: process.stdin }).on("line", (line) => {
   const request = JSON.parse(line);
-  const what = request.argv[0];
+  const [what, arg] = request.request.task.split(" ");
   if (what === "die") process.exit(7);
   if (what === "hang") return;
   if (what === "queued") {
-    // another process holds the GPU for argv[1] ms: "waiting", then "started", then the answer
+    // another process holds the GPU for arg ms: "waiting", then "started", then the answer
     console.log(JSON.stringify({ id: request.id, waiting: true }));
     setTimeout(() => {
       console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0.4 }));
       answer(request);
-    }, Number(request.argv[1]));
+    }, Number(arg));
     return;
   }
   if (what === "noise") console.log("warming up the GPU…");
+  if (what === "echo") return answer(request, line);
   answer(request);
 });
 
-function answer(request) {
+function answer(request, log = undefined) {
   console.log(
     JSON.stringify({
       id: request.id,
@@ -33,7 +35,9 @@ function answer(request) {
       seconds: 0.01,
       timedOut: false,
       memKilled: false,
-      log: `ran ${request.argv.join(" ")} in ${process.pid} with timeout ${request.timeoutS}`,
+      log:
+        log ??
+        `ran ${request.request.command} ${request.request.task} in ${process.pid} with timeout ${request.timeoutS}`,
     }),
   );
 }

@@ -1,6 +1,10 @@
 """The harness's command line: flags (options.py) → the command (commands/) → its JSON record,
-written to --out (or stdout). `serve` starts the fork server (server.py) instead."""
+written to --out (or stdout). `request JSON` takes the same command as one typed request
+(command_request.py), as the runner sends it; `serve` starts the fork server (server.py)."""
 
+import sys
+
+from .command_request import BadRequest, parse_command_json
 from .commands import run
 from .options import parse
 
@@ -11,4 +15,10 @@ def main(argv: list[str]) -> int:
         from .server import serve
 
         return serve()
-    return run(args, argv)
+    if args.command == "request":
+        try:
+            args = parse_command_json(args.json)
+        except BadRequest as err:  # as a usage error on the command line: exit 2
+            print(f"bad request: {err}", file=sys.stderr)
+            return 2
+    return run(args)

@@ -11,21 +11,21 @@ turns the lock off. The index is the first entry of CUDA_VISIBLE_DEVICES (0 when
 Imports nothing outside the standard library.
 """
 
+import argparse
 import contextlib
 import fcntl
 import os
 import tempfile
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 GPU_COMMANDS = ("verify", "bench", "evaluate", "ceilings")
 HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server) holds the lock
 
 
-def uses_gpu(argv: Sequence[str]) -> bool:
-    if not argv or argv[0] not in GPU_COMMANDS:
-        return False
-    return not any(a == "cpu" and i > 0 and argv[i - 1] == "--device" for i, a in enumerate(argv))
+def uses_gpu(args: argparse.Namespace) -> bool:
+    """A command's parsed options (options.py) ask for GPU work."""
+    return args.command in GPU_COMMANDS and getattr(args, "device", None) != "cpu"
 
 
 def lock_path() -> str | None:
@@ -40,11 +40,11 @@ def lock_path() -> str | None:
 
 
 @contextlib.contextmanager
-def held(argv: Sequence[str], on_wait: Callable[[], object] | None = None) -> Iterator[float]:
-    """Hold the GPU's lock while the body runs, when argv is a GPU command (and no parent
+def held(args: argparse.Namespace, on_wait: Callable[[], object] | None = None) -> Iterator[float]:
+    """Hold the GPU's lock while the body runs, when args is a GPU command (and no parent
     holds it for us); yields the seconds spent waiting. on_wait() is called once when
     another process holds the lock."""
-    path = None if os.environ.get(HELD) == "1" or not uses_gpu(argv) else lock_path()
+    path = None if os.environ.get(HELD) == "1" or not uses_gpu(args) else lock_path()
     if path is None:
         yield 0.0
         return

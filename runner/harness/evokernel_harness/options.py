@@ -1,10 +1,12 @@
-"""The harness's command line, its grammar only: argv → argparse.Namespace. Read by the
-command line (cli.py) and by the processes that run the fork server's requests
-(commands.run_request), which parse a request's argv where a usage error goes to its log."""
+"""The harness's command line, its grammar only: argv → argparse.Namespace, what the commands
+take. A typed request (command_request.py: the runner's, and `request JSON` here) gives the same
+Namespace from the same grammar: its fields are these options, camelCased."""
 
 import argparse
 
 STAGES = ("quick", "verify", "bench")  # evaluate's cascade, in order: one record (--<stage>-out) each
+# Options whose value is JSON text on the command line and a JSON value in a typed request.
+JSON_VALUED = ("reference_ops", "race")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,9 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--cache")
-    sp.add_argument("--define", action="append", help="NAME=VALUE passed as -D")
+    sp.add_argument("--define", action="append", dest="defines", help="NAME=VALUE passed as -D")
     sp.add_argument(
-        "--nvcc-flag", action="append", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)"
+        "--nvcc-flag",
+        action="append",
+        dest="nvcc_flags",
+        help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)",
     )
     sp.add_argument("--arch")
     sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
@@ -51,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--candidate", required=name == "evaluate")
         sp.add_argument("--artifact")
         sp.add_argument("--cache")
-        sp.add_argument("--define", action="append")
-        sp.add_argument("--nvcc-flag", action="append")
+        sp.add_argument("--define", action="append", dest="defines")
+        sp.add_argument("--nvcc-flag", action="append", dest="nvcc_flags")
         sp.add_argument("--seed", type=int)
         if name in ("verify", "evaluate"):
             sp.add_argument(
@@ -95,9 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
                 sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
     common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
     sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
+    sp = sub.add_parser("request", help="run one typed request (src/shared/contract/harness-request.ts)")
+    sp.add_argument("json", help='the request as JSON, e.g. {"command": "device"}')
     return p
+
+
+# Not commands a typed request may name: the fork server itself, and a request in a request.
+NOT_REQUESTS = ("serve", "request")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """argv, parsed; a usage error exits 2 with argparse's message on stderr."""
     return build_parser().parse_args(argv)
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Each command's own parser, by name: the options a typed request of it may carry."""
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return {name: sp for name, sp in action.choices.items() if name not in NOT_REQUESTS}
+    raise AssertionError("the grammar has no commands")

@@ -7,6 +7,7 @@ CUDA is initialised only in children (and the worker), so a candidate that ends 
 Requests and answers are JSON lines (docs/DESIGN.md, "The fork server").
 """
 
+import argparse
 import json
 import os
 import resource
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import gpulock, worker
-from .commands import run_request
+from .command_request import BadRequest, parse_command
+from .commands import run
 from .worker import Worker
 
 MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
@@ -27,25 +29,38 @@ MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resi
 @dataclass(frozen=True)
 class Request:
     """One request line (src/shared/contract/harness-request.ts; the generated
-    contract/harness-request.schema.json): the harness command line to run in a child and
-    the seconds it may take."""
+    contract/harness-request.schema.json): the harness command to run in a child, as the
+    command line would have parsed it (command_request.py), and the seconds it may take."""
 
     id: Optional[str]
-    argv: list[str]
+    args: argparse.Namespace
     timeout_s: float
+
+
+class BadCommand(ValueError):
+    """A request line whose envelope is whole but whose command is not one: answered for its
+    id, exit 2, as a usage error on the command line."""
+
+    def __init__(self, id: Optional[str], message: str) -> None:
+        super().__init__(message)
+        self.id = id
 
 
 def parse_request(line: str) -> Request:
     """A request line, parsed once; ValueError or AttributeError: not a request (before, a
-    timeoutS that is not a number ended the server once the child was due)."""
+    timeoutS that is not a number ended the server once the child was due); BadCommand: the
+    command it carries is not one."""
     req = json.loads(line)
-    if not isinstance(req.get("argv"), list) or not all(isinstance(a, str) for a in req["argv"]):
-        raise ValueError("argv must be a list of strings")
     try:
         timeout_s = float(req.get("timeoutS", 300))
     except (TypeError, ValueError):
         raise ValueError("timeoutS must be a number") from None
-    return Request(req.get("id"), req["argv"], timeout_s)
+    id = req.get("id")
+    try:
+        args = parse_command(req.get("request"))
+    except BadRequest as err:
+        raise BadCommand(id if isinstance(id, str) else None, str(err)) from None
+    return Request(id, args, timeout_s)
 
 
 def _rss_bytes(pid: int) -> int:
@@ -65,7 +80,7 @@ def _rss_bytes(pid: int) -> int:
     return total
 
 
-def _child(argv: list[str], log_path: str) -> None:
+def _child(args: argparse.Namespace, log_path: str) -> None:
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
@@ -73,7 +88,7 @@ def _child(argv: list[str], log_path: str) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     code = 4
     try:
-        code = run_request(argv)
+        code = run(args)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 2
     except BaseException:
@@ -91,7 +106,7 @@ def _run(req: Request, out: Any) -> dict[str, Any]:
     for another process's GPU work never counts against the request's deadline. A line
     {"id", "started"} tells the client when the deadline starts."""
     with gpulock.held(
-        req.argv, on_wait=lambda: print(json.dumps({"id": req.id, "waiting": True}), file=out, flush=True)
+        req.args, on_wait=lambda: print(json.dumps({"id": req.id, "waiting": True}), file=out, flush=True)
     ) as waited:
         print(json.dumps({"id": req.id, "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
         os.environ[gpulock.HELD] = "1"
@@ -108,16 +123,16 @@ WORKER = Worker(_rss_bytes, MEM_LIMIT)
 
 
 def _run_child(req: Request) -> dict[str, Any]:
-    argv, timeout = req.argv, req.timeout_s
+    args, timeout = req.args, req.timeout_s
     fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
     os.close(fd)
     start = time.perf_counter()
-    if worker.enabled(argv):
-        answer = WORKER.run(argv, timeout, log_path)
+    if worker.enabled(args):
+        answer = WORKER.run(args, timeout, log_path)
         return {"id": req.id, **answer, "seconds": round(time.perf_counter() - start, 3), "log": _log(log_path)}
     pid = os.fork()
     if pid == 0:
-        _child(argv, log_path)
+        _child(args, log_path)
     timed_out = mem_killed = False
     status = None
     while True:
@@ -149,6 +164,19 @@ def _run_child(req: Request) -> dict[str, Any]:
         "timedOut": timed_out,
         "memKilled": mem_killed,
         "log": _log(log_path),
+    }
+
+
+def _bad_command(err: BadCommand) -> dict[str, Any]:
+    """The answer to a request whose command is not one: no child, exit 2, the reason in the log."""
+    return {
+        "id": err.id,
+        "exit": 2,
+        "signal": None,
+        "seconds": 0.0,
+        "timedOut": False,
+        "memKilled": False,
+        "log": f"bad request: {err}\n",
     }
 
 
@@ -229,6 +257,9 @@ def serve() -> int:
             continue
         try:
             req = parse_request(line)
+        except BadCommand as err:  # for its id, as a usage error in a child was before
+            print(json.dumps(_bad_command(err)), file=out, flush=True)
+            continue
         except (ValueError, AttributeError) as err:
             print(json.dumps({"id": None, "error": f"bad request: {err}"}), file=out, flush=True)
             continue

@@ -10,10 +10,12 @@ Only `evaluate` (the search's screen) runs here: `verify` and `bench` (a job's v
 the search's final checks on the winner) always get a fresh child, so nothing a candidate
 left in a worker can reach a verdict that is reported. EVOKERNEL_WORKER=0 turns it off.
 
-Protocol: the server writes {"argv", "log"} lines to the worker's request pipe; the worker
-runs the command with its output in `log` and answers {"exit", "reusable"} on its reply pipe.
+Protocol: the server writes {"args", "log"} lines to the worker's request pipe (args: the
+request's parsed options, command_request.py's Namespace as a dict); the worker runs the
+command with its output in `log` and answers {"exit", "reusable"} on its reply pipe.
 """
 
+import argparse
 import gc
 import json
 import os
@@ -25,23 +27,24 @@ import time
 import traceback
 from typing import Any, Callable, NoReturn, cast
 
-from .commands import run_request
+from .commands import run
+from .options import STAGES
 
 MAX_REQUESTS = 100  # then a new worker: bounded growth of loaded candidate libraries
 COMMANDS = ("evaluate",)
 
 
-def enabled(argv: list[str]) -> bool:
-    return bool(argv) and argv[0] in COMMANDS and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
+def enabled(args: argparse.Namespace) -> bool:
+    return args.command in COMMANDS and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
 
 
-def records_ok(argv: list[str]) -> bool:
+def records_ok(args: argparse.Namespace) -> bool:
     """Every record an evaluate run wrote is ok (a bench record that only says there is no GPU
     counts as ok: that is the machine, not the candidate)."""
-    outs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--quick-out", "--verify-out", "--bench-out")]
-    if not outs:
+    outs = [getattr(args, f"{stage}_out", None) for stage in STAGES]
+    if not all(outs):
         return False
-    for path in outs:
+    for path in cast(list[str], outs):
         if not os.path.exists(path):
             return False  # a stage that never ran: an earlier one was not ok
         try:
@@ -73,20 +76,21 @@ def _serve(req_fd: int, reply_fd: int) -> NoReturn:
     served = 0
     for line in requests:
         req = json.loads(line)
+        args = argparse.Namespace(**req["args"])
         fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
         code = 4
         try:
-            code = run_request(req["argv"])
+            code = run(args)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
         except BaseException:
             traceback.print_exc()
         reusable = False
         try:
-            reusable = code == 0 and records_ok(req["argv"])
+            reusable = code == 0 and records_ok(args)
             if reusable:
                 _between_requests()
         except BaseException:  # a context that cannot be cleaned is not reused
@@ -161,7 +165,7 @@ class Worker:
                 pass
         self.pid = None
 
-    def run(self, argv: list[str], timeout: float, log_path: str) -> dict[str, Any]:
+    def run(self, args: argparse.Namespace, timeout: float, log_path: str) -> dict[str, Any]:
         """One request: the answer fields of server._run_child (exit, signal, timedOut,
         memKilled) plus reused (a worker that served before)."""
         if self.pid is None:
@@ -169,12 +173,12 @@ class Worker:
         reused = self.served > 0
         pid_at_start = self.pid
         try:
-            os.write(self._req, (json.dumps({"argv": argv, "log": log_path}) + "\n").encode())
+            os.write(self._req, (json.dumps({"args": vars(args), "log": log_path}) + "\n").encode())
         except OSError:  # the worker is gone: a new one takes the request
             self.stop()
             self._start()
             reused, pid_at_start = False, self.pid
-            os.write(self._req, (json.dumps({"argv": argv, "log": log_path}) + "\n").encode())
+            os.write(self._req, (json.dumps({"args": vars(args), "log": log_path}) + "\n").encode())
         start = time.perf_counter()
         wpid = cast(int, self.pid)  # started above
         reply = status = None

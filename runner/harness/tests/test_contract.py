@@ -11,6 +11,7 @@ here, so each is written once on each side and checked across.
 Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_contract -v
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -20,8 +21,9 @@ import unittest
 
 import jsonschema
 
-from evokernel_harness import env, inputs, verify
+from evokernel_harness import env, inputs, options, verify
 from evokernel_harness.candidates import CandidateError, detect_format
+from evokernel_harness.command_request import BadRequest, fields, parse_command
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
@@ -30,7 +32,8 @@ CONTRACT = os.path.join(HARNESS, "evokernel_harness", "contract")
 SMALL_SOFTMAX = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
 PASSING = os.path.join(SMALL_SOFTMAX, "candidate_ok.py")
 CANDIDATES = os.path.join(HERE, "candidates")
-SEED = "7"
+SEED = 7
+REQUEST = "harness-command.schema.json"
 TIMEOUT_S = 1200  # a hang guard only: a loaded 2-core machine is slow, never this slow
 
 
@@ -65,21 +68,23 @@ class ForkServer:
         self.n = 0
         self.answers = []
 
-    def run(self, *argv):
+    def run(self, **command):
+        """One typed request (its fields as keywords), held to the contract's schemas first."""
         self.n += 1
-        request = {"id": f"r{self.n}", "argv": list(argv), "timeoutS": TIMEOUT_S}
+        check(command, REQUEST)
+        request = {"id": f"r{self.n}", "request": command, "timeoutS": TIMEOUT_S}
         check(request, "harness-request.schema.json")
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise AssertionError(f"the fork server ended during {argv[0]}")
+                raise AssertionError(f"the fork server ended during {command['command']}")
             answer = json.loads(line)
             self.answers.append(answer)
             if "exit" in answer:
                 if answer["exit"] != 0:
-                    raise AssertionError(f"{argv[0]} exited {answer['exit']}:\n{answer['log'][-3000:]}")
+                    raise AssertionError(f"{command['command']} exited {answer['exit']}:\n{answer['log'][-3000:]}")
                 return answer
 
     def close(self):
@@ -105,13 +110,11 @@ class RecordsTest(unittest.TestCase):
 
         server = ForkServer()
         try:
-            server.run("device", "--out", out("device.json"))
-            server.run("inspect", "--task", SMALL_SOFTMAX, "--probe", "--out", out("task.json"))
-            server.run("static-context", "--task", SMALL_SOFTMAX, "--out", out("static-context.json"))
-            server.run(
-                "static", "--candidate", PASSING, "--task", SMALL_SOFTMAX, "--relaxed", "--out", out("static.json")
-            )
-            server.run("build", "--candidate", PASSING, "--cache", out("cache"), "--out", out("build.json"))
+            server.run(command="device", out=out("device.json"))
+            server.run(command="inspect", task=SMALL_SOFTMAX, probe=True, out=out("task.json"))
+            server.run(command="static-context", task=SMALL_SOFTMAX, out=out("static-context.json"))
+            server.run(command="static", candidate=PASSING, task=SMALL_SOFTMAX, relaxed=True, out=out("static.json"))
+            server.run(command="build", candidate=PASSING, cache=out("cache"), out=out("build.json"))
             cls.evaluations = {}
             # a pass (quick, verify and the CPU's bench record), a plain wrong result and a hack,
             # both refused at the quick check (the smallest configuration)
@@ -122,21 +125,14 @@ class RecordsTest(unittest.TestCase):
             ):
                 outs = {stage: out(f"{name}-{stage}.json") for stage in ("quick", "verify", "bench")}
                 server.run(
-                    "evaluate",
-                    "--device",
-                    "cpu",
-                    "--seed",
-                    SEED,
-                    "--task",
-                    SMALL_SOFTMAX,
-                    "--candidate",
-                    candidate,
-                    "--quick-out",
-                    outs["quick"],
-                    "--verify-out",
-                    outs["verify"],
-                    "--bench-out",
-                    outs["bench"],
+                    command="evaluate",
+                    device="cpu",
+                    seed=SEED,
+                    task=SMALL_SOFTMAX,
+                    candidate=candidate,
+                    quickOut=outs["quick"],
+                    verifyOut=outs["verify"],
+                    benchOut=outs["bench"],
                 )
                 cls.evaluations[name] = {stage: load(path) for stage, path in outs.items() if os.path.exists(path)}
         finally:
@@ -228,6 +224,54 @@ class ListsTest(unittest.TestCase):
                 else:
                     self.assertIn(case["format"], formats)
                     self.assertEqual(detect_format(case["file"], case["source"]), case["format"])
+
+
+class RequestGrammarTest(unittest.TestCase):
+    """A typed request (harness-command.schema.json) and the command line (options.py) are one
+    grammar: the same commands, each with the same options (camelCased), required alike, of
+    the same kind, so a request reaches the command functions with what its flags would give."""
+
+    def kind(self, action):
+        if isinstance(action, argparse._StoreTrueAction):
+            return {"type": "boolean"}
+        if isinstance(action, argparse._AppendAction):
+            return {"type": "array", "items": {"type": "string"}}
+        if action.choices is not None:
+            return {"type": "string", "enum": list(action.choices)}
+        return {"type": {int: "integer", float: "number"}.get(action.type, "string")}
+
+    def test_each_command_takes_the_options_of_its_command_line(self):
+        declared = {branch["properties"]["command"]["const"]: branch for branch in schema(REQUEST)["oneOf"]}
+        grammar = options.commands()
+        self.assertEqual(sorted(declared), sorted(grammar))
+        for name, parser in grammar.items():
+            with self.subTest(command=name):
+                branch = declared[name]
+                actions = fields(parser)
+                self.assertEqual(sorted(branch["properties"]), sorted([*actions, "command"]))
+                required = sorted(field for field, a in actions.items() if a.required)
+                self.assertEqual(sorted(branch["required"]), sorted([*required, "command"]))
+                self.assertFalse(branch["additionalProperties"])
+                for field, action in actions.items():
+                    declared_kind = branch["properties"][field]
+                    if action.dest in options.JSON_VALUED:  # JSON text on the command line
+                        self.assertIn(declared_kind["type"], ("array", "object"), field)
+                        continue
+                    self.assertEqual({k: declared_kind[k] for k in self.kind(action)}, self.kind(action), field)
+
+    def test_the_schema_refuses_what_the_harness_refuses(self):
+        for request in (
+            {"command": "serve"},
+            {"command": "device", "task": "t"},
+            {"command": "verify"},
+            {"command": "verify", "task": "t", "seed": "7"},
+            {"command": "evaluate", "task": "t", "candidate": "c"},
+        ):
+            with self.subTest(request=request):
+                with self.assertRaises(jsonschema.ValidationError):
+                    check(request, REQUEST)
+                with self.assertRaises(BadRequest):
+                    parse_command(request)
 
 
 if __name__ == "__main__":

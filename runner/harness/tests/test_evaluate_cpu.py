@@ -12,6 +12,7 @@ import tempfile
 import unittest
 
 from evokernel_harness import gpulock
+from evokernel_harness.options import parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -140,8 +141,11 @@ class EvaluateCpuTest(unittest.TestCase):
         self.assertNotIn("evaluate: verify", log)
 
     def test_evaluate_holds_the_gpu_lock_unless_on_the_cpu(self):
-        self.assertTrue(gpulock.uses_gpu(["evaluate", "--task", "t", "--candidate", "c"]))
-        self.assertFalse(gpulock.uses_gpu(["evaluate", "--device", "cpu", "--task", "t"]))
+        outs = ["--quick-out", "q", "--verify-out", "v", "--bench-out", "b"]
+        self.assertTrue(gpulock.uses_gpu(parse(["evaluate", "--task", "t", "--candidate", "c", *outs])))
+        self.assertFalse(
+            gpulock.uses_gpu(parse(["evaluate", "--device", "cpu", "--task", "t", "--candidate", "c", *outs]))
+        )
 
 
 if __name__ == "__main__":

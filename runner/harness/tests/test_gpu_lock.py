@@ -13,9 +13,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.normpath(os.path.join(HERE, ".."))
 
 HOLD = """
-import sys, time
+import argparse, sys, time
 from evokernel_harness import gpulock
-with gpulock.held(["verify", "--task", "t"], on_wait=lambda: print("waited", flush=True)):
+with gpulock.held(argparse.Namespace(command="verify"), on_wait=lambda: print("waited", flush=True)):
     print("in", time.time(), flush=True)
     time.sleep(float(sys.argv[1]))
     print("out", time.time(), flush=True)
@@ -43,11 +43,13 @@ class GpuLockTest(unittest.TestCase):
 
     def test_cpu_commands_and_held_children_take_no_lock(self):
         from evokernel_harness import gpulock
+        from evokernel_harness.options import parse
 
-        self.assertFalse(gpulock.uses_gpu(["verify", "--device", "cpu", "--task", "t"]))
-        self.assertFalse(gpulock.uses_gpu(["static", "--candidate", "c"]))
-        self.assertTrue(gpulock.uses_gpu(["bench", "--task", "t"]))
-        self.assertTrue(gpulock.uses_gpu(["verify", "--device", "cuda"]))
+        self.assertFalse(gpulock.uses_gpu(parse(["verify", "--device", "cpu", "--task", "t"])))
+        self.assertFalse(gpulock.uses_gpu(parse(["static", "--candidate", "c"])))
+        self.assertTrue(gpulock.uses_gpu(parse(["bench", "--task", "t"])))
+        self.assertTrue(gpulock.uses_gpu(parse(["verify", "--device", "cuda", "--task", "t"])))
+        self.assertTrue(gpulock.uses_gpu(parse(["verify", "--task", "t"])))
 
     def test_the_server_says_when_a_request_starts(self):
         server = subprocess.Popen(
@@ -60,9 +62,7 @@ class GpuLockTest(unittest.TestCase):
         )
         try:
             self.assertTrue(json.loads(server.stdout.readline())["ready"])
-            server.stdin.write(
-                json.dumps({"id": "r1", "argv": ["verify", "--device", "cpu", "--help"], "timeoutS": 60}) + "\n"
-            )
+            server.stdin.write(json.dumps({"id": "r1", "request": {"command": "device"}, "timeoutS": 60}) + "\n")
             server.stdin.flush()
             started = json.loads(server.stdout.readline())
             self.assertEqual(started, {"id": "r1", "started": True, "waitedS": 0.0})

@@ -68,27 +68,20 @@ class Server:
         assert json.loads(self.proc.stdout.readline())["ready"]
         self.n = 0
 
-    def evaluate(self, candidate, timeout=1200, seed="7"):
+    def evaluate(self, candidate, timeout=1200, seed=7):
         self.n += 1
         outs = {s: os.path.join(self.tmp, f"{self.n}-{s}.json") for s in ("quick", "verify", "bench")}
-        argv = [
-            "evaluate",
-            "--device",
-            "cpu",
-            "--seed",
-            seed,
-            "--task",
-            SMALL_SOFTMAX,
-            "--candidate",
-            candidate,
-            "--quick-out",
-            outs["quick"],
-            "--verify-out",
-            outs["verify"],
-            "--bench-out",
-            outs["bench"],
-        ]
-        self.proc.stdin.write(json.dumps({"id": f"r{self.n}", "argv": argv, "timeoutS": timeout}) + "\n")
+        request = {
+            "command": "evaluate",
+            "device": "cpu",
+            "seed": seed,
+            "task": SMALL_SOFTMAX,
+            "candidate": candidate,
+            "quickOut": outs["quick"],
+            "verifyOut": outs["verify"],
+            "benchOut": outs["bench"],
+        }
+        self.proc.stdin.write(json.dumps({"id": f"r{self.n}", "request": request, "timeoutS": timeout}) + "\n")
         self.proc.stdin.flush()
         while True:
             line = json.loads(self.proc.stdout.readline())
@@ -182,20 +175,15 @@ class WorkerTest(unittest.TestCase):
         answer, _ = self.server.evaluate(PASSING)
         self.server.n += 1
         out = os.path.join(self.server.tmp, "v.json")
-        argv = [
-            "verify",
-            "--device",
-            "cpu",
-            "--seed",
-            "7",
-            "--task",
-            SMALL_SOFTMAX,
-            "--candidate",
-            PASSING,
-            "--out",
-            out,
-        ]
-        self.server.proc.stdin.write(json.dumps({"id": "v", "argv": argv, "timeoutS": 120}) + "\n")
+        request = {
+            "command": "verify",
+            "device": "cpu",
+            "seed": 7,
+            "task": SMALL_SOFTMAX,
+            "candidate": PASSING,
+            "out": out,
+        }
+        self.server.proc.stdin.write(json.dumps({"id": "v", "request": request, "timeoutS": 120}) + "\n")
         self.server.proc.stdin.flush()
         while True:
             line = json.loads(self.server.proc.stdout.readline())
@@ -216,6 +204,7 @@ class InheritedLockTest(unittest.TestCase):
         import fcntl
 
         from evokernel_harness import server
+        from evokernel_harness.command_request import parse_command
         from evokernel_harness.worker import Worker
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -224,25 +213,20 @@ class InheritedLockTest(unittest.TestCase):
             fcntl.flock(fd, fcntl.LOCK_EX)  # as the server holds it around a request
             worker = Worker(server._rss_bytes, server.MEM_LIMIT)
             outs = {s: os.path.join(tmp, f"{s}.json") for s in ("quick", "verify", "bench")}
-            argv = [
-                "evaluate",
-                "--device",
-                "cpu",
-                "--seed",
-                "7",
-                "--task",
-                SMALL_SOFTMAX,
-                "--candidate",
-                PASSING,
-                "--quick-out",
-                outs["quick"],
-                "--verify-out",
-                outs["verify"],
-                "--bench-out",
-                outs["bench"],
-            ]
+            args = parse_command(
+                {
+                    "command": "evaluate",
+                    "device": "cpu",
+                    "seed": 7,
+                    "task": SMALL_SOFTMAX,
+                    "candidate": PASSING,
+                    "quickOut": outs["quick"],
+                    "verifyOut": outs["verify"],
+                    "benchOut": outs["bench"],
+                }
+            )
             try:
-                answer = worker.run(argv, 120, os.path.join(tmp, "log"))
+                answer = worker.run(args, 120, os.path.join(tmp, "log"))
                 self.assertEqual(answer["exit"], 0)
                 os.close(fd)  # the request ended: the server lets go
                 again = os.open(lock, os.O_RDWR)

@@ -1,6 +1,7 @@
-// Calls into the harness: one function per harness command, each returning the parsed
-// record. Candidate-facing calls (static, build, verify, bench) turn every failure into a
-// failed record; task and machine calls (inspect, device, ceilings) throw HarnessError.
+// Calls into the harness: one function per harness command, each building the command's
+// typed request (src/shared/contract/harness-request.ts) and returning the parsed record.
+// Candidate-facing calls (static, build, verify, bench) turn every failure into a failed
+// record; task and machine calls (inspect, device, ceilings) throw HarnessError.
 import { join, resolve } from "node:path";
 import type { z } from "zod";
 import { HarnessError } from "../errors.js";
@@ -35,6 +36,7 @@ import {
   type TaskInfo,
   type VerifyRecord,
 } from "../../../src/shared/contract/records.js";
+import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
 import { readText, removeAll } from "../workspace/files.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";
@@ -46,9 +48,12 @@ export type CallOptions = {
   timeoutMs?: number;
 };
 
-/** Runs each harness command in a process of its own. */
-export const directRunner: HarnessRunner = async function runDirect(argv, timeoutMs) {
-  const ended = await runHarness(argv, { timeoutMs });
+/**
+ * Runs each harness command in a process of its own: `python -m evokernel_harness request
+ * JSON`, the typed request as one argument.
+ */
+export const directRunner: HarnessRunner = async function runDirect(request, timeoutMs) {
+  const ended = await runHarness(["request", JSON.stringify(request)], { timeoutMs });
   return {
     exitCode: ended.exitCode,
     signal: ended.signal,
@@ -61,8 +66,11 @@ export const directRunner: HarnessRunner = async function runDirect(argv, timeou
 
 type Called<T> = { record: T } | { failure: Failure; cause?: HarnessError };
 
+/** A command that writes one record to its `out` (evaluate writes three). */
+type OneRecord = Exclude<HarnessCommand, { command: "evaluate" }>;
+
 async function call<T extends z.ZodType>(
-  argv: readonly string[],
+  request: OneRecord,
   schema: T,
   what: string,
   options: CallOptions,
@@ -72,7 +80,7 @@ async function call<T extends z.ZodType>(
   const dir = await scratchFolder("h-");
   const out = join(dir, `${what}.json`);
   try {
-    const outcome = await (options.runner ?? directRunner)([...argv, "--out", out], timeoutMs);
+    const outcome = await (options.runner ?? directRunner)({ ...request, out }, timeoutMs);
     const failure = failureOf(outcome, timeoutMs);
     if (failure !== null) return { failure };
     const text = await readText(out).catch(() => null);
@@ -103,8 +111,12 @@ export async function inspectTask(
   task: string,
   options: CallOptions & { probe?: boolean } = {},
 ): Promise<TaskInfo> {
-  const argv = ["inspect", "--task", resolve(task), ...(options.probe ? ["--probe"] : [])];
-  return recordOrThrow(await call(argv, taskInfoSchema, "task", options, 300_000), "inspect");
+  const request: OneRecord = {
+    command: "inspect",
+    task: resolve(task),
+    ...(options.probe ? { probe: true } : {}),
+  };
+  return recordOrThrow(await call(request, taskInfoSchema, "task", options, 300_000), "inspect");
 }
 
 /** The task's static context, or null where the harness cannot give one (the task does not load). */
@@ -112,8 +124,8 @@ export async function staticContext(
   task: string,
   options: CallOptions = {},
 ): Promise<StaticContext | null> {
-  const argv = ["static-context", "--task", resolve(task)];
-  const called = await call(argv, staticContextSchema, "static-context", options, 300_000);
+  const request: OneRecord = { command: "static-context", task: resolve(task) };
+  const called = await call(request, staticContextSchema, "static-context", options, 300_000);
   return "record" in called ? called.record : null;
 }
 
@@ -155,18 +167,17 @@ export async function staticCheck(
       : await options.contexts(options.task);
   const about =
     context !== null
-      ? ["--reference-ops", JSON.stringify(context.referenceOps), "--libraries", context.libraries]
+      ? { referenceOps: context.referenceOps, libraries: context.libraries }
       : options.task === undefined
-        ? []
-        : ["--task", resolve(options.task)];
-  const argv = [
-    "static",
-    "--candidate",
-    resolve(candidate),
+        ? {}
+        : { task: resolve(options.task) };
+  const request: OneRecord = {
+    command: "static",
+    candidate: resolve(candidate),
     ...about,
-    ...(options.relaxed ? ["--relaxed"] : []),
-  ];
-  const called = await call(argv, staticRecordSchema, "static", options, 60_000);
+    ...(options.relaxed ? { relaxed: true } : {}),
+  };
+  const called = await call(request, staticRecordSchema, "static", options, 60_000);
   return "record" in called ? called.record : failedStatic(called.failure);
 }
 
@@ -176,15 +187,17 @@ export async function build(
   candidate: string,
   options: CallOptions & { cache?: string; defines?: Defines; flags?: readonly string[] } = {},
 ): Promise<BuildRecord> {
-  const defines = Object.entries(options.defines ?? {}).flatMap(([name, value]) => [
-    "--define",
-    `${name}=${value}`,
-  ]);
-  // one argument each, NAME=VALUE style: a flag's leading "-" must not read as an option
-  const flags = (options.flags ?? []).map((flag) => `--nvcc-flag=${flag}`);
-  const cache = options.cache ?? cacheDir();
-  const argv = ["build", "--candidate", resolve(candidate), "--cache", cache, ...defines, ...flags];
-  const called = await call(argv, buildRecordSchema, "build", options, 900_000);
+  const defines = Object.entries(options.defines ?? {}).map(([name, value]) => `${name}=${value}`);
+  const request: OneRecord = {
+    command: "build",
+    candidate: resolve(candidate),
+    cache: options.cache ?? cacheDir(),
+    ...(defines.length > 0 ? { defines } : {}),
+    ...(options.flags === undefined || options.flags.length === 0
+      ? {}
+      : { nvccFlags: [...options.flags] }),
+  };
+  const called = await call(request, buildRecordSchema, "build", options, 900_000);
   return "record" in called ? called.record : failedBuild(called.failure);
 }
 
@@ -205,19 +218,17 @@ export async function verify(
   candidate: string,
   options: VerifyOptions = {},
 ): Promise<VerifyRecord> {
-  const argv = [
-    "verify",
-    "--task",
-    resolve(task),
-    "--candidate",
-    resolve(candidate),
-    ...(options.artifact ? ["--artifact", options.artifact] : []),
-    ...(options.heldout ? ["--heldout"] : []),
-    ...(options.quick ? ["--quick"] : []),
-    ...(options.device === undefined ? [] : ["--device", options.device]),
-    ...(options.seed === undefined ? [] : ["--seed", String(options.seed)]),
-  ];
-  const called = await call(argv, verifyRecordSchema, "verify", options, 600_000);
+  const request: OneRecord = {
+    command: "verify",
+    task: resolve(task),
+    candidate: resolve(candidate),
+    ...(options.artifact ? { artifact: options.artifact } : {}),
+    ...(options.heldout ? { heldout: true } : {}),
+    ...(options.quick ? { quick: true } : {}),
+    ...(options.device === undefined ? {} : { device: options.device }),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+  };
+  const called = await call(request, verifyRecordSchema, "verify", options, 600_000);
   if ("record" in called) return called.record;
   return failedVerify(called.failure, {
     task,
@@ -245,26 +256,31 @@ export type BenchOptions = CallOptions & {
 };
 
 export async function bench(task: string, options: BenchOptions = {}): Promise<BenchRecord> {
-  const argv = [
-    "bench",
-    "--task",
-    resolve(task),
-    ...(options.candidate === undefined ? [] : ["--candidate", resolve(options.candidate)]),
-    ...(options.artifact ? ["--artifact", options.artifact] : []),
-    ...(options.baseline === undefined ? [] : ["--baseline", resolve(options.baseline)]),
-    ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
-    ...(options.compile === false ? ["--no-compile"] : []),
-    ...(options.budgetS === undefined ? [] : ["--budget", String(options.budgetS)]),
-    // measured once per GPU, then read back: the harness re-measures if the GPU differs
-    "--ceilings",
-    join(cacheDir(), "ceilings.json"),
-  ];
-  const called = await call(argv, benchRecordSchema, "bench", options, 600_000);
+  const request: OneRecord = {
+    command: "bench",
+    task: resolve(task),
+    ...(options.candidate === undefined ? {} : { candidate: resolve(options.candidate) }),
+    ...(options.artifact ? { artifact: options.artifact } : {}),
+    ...timing(options),
+  };
+  const called = await call(request, benchRecordSchema, "bench", options, 600_000);
   if ("record" in called) return called.record;
   return failedBench(called.failure, {
     task,
     ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
   });
+}
+
+/** Bench's and evaluate's options about timing (the race is evaluate's only). */
+function timing(options: Omit<BenchOptions, keyof CallOptions | "candidate" | "artifact">) {
+  return {
+    ...(options.baseline === undefined ? {} : { baseline: resolve(options.baseline) }),
+    ...(options.baselineArtifact ? { baselineArtifact: options.baselineArtifact } : {}),
+    ...(options.compile === false ? { noCompile: true } : {}),
+    ...(options.budgetS === undefined ? {} : { budget: options.budgetS }),
+    // measured once per GPU, then read back: the harness re-measures if the GPU differs
+    ceilings: join(cacheDir(), "ceilings.json"),
+  };
 }
 
 export type EvaluateStage = "quick" | "verify" | "bench";
@@ -309,24 +325,20 @@ export async function evaluate(
   const outs = Object.fromEntries(
     EVALUATE_STAGES.map((stage) => [stage, join(dir, `${stage}.json`)]),
   ) as Record<EvaluateStage, string>;
-  const argv = [
-    "evaluate",
-    "--task",
-    resolve(task),
-    "--candidate",
-    resolve(candidate),
-    ...(options.artifact ? ["--artifact", options.artifact] : []),
-    ...(options.heldout ? ["--heldout"] : []),
-    ...(options.device === undefined ? [] : ["--device", options.device]),
-    ...(options.seed === undefined ? [] : ["--seed", String(options.seed)]),
-    ...(options.baseline === undefined ? [] : ["--baseline", resolve(options.baseline)]),
-    ...(options.baselineArtifact ? ["--baseline-artifact", options.baselineArtifact] : []),
-    ...(options.compile === false ? ["--no-compile"] : []),
-    ...(options.budgetS === undefined ? [] : ["--budget", String(options.budgetS)]),
-    ...(options.race === undefined ? [] : ["--race", JSON.stringify(options.race)]),
-    ...["--ceilings", join(cacheDir(), "ceilings.json")],
-    ...EVALUATE_STAGES.flatMap((stage) => [`--${stage}-out`, outs[stage]]),
-  ];
+  const request: HarnessCommand = {
+    command: "evaluate",
+    task: resolve(task),
+    candidate: resolve(candidate),
+    ...(options.artifact ? { artifact: options.artifact } : {}),
+    ...(options.heldout ? { heldout: true } : {}),
+    ...(options.device === undefined ? {} : { device: options.device }),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...timing(options),
+    ...(options.race === undefined ? {} : { race: { ...options.race } }),
+    quickOut: outs.quick,
+    verifyOut: outs.verify,
+    benchOut: outs.bench,
+  };
   const records: EvaluateRecords = { quick: null, verify: null, bench: null };
   let next = 0; // the stage whose record comes next
   let stopped = false; // a record that is not ok ended the run
@@ -363,7 +375,7 @@ export async function evaluate(
   }
   try {
     let ended = false;
-    const running = (options.runner ?? directRunner)(argv, timeoutMs).finally(() => {
+    const running = (options.runner ?? directRunner)(request, timeoutMs).finally(() => {
       ended = true;
     });
     const pollMs = options.pollMs ?? 100;
@@ -404,14 +416,14 @@ function delay(ms: number): Promise<void> {
 
 export async function device(options: CallOptions = {}): Promise<DeviceRecord> {
   return recordOrThrow(
-    await call(["device"], deviceRecordSchema, "device", options, 120_000),
+    await call({ command: "device" }, deviceRecordSchema, "device", options, 120_000),
     "device",
   );
 }
 
 export async function ceilings(options: CallOptions = {}): Promise<Ceilings> {
   return recordOrThrow(
-    await call(["ceilings"], ceilingsSchema, "ceilings", options, 300_000),
+    await call({ command: "ceilings" }, ceilingsSchema, "ceilings", options, 300_000),
     "ceilings",
   );
 }

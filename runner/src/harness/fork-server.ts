@@ -5,6 +5,7 @@ import {
   harnessResponseSchema,
   harnessStartedSchema,
   harnessWaitingSchema,
+  type HarnessCommand,
   type HarnessRequest,
   type HarnessResponse,
 } from "../../../src/shared/contract/harness-request.js";
@@ -51,8 +52,8 @@ export class ForkServer {
   }
 
   /** A HarnessRunner: runs one harness command in a forked child of the server. */
-  readonly run = (argv: readonly string[], timeoutMs: number): Promise<HarnessOutcome> => {
-    const answer = this.queue.then(() => this.send(argv, timeoutMs));
+  readonly run = (command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> => {
+    const answer = this.queue.then(() => this.send(command, timeoutMs));
     this.queue = answer.catch(() => undefined);
     return answer;
   };
@@ -67,7 +68,7 @@ export class ForkServer {
     if (!gone) server.kill();
   }
 
-  private async send(argv: readonly string[], timeoutMs: number): Promise<HarnessOutcome> {
+  private async send(command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> {
     if (this.closed) throw new HarnessError("the fork server is closed");
     if (this.deathsInARow >= this.maxDeaths) {
       throw new HarnessError(
@@ -98,7 +99,7 @@ export class ForkServer {
           hung = arm();
         },
       };
-      const request: HarnessRequest = { id, argv: [...argv], timeoutS: timeoutMs / 1000 };
+      const request: HarnessRequest = { id, request: command, timeoutS: timeoutMs / 1000 };
       server.write(JSON.stringify(request));
     });
   }

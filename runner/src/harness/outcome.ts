@@ -1,5 +1,6 @@
 // How one harness run ended, whether it ran in its own process or in a fork-server child,
 // and what that ending means for the record it was meant to write.
+import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
 import type { Failure } from "./failed-records.js";
 
 export type HarnessOutcome = {
@@ -12,8 +13,8 @@ export type HarnessOutcome = {
   log: string;
 };
 
-/** Runs `python -m evokernel_harness ARGV` somewhere and says how it ended. */
-export type HarnessRunner = (argv: readonly string[], timeoutMs: number) => Promise<HarnessOutcome>;
+/** Runs one harness command somewhere and says how it ended. */
+export type HarnessRunner = (request: HarnessCommand, timeoutMs: number) => Promise<HarnessOutcome>;
 
 /** The failure an ending stands for, or null when the run ended normally (exit 0). */
 export function failureOf(outcome: HarnessOutcome, timeoutMs: number): Failure | null {

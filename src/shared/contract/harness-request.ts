@@ -1,13 +1,126 @@
-// The fork server's protocol (docs/DESIGN.md, "The fork server"), declared once: one JSON
-// line per request on the server's stdin, JSON lines back on its stdout. The runner writes
-// requests and parses answers with these schemas (runner/src/harness/fork-server.ts); the
-// harness's tests hold server.py to the generated JSON Schemas.
+// The harness's requests and the fork server's protocol (docs/DESIGN.md, "The fork server"),
+// declared once. A harness command is one typed request (harnessCommandSchema): the runner
+// builds these (runner/src/harness/client.ts) and sends them either as one line to the fork
+// server or as one JSON argument of `python -m evokernel_harness request`; the harness turns
+// one into what its command line's flags give (evokernel_harness/command_request.py), so a
+// request's fields are the command line's options, camelCased (--baseline-artifact →
+// baselineArtifact, --define → defines, --nvcc-flag → nvccFlags). Defaults are the harness's.
+// The harness's tests hold server.py and the command line to the generated JSON Schemas.
 import { z } from "zod";
+
+const path = z.string();
+/** Where the command writes its JSON record (the harness prints it when absent). */
+const out = { out: path.optional() };
+/** A candidate's build: its artifact (from `build`), or how to build it. */
+const built = {
+  artifact: path.optional(),
+  cache: path.optional(),
+  /** NAME=VALUE, each passed to the compiler as -D. */
+  defines: z.array(z.string()).optional(),
+  /** Precision-keeping nvcc flags, each one argument (e.g. "-maxrregcount=64"). */
+  nvccFlags: z.array(z.string()).optional(),
+  seed: z.number().int().optional(),
+};
+const checked = {
+  /** Include the held-out configurations (the final verification). */
+  heldout: z.boolean().optional(),
+  device: z.enum(["cuda", "cpu"]).optional(),
+  trials: z.number().int().optional(),
+};
+const timed = {
+  baseline: path.optional(),
+  baselineArtifact: path.optional(),
+  noBaseline: z.boolean().optional(),
+  /** Skip the torch.compile baseline. */
+  noCompile: z.boolean().optional(),
+  /** The file caching this GPU's measured ceilings. */
+  ceilings: path.optional(),
+  /** Seconds of timing per configuration. */
+  budget: z.number().optional(),
+  /** Profile the reference on every configuration, never reading the probe cache. */
+  noProbeCache: z.boolean().optional(),
+  /**
+   * The search's screen only: configuration → the leader's least favourable speedup there; a
+   * candidate slower than it beyond the noise stops after that configuration.
+   */
+  race: z.record(z.string(), z.number()).optional(),
+};
+
+/** One harness command and its options. */
+export const harnessCommandSchema = z.discriminatedUnion("command", [
+  z.strictObject({ command: z.literal("device"), ...out }),
+  z.strictObject({
+    command: z.literal("static"),
+    ...out,
+    candidate: path,
+    task: path.optional(),
+    /** Flag only the reference's own ops (CPU runs, where a py candidate is plain torch). */
+    relaxed: z.boolean().optional(),
+    /** The task's reference ops (from static-context), instead of task. */
+    referenceOps: z.array(z.string()).optional(),
+    /** With referenceOps: the task's library rule. */
+    libraries: z.enum(["allow", "deny"]).optional(),
+  }),
+  z.strictObject({ command: z.literal("static-context"), ...out, task: path }),
+  z.strictObject({
+    command: z.literal("build"),
+    ...out,
+    candidate: path,
+    cache: path.optional(),
+    defines: built.defines,
+    nvccFlags: built.nvccFlags,
+    arch: z.string().optional(),
+    /** Seconds (the harness's default: 120 for evk, 900 for torch extensions). */
+    timeout: z.number().int().optional(),
+  }),
+  z.strictObject({
+    command: z.literal("inspect"),
+    ...out,
+    task: path,
+    /** Run the reference (CPU) and the degenerate-task check. */
+    probe: z.boolean().optional(),
+  }),
+  z.strictObject({
+    command: z.literal("verify"),
+    ...out,
+    task: path,
+    candidate: path.optional(),
+    ...built,
+    ...checked,
+    /** The smallest visible configuration only (a cheap first gate). */
+    quick: z.boolean().optional(),
+  }),
+  z.strictObject({
+    command: z.literal("bench"),
+    ...out,
+    task: path,
+    candidate: path.optional(),
+    ...built,
+    ...timed,
+    /** Time as the search's screen does (beside the baseline only, short head start). */
+    screen: z.boolean().optional(),
+  }),
+  // three records, one file each: no out
+  z.strictObject({
+    command: z.literal("evaluate"),
+    task: path,
+    candidate: path,
+    ...built,
+    ...checked,
+    ...timed,
+    quickOut: path,
+    verifyOut: path,
+    benchOut: path,
+  }),
+  z.strictObject({ command: z.literal("ceilings"), ...out }),
+]);
+export type HarnessCommand = z.infer<typeof harnessCommandSchema>;
+export type HarnessCommandName = HarnessCommand["command"];
 
 /** One harness command to run in a forked child, and its deadline. */
 export const harnessRequestSchema = z.strictObject({
   id: z.string(),
-  argv: z.array(z.string()),
+  request: harnessCommandSchema,
   timeoutS: z.number().nonnegative(),
 });
 export type HarnessRequest = z.infer<typeof harnessRequestSchema>;

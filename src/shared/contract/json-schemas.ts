@@ -6,6 +6,7 @@ import { z } from "zod";
 import { DTYPES, FLOAT_DTYPES, INITS, TASK_DTYPES } from "./dtypes.js";
 import { CANDIDATE_FORMATS, FORMAT_DETECTION_CASES, TASK_FORMATS } from "./formats.js";
 import {
+  harnessCommandSchema,
   harnessRequestSchema,
   harnessResponseSchema,
   harnessStartedSchema,
@@ -42,6 +43,7 @@ export function contractJsonSchemas(): Record<string, unknown> {
     "verify-record.schema.json": schemaOf(verifyRecordSchema, "verify record"),
     "bench-record.schema.json": schemaOf(benchRecordSchema, "bench record"),
     "device-record.schema.json": schemaOf(deviceRecordSchema, "device record"),
+    "harness-command.schema.json": schemaOf(harnessCommandSchema, "harness command request"),
     "harness-request.schema.json": schemaOf(harnessRequestSchema, "fork server request"),
     "harness-response.schema.json": schemaOf(
       z.union([harnessResponseSchema, harnessStartedSchema, harnessWaitingSchema]),

@@ -1,15 +1,13 @@
-"""The harness's commands, one module each: a function from the parsed command line
-(options.py) to the command's JSON record. run() runs one as the command line always has,
-for cli.py and for the fork server's children and worker (run_request), which therefore
-never go through cli.py."""
+"""The harness's commands, one module each: a function from the parsed options (options.py's
+Namespace, from the command line or from a typed request: command_request.py) to the
+command's JSON record. run() runs one as the command line always has, for cli.py and for the
+fork server's children and worker, which therefore never go through cli.py."""
 
 import argparse
-import sys
 import traceback
 from typing import Callable, Optional
 
 from .. import gpulock
-from ..options import parse
 from ..record import Record
 from .bench import cmd_bench
 from .build import cmd_build
@@ -35,11 +33,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Optional[Record]]] = {
 }
 
 
-def run(args: argparse.Namespace, argv: list[str]) -> int:
+def run(args: argparse.Namespace) -> int:
     """The command args names, its record written to --out (or stdout): exit 0, or 4 when
     the harness itself failed (its traceback on stderr). SystemExit passes through."""
     try:
-        with gpulock.held(list(argv)):  # machine-wide: one GPU job at a time
+        with gpulock.held(args):  # machine-wide: one GPU job at a time
             record = COMMANDS[args.command](args)
     except SystemExit:
         raise
@@ -49,14 +47,3 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     if record is not None:  # evaluate wrote its own records
         write_record(record, args.out)
     return 0
-
-
-def run_request(argv: list[str]) -> int:
-    """A fork server request's command line, in the process that runs it (a forked child or
-    the worker), parsed there: a usage error goes to the request's log, exit 2, as it does
-    on the command line. A request cannot start another fork server."""
-    args = parse(argv)
-    if args.command == "serve":
-        print("serve is the fork server itself, not a request", file=sys.stderr)
-        return 2
-    return run(args, argv)

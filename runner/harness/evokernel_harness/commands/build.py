@@ -15,8 +15,8 @@ def cmd_build(args: argparse.Namespace) -> Record:
     return build(
         args.candidate,
         args.cache or default_cache(),
-        parse_defines(args.define),
+        parse_defines(args.defines),
         arch,
         args.timeout,
-        parse_flags(args.nvcc_flag),
+        parse_flags(args.nvcc_flags),
     )

@@ -48,9 +48,9 @@ def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
         b = build(
             path,
             args.cache or default_cache(),
-            parse_defines(args.define),
+            parse_defines(args.defines),
             cuda_arch(),
-            flags=parse_flags(args.nvcc_flag),
+            flags=parse_flags(args.nvcc_flags),
         )
         if not b["ok"]:
             raise CandidateError(b["log"][-4000:], kind="compile-error")
