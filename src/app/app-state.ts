@@ -5,7 +5,7 @@ import type { Logger } from "probot";
 import type { EvokernelConfig } from "../shared/config.js";
 import type { Dispatcher } from "./dispatch/types.js";
 import type { GitHub, RepoRef } from "./github.js";
-import type { JobRegistry } from "./jobs.js";
+import type { JobRegistry } from "./jobs/registry.js";
 import type { WorkQueue } from "./queue.js";
 import type { SeenSet } from "./seen.js";
 
@@ -24,6 +24,6 @@ export interface AppState {
   readonly jobTimeoutMs: number;
   /** After a failed attempt to conclude a check run, the next one this much later. */
   readonly retryEndMs?: number;
-  /** Jobs an installation may have running at once (jobs.ts's default otherwise). */
+  /** Jobs an installation may have running at once (jobs/registry.ts's default otherwise). */
   readonly maxJobsPerInstallation?: number;
 }

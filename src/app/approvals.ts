@@ -3,7 +3,7 @@
 // gives must be the PR's head, character for character. A prefix is never compared with the
 // head: a commit sharing the head's first hex digits can be ground in minutes and pushed
 // after a maintainer read the other one.
-import type { Command } from "./commands.js";
+import type { Command } from "./comment-commands.js";
 import type { GitHub, Pull } from "./github.js";
 
 const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

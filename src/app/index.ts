@@ -28,13 +28,13 @@ import {
   PULL_REQUEST_ACTIONS,
 } from "./handlers/pull-request.js";
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
-import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs.js";
+import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs/registry.js";
 import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
-import { failJob, finishJob } from "./finish-job.js";
-import { reportResult } from "./report-job.js";
-import { recoverOpenChecks } from "./recover-jobs.js";
+import { failJob, finishJob } from "./jobs/finish.js";
+import { reportResult } from "./jobs/report.js";
+import { recoverOpenChecks } from "./jobs/recover.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
 

@@ -26,7 +26,7 @@ export interface AppSettings {
    */
   readonly nightly?: { tickMs: number; graceMs: number };
   /**
-   * Start-up recovery (recover-jobs.ts): the app's own open check runs concluded past their
+   * Start-up recovery (jobs/recover.ts): the app's own open check runs concluded past their
    * deadline. On unless EVOKERNEL_RECOVER=off; absent in tests, which call it by hand.
    */
   readonly recover?: { appId?: number };

@@ -112,7 +112,7 @@ it("dispatches without return_run_details and finds the run by its job id", asyn
   expect(bodies.dispatch).not.toHaveProperty("return_run_details");
   expect(bodies.check).toMatchObject({
     details_url: `${GHES}/${OWNER}/${REPO}/actions/runs/12`,
-    // The job's deadline follows (finish-job.ts, recover-jobs.ts).
+    // The job's deadline follows (jobs/finish.ts, jobs/recover.ts).
     external_id: expect.stringMatching(new RegExp(`^${jobId}@12~\\d+$`)) as unknown,
   });
 });

@@ -4,7 +4,7 @@
 // concludes its own runs past theirs (and never another app's). Strict nock throughout.
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { externalIdOf, parseExternalId } from "../../src/app/jobs.js";
+import { externalIdOf, parseExternalId } from "../../src/app/jobs/registry.js";
 import { writeZip } from "../helpers/zip-writer.js";
 import {
   API,

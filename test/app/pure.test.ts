@@ -1,9 +1,9 @@
 // The app's pure parts: the command parser, the planner and its globs, the zip reader, the
 // trimming to GitHub's limits, the queue and the memory of handled keys.
 import { describe, expect, it } from "vitest";
-import { commandKey, parseComment } from "../../src/app/commands.js";
+import { commandKey, parseComment } from "../../src/app/comment-commands.js";
 import { buildJobSpec } from "../../src/app/job-spec.js";
-import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs.js";
+import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs/registry.js";
 import { CHECK_OUTPUT_LIMIT, fitCheckOutput, trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
 import { createWorkQueue } from "../../src/app/queue.js";

@@ -5,10 +5,10 @@ import { jobKindSchema } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { parseExternalId } from "../jobs.js";
+import { parseExternalId } from "../jobs/registry.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
-import { startJob } from "../start-job.js";
+import { startJob } from "../jobs/start.js";
 import type { CheckRunEvent } from "./payloads.js";
 
 const WRITERS = new Set(["admin", "write", "maintain"]);

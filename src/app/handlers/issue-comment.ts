@@ -5,14 +5,14 @@
 import type { EvokernelConfig } from "../../shared/config.js";
 import type { AppState } from "../app-state.js";
 import { namedCommitProblem } from "../approvals.js";
-import { type Command, commandKey, HELP_TEXT, parseComment } from "../commands.js";
+import { type Command, commandKey, HELP_TEXT, parseComment } from "../comment-commands.js";
 import type { GitHub, Pull } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
+import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs/registry.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
-import { finishJob } from "../finish-job.js";
-import { startJob } from "../start-job.js";
+import { finishJob } from "../jobs/finish.js";
+import { startJob } from "../jobs/start.js";
 import type { IssueCommentEvent } from "./payloads.js";
 import { codeSpan, mdText } from "../../report/escape.js";
 

@@ -7,10 +7,10 @@ import type { AppState } from "../app-state.js";
 import { approvalCommand } from "../approvals.js";
 import type { GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs.js";
+import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
-import { startJob, supersedeJob, supersededOutput } from "../start-job.js";
+import { startJob, supersedeJob, supersededOutput } from "../jobs/start.js";
 import { cancelPull } from "./issue-comment.js";
 import type { PullRequestEvent } from "./payloads.js";
 

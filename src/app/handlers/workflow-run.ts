@@ -2,17 +2,17 @@
 // is downloaded, validated (never executed) and reported; a run that failed without one
 // turns its check run into a failure with a link. After a restart the job is found again
 // from GitHub: the check run's external_id holds its ids, and the spec is rebuilt from them
-// and the config (recovered-job.ts), not read from the artifact.
+// and the config (jobs/recovered-spec.ts), not read from the artifact.
 import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
 import { readResultArtifact } from "../dispatch/actions.js";
 import type { GitHub } from "../github.js";
-import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../jobs.js";
+import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../jobs/registry.js";
 import type { loadConfig } from "../load-config.js";
-import { recoveredSpec } from "../recovered-job.js";
+import { recoveredSpec } from "../jobs/recovered-spec.js";
 import type { ConfigParse } from "../../shared/config.js";
-import { failJob, finishJob } from "../finish-job.js";
-import { reportResult } from "../report-job.js";
+import { failJob, finishJob } from "../jobs/finish.js";
+import { reportResult } from "../jobs/report.js";
 import type { WorkflowRunEvent } from "./payloads.js";
 
 export async function handleWorkflowRun(

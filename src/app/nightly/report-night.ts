@@ -1,4 +1,4 @@
-// After a nightly job's check run is reported (report-job.ts, the path `/optimize` takes
+// After a nightly job's check run is reported (jobs/report.ts, the path `/optimize` takes
 // too): the one long-lived pull request from `evokernel/nightly`, created or updated in
 // place, the drift issue when there is nothing to propose, and the ledger written back.
 // Every write goes through the GitHub interface; what to write is decided in night.ts and

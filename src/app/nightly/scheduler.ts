@@ -9,7 +9,7 @@
 import { parseConfig, type EvokernelConfig } from "../../shared/config.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub, InstalledRepo } from "../github.js";
-import { startJob } from "../start-job.js";
+import { startJob } from "../jobs/start.js";
 import { latestRun, parseCron } from "../../shared/cron.js";
 import { nightlySpec } from "./spec.js";
 import { claimWindow } from "./state.js";

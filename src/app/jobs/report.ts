@@ -2,19 +2,24 @@
 // (found by its marker, edited in place), one review with suggested changes, a branch for
 // changes the diff cannot carry, and the check run's verdict. A failure without a result
 // turns the check run into a failure that says what to do.
-import type { ReviewResult } from "../shared/review.js";
-import { COMMENT_MARKER, mapSuggestions, renderCheckRun, renderComment } from "../report/index.js";
-import type { AppState } from "./app-state.js";
-import type { CheckAction, GitHub, Pull, ReviewComment } from "./github.js";
-import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./jobs.js";
-import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "./limits.js";
-import { reportNight } from "./nightly/report-night.js";
-import { isNightlyJob } from "./nightly/spec.js";
-import { codeSpan, mdText } from "../report/escape.js";
-import { checkReviewResult } from "../shared/result-check.js";
-import { droppedNote, type DroppedSuggestion, screenSuggestions } from "./suggestion-policy.js";
+import type { ReviewResult } from "../../shared/review.js";
+import {
+  COMMENT_MARKER,
+  mapSuggestions,
+  renderCheckRun,
+  renderComment,
+} from "../../report/index.js";
+import type { AppState } from "../app-state.js";
+import type { CheckAction, GitHub, Pull, ReviewComment } from "../github.js";
+import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./registry.js";
+import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "../limits.js";
+import { reportNight } from "../nightly/report-night.js";
+import { isNightlyJob } from "../nightly/spec.js";
+import { codeSpan, mdText } from "../../report/escape.js";
+import { checkReviewResult } from "../../shared/result-check.js";
+import { droppedNote, type DroppedSuggestion, screenSuggestions } from "../suggestion-policy.js";
 
-/** Posts a job's result, its check run last. finish-job.ts calls it with the job claimed. */
+/** Posts a job's result, its check run last. jobs/finish.ts calls it with the job claimed. */
 export async function reportResult(
   state: AppState,
   github: GitHub,

@@ -1,20 +1,20 @@
 // Starting a job: its check run first (so a person sees it at once), the head SHA checked
 // again (a push between the event or command and now supersedes it), then the dispatch,
 // and the run linked from the check run.
-import type { EvokernelConfig } from "../shared/config.js";
-import type { JobSpec } from "../shared/job.js";
-import type { AppState } from "./app-state.js";
-import type { Dispatched, Dispatcher } from "./dispatch/types.js";
-import type { GitHub } from "./github.js";
-import { armDeadline, failJob, finishJob } from "./finish-job.js";
+import type { EvokernelConfig } from "../../shared/config.js";
+import type { JobSpec } from "../../shared/job.js";
+import type { AppState } from "../app-state.js";
+import type { Dispatched, Dispatcher } from "../dispatch/types.js";
+import type { GitHub } from "../github.js";
+import { armDeadline, failJob, finishJob } from "./finish.js";
 import {
   type ActiveJob,
   checkName,
   externalIdOf,
   MAX_JOBS_PER_INSTALLATION,
   MAX_JOBS_PER_PULL,
-} from "./jobs.js";
-import { codeSpan } from "../report/escape.js";
+} from "./registry.js";
+import { codeSpan } from "../../report/escape.js";
 
 export interface StartRequest {
   readonly github: GitHub;

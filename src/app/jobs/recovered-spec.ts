@@ -4,9 +4,9 @@
 // and kind from that id; the tasks a suggestion may touch and the regression threshold from
 // the repository's config on the default branch. The artifact's copy of the spec is
 // untrusted: code from the pull request ran beside it.
-import type { ConfigParse } from "../shared/config.js";
-import type { JobSpec } from "../shared/job.js";
-import { jobKindSchema } from "../shared/job.js";
+import type { ConfigParse } from "../../shared/config.js";
+import type { JobSpec } from "../../shared/job.js";
+import { jobKindSchema } from "../../shared/job.js";
 
 /** The default branch's config lost or broken: nothing may be suggested, the usual threshold. */
 const FALLBACK_THRESHOLD = 3;

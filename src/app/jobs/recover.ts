@@ -4,9 +4,9 @@
 // job id, run id and deadline). Those past their deadline are concluded as timed out (their
 // workflow run cancelled); the others are watched, and concluded at their deadline unless a
 // result ends them first. Nothing from a run's artifact is trusted here.
-import type { AppState } from "./app-state.js";
-import type { GitHub, InstalledRepo } from "./github.js";
-import { CHECK_NAME_PREFIX, parseExternalId } from "./jobs.js";
+import type { AppState } from "../app-state.js";
+import type { GitHub, InstalledRepo } from "../github.js";
+import { CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
 
 export interface RecoverDeps {
   listRepos(): Promise<InstalledRepo[]>;

@@ -4,10 +4,10 @@
 // fails half-way still concludes the check run, as a failure that says why; if even that
 // cannot be written (GitHub down), the job goes back on the books and is tried again, so no
 // check run the app opened stays in progress for ever.
-import type { AppState } from "./app-state.js";
-import type { GitHub } from "./github.js";
-import type { ActiveJob } from "./jobs.js";
-import { CHECK_OUTPUT_LIMIT, trimTo } from "./limits.js";
+import type { AppState } from "../app-state.js";
+import type { GitHub } from "../github.js";
+import type { ActiveJob } from "./registry.js";
+import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 
 /** After a failed attempt to end a job, the next one comes this much later. */
 export const RETRY_END_MS = 60_000;
@@ -82,7 +82,7 @@ async function concludeOrRetry(
   }
 }
 
-/** Fails the job at its deadline (start-job registers it; a failed conclusion re-arms it). */
+/** Fails the job at its deadline (jobs/start.ts registers it; a failed conclusion re-arms it). */
 export function armDeadline(state: AppState, job: ActiveJob): void {
   armTimer(state, job, Math.max(0, job.deadline - Date.now()));
 }

@@ -1,10 +1,10 @@
 // A job's identity and the record the app keeps while it runs. The record lives in memory
 // for speed; what must survive a restart is written into GitHub itself: the check run's
 // external_id holds the job id, the workflow run id and the job's deadline, so a restarted
-// app can find its open check runs and conclude those past their deadline (recover-jobs.ts).
+// app can find its open check runs and conclude those past their deadline (jobs/recover.ts).
 import { randomBytes } from "node:crypto";
-import type { JobKind, JobSpec } from "../shared/job.js";
-import type { RepoRef } from "./github.js";
+import type { JobKind, JobSpec } from "../../shared/job.js";
+import type { RepoRef } from "../github.js";
 
 export interface ActiveJob {
   readonly spec: JobSpec;
