@@ -32,8 +32,7 @@ import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs/registry.js";
 import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
-import { failJob, finishJob } from "./jobs/finish.js";
-import { reportResult } from "./jobs/report.js";
+import { endJob } from "./jobs/finish.js";
 import { recoverOpenChecks } from "./jobs/recover.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
@@ -128,18 +127,12 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
     async function finishLocal(spec: JobSpec, outcome: JobOutcome): Promise<void> {
       const job = current.jobs.get(spec.id);
       if (!job) return;
-      const github = await current.githubFor(job.installationId, job.repo);
-      if (outcome.kind === "failed") {
-        await failJob(
-          current,
-          github,
-          job,
-          `The job failed on the app's machine: ${outcome.message}`,
-        );
-        return;
-      }
-      await finishJob(current, github, job, "reporting the result", () =>
-        reportResult(current, github, job, outcome.review),
+      await endJob(
+        current,
+        await current.githubFor(job.installationId, job.repo),
+        job,
+        outcome,
+        "local",
       );
     }
 

@@ -117,7 +117,7 @@ async function runInWorktree(
         kind: "failed",
         message: `the runner took over ${Math.round(options.timeoutMs / 60_000)} minutes and was stopped; give the job a smaller budget`,
       };
-    return await readOutcome(outFile, spec, run.exitCode, run.all ?? "");
+    return await readOutcome(outFile, run.exitCode, run.all ?? "");
   } finally {
     await spawnProcess(
       "git",
@@ -158,7 +158,6 @@ async function ensureCommit(
 
 async function readOutcome(
   outFile: string,
-  spec: JobSpec,
   exitCode: number | undefined,
   log: string,
 ): Promise<JobOutcome> {
@@ -189,9 +188,7 @@ async function readOutcome(
       kind: "failed",
       message: `the runner's result does not match the review schema (${mdText(parsed.errors.slice(0, 3).join("; "))}); update the runner`,
     };
-  if (parsed.result.job.id !== spec.id || parsed.result.job.sha !== spec.sha) {
-    return { kind: "failed", message: "the runner's result is for another job; re-run this one" };
-  }
+  // Whether it names this job and commit is checked where every job ends (jobs/finish.ts).
   return { kind: "result", review: parsed.result };
 }
 

@@ -8,11 +8,10 @@ import { namedCommitProblem } from "../approvals.js";
 import { type Command, commandKey, HELP_TEXT, parseComment } from "../comment-commands.js";
 import type { GitHub, Pull } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs/registry.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
-import { finishJob } from "../jobs/finish.js";
 import { startJob } from "../jobs/start.js";
+import { cancelPull } from "../jobs/stop.js";
 import type { IssueCommentEvent } from "./payloads.js";
 import { codeSpan, mdText } from "../../report/escape.js";
 
@@ -142,49 +141,4 @@ async function tasksFor(
   if (plan.kind === "none") return undefined;
   // Empty: the runner reviews every task whose files changed (a shared file changed).
   return plan.kind === "tasks" ? plan.tasks : [];
-}
-
-/**
- * Every running job of the PR stops; its check run says why (`/cancel`, or the PR closed).
- * Jobs in memory first, then the head's open check runs of the app (after a restart).
- */
-export async function cancelPull(
-  state: AppState,
-  github: GitHub,
-  pull: Pick<Pull, "number" | "headSha">,
-  why = "Cancelled by `/cancel`.",
-): Promise<void> {
-  const handled = new Set<number>();
-  for (const job of state.jobs.forPull(github.repo, pull.number)) {
-    handled.add(job.checkRunId);
-    await finishJob(state, github, job, "cancelling the job", async () => {
-      for (const dispatcher of state.dispatchers)
-        await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
-      await github.updateCheckRun(job.checkRunId, cancelledUpdate(why));
-    });
-  }
-  for (const run of await github.listCheckRuns(pull.headSha)) {
-    if (
-      !run.name.startsWith(CHECK_NAME_PREFIX) ||
-      run.status === "completed" ||
-      handled.has(run.id)
-    )
-      continue;
-    const ids = parseExternalId(run.externalId);
-    if (!ids) continue;
-    for (const dispatcher of state.dispatchers)
-      await dispatcher.cancel(ids.jobId, ids.runId, github).catch(() => undefined);
-    await github.updateCheckRun(run.id, cancelledUpdate(why));
-  }
-}
-
-function cancelledUpdate(why: string) {
-  return {
-    status: "completed" as const,
-    conclusion: "cancelled" as const,
-    output: {
-      title: "Cancelled",
-      summary: `${why} Comment \`/bench\` (or \`/optimize\`) to run it again.`,
-    },
-  };
 }

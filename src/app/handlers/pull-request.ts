@@ -7,11 +7,11 @@ import type { AppState } from "../app-state.js";
 import { approvalCommand } from "../approvals.js";
 import type { GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { CHECK_NAME_PREFIX, checkName, parseExternalId } from "../jobs/registry.js";
+import { checkName } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
-import { startJob, supersedeJob, supersededOutput } from "../jobs/start.js";
-import { cancelPull } from "./issue-comment.js";
+import { startJob } from "../jobs/start.js";
+import { cancelPull, supersedeOldJobs } from "../jobs/stop.js";
 import type { PullRequestEvent } from "./payloads.js";
 
 export const PULL_REQUEST_ACTIONS = [
@@ -30,7 +30,7 @@ export async function handlePullRequest(
 ): Promise<void> {
   const pr = event.pull_request;
   if (event.action === "synchronize" && event.before)
-    await supersedeOldJobs(state, github, event, pr.head.sha);
+    await supersedeOldJobs(state, github, { number: pr.number, before: event.before }, pr.head.sha);
   if (pr.state !== "open" || pr.draft === true) return;
   if (!config.ok) {
     await github.createCheckRun(checkName("review"), pr.head.sha, {
@@ -88,44 +88,4 @@ export async function handlePullClosed(
     { number: pr.number, headSha: pr.head.sha },
     "The pull request was closed.",
   );
-}
-
-/** The jobs of the commit a push replaced: cancelled, their check runs neutral "superseded". */
-async function supersedeOldJobs(
-  state: AppState,
-  github: GitHub,
-  event: PullRequestEvent,
-  newSha: string,
-): Promise<void> {
-  const handled = new Set<number>();
-  for (const job of state.jobs.forPull(github.repo, event.pull_request.number)) {
-    if (job.spec.sha === newSha) continue;
-    handled.add(job.checkRunId);
-    await supersedeJob(state, github, job, newSha);
-  }
-  // After a restart the registry is empty: the check runs on the old commit still say which
-  // jobs were in flight (external_id holds the job and run ids).
-  const before = event.before;
-  if (!before || /^0+$/.test(before)) return;
-  const runs = await github.listCheckRuns(before);
-  for (const run of runs) {
-    if (
-      !run.name.startsWith(CHECK_NAME_PREFIX) ||
-      run.status === "completed" ||
-      handled.has(run.id)
-    )
-      continue;
-    const ids = parseExternalId(run.externalId);
-    if (!ids) continue;
-    for (const dispatcher of state.dispatchers) {
-      await dispatcher.cancel(ids.jobId, ids.runId, github).catch((error: unknown) => {
-        state.log.warn({ err: error, job: ids.jobId }, "cancel failed");
-      });
-    }
-    await github.updateCheckRun(run.id, {
-      status: "completed",
-      conclusion: "neutral",
-      output: supersededOutput(newSha),
-    });
-  }
 }

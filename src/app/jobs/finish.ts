@@ -5,9 +5,11 @@
 // cannot be written (GitHub down), the job goes back on the books and is tried again, so no
 // check run the app opened stays in progress for ever.
 import type { AppState } from "../app-state.js";
+import type { JobOutcome } from "../dispatch/types.js";
 import type { GitHub } from "../github.js";
 import type { ActiveJob } from "./registry.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
+import { reportResult } from "./report.js";
 
 /** After a failed attempt to end a job, the next one comes this much later. */
 export const RETRY_END_MS = 60_000;
@@ -40,6 +42,41 @@ export async function finishJob(
     );
     return true;
   }
+}
+
+/**
+ * Ends `job` with what its backend handed back, the one way both backends end a job: a
+ * failure concludes the check run with its message; a result (already read against the
+ * review schema by the backend) counts only if it names the job and commit that were
+ * dispatched (code from the PR ran beside it), and is then reported.
+ */
+export async function endJob(
+  state: AppState,
+  github: GitHub,
+  job: ActiveJob,
+  outcome: JobOutcome,
+  backend: "actions" | "local",
+): Promise<void> {
+  const where = backend === "local" ? "The job failed on the app's machine: " : "";
+  if (outcome.kind === "failed") {
+    await failJob(state, github, job, `${where}${outcome.message}`);
+    return;
+  }
+  const { review } = outcome;
+  if (review.job.id !== job.spec.id || review.job.sha !== job.spec.sha) {
+    await failJob(
+      state,
+      github,
+      job,
+      backend === "local"
+        ? `${where}the runner's result is for another job; re-run this one`
+        : "The run's result names another job or commit than the one dispatched; re-run with `/bench`.",
+    );
+    return;
+  }
+  await finishJob(state, github, job, "reporting the result", () =>
+    reportResult(state, github, job, review),
+  );
 }
 
 /** The check run becomes a failure with `message`; the job is done. */

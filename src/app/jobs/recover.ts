@@ -4,9 +4,14 @@
 // job id, run id and deadline). Those past their deadline are concluded as timed out (their
 // workflow run cancelled); the others are watched, and concluded at their deadline unless a
 // result ends them first. Nothing from a run's artifact is trusted here.
+// And a run whose result arrives for a job the registry does not hold (a restart between
+// dispatch and result): the job is rebuilt from its check run and the config (recoverJob).
+import type { ConfigParse } from "../../shared/config.js";
+import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub, InstalledRepo } from "../github.js";
-import { CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
+import { recoveredSpec } from "./recovered-spec.js";
+import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
 
 export interface RecoverDeps {
   listRepos(): Promise<InstalledRepo[]>;
@@ -97,4 +102,44 @@ function timedOutUpdate(runId: number | undefined, detailsUrl: string | null) {
         "Comment `/bench` (or `/optimize`) to run it again.",
     },
   };
+}
+
+/** The job of a run the app does not remember: the open check run on the result's commit. */
+export async function recoverJob(
+  state: AppState,
+  github: GitHub,
+  review: ReviewResult,
+  runId: number,
+  installationId: number,
+  config: ConfigParse | undefined,
+): Promise<ActiveJob | undefined> {
+  const live = state.jobs.get(review.job.id);
+  if (live) {
+    // Dispatched without run details (an older GitHub): this run is the job's.
+    if (live.runId !== undefined && live.runId !== runId) return undefined;
+    state.jobs.setRun(live.spec.id, runId, undefined);
+    return live;
+  }
+  const runs = await github.listCheckRuns(review.job.sha);
+  const match = runs.find((checkRun) => {
+    if (!checkRun.name.startsWith(CHECK_NAME_PREFIX) || checkRun.status === "completed")
+      return false;
+    const ids = parseExternalId(checkRun.externalId);
+    return ids?.jobId === review.job.id && (ids.runId === undefined || ids.runId === runId);
+  });
+  if (!match) return undefined;
+  // The artifact's spec is untrusted: what the report relies on comes from the app's own.
+  const { spec, threshold } = recoveredSpec(review.job, match, config);
+  const job: ActiveJob = {
+    spec,
+    installationId,
+    repo: github.repo,
+    checkRunId: match.id,
+    threshold,
+    runId,
+    deadline: parseExternalId(match.externalId)?.deadline ?? Date.now() + state.jobTimeoutMs,
+    ...(match.detailsUrl ? { runUrl: match.detailsUrl } : {}),
+  };
+  state.jobs.add(job);
+  return job;
 }

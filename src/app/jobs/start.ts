@@ -6,7 +6,7 @@ import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { Dispatched, Dispatcher } from "../dispatch/types.js";
 import type { GitHub } from "../github.js";
-import { armDeadline, failJob, finishJob } from "./finish.js";
+import { armDeadline, failJob } from "./finish.js";
 import {
   type ActiveJob,
   checkName,
@@ -15,6 +15,7 @@ import {
   MAX_JOBS_PER_PULL,
 } from "./registry.js";
 import { codeSpan } from "../../report/escape.js";
+import { supersededOutput } from "./stop.js";
 
 export interface StartRequest {
   readonly github: GitHub;
@@ -185,34 +186,6 @@ function completedCheck(
     externalId: externalIdOf(spec.id),
     output,
   });
-}
-
-/** A newer commit replaced this job's: stop it and say so (neutral, not a failure). */
-export async function supersedeJob(
-  state: AppState,
-  github: GitHub,
-  job: ActiveJob,
-  newSha: string,
-): Promise<void> {
-  await finishJob(state, github, job, "superseding the job", async () => {
-    for (const dispatcher of state.dispatchers) {
-      await dispatcher.cancel(job.spec.id, job.runId, github).catch((error: unknown) => {
-        state.log.warn({ err: error, job: job.spec.id }, "cancel failed");
-      });
-    }
-    await github.updateCheckRun(job.checkRunId, {
-      status: "completed",
-      conclusion: "neutral",
-      output: supersededOutput(newSha),
-    });
-  });
-}
-
-export function supersededOutput(newSha: string): { title: string; summary: string } {
-  return {
-    title: "Superseded",
-    summary: `A newer commit (${newSha.slice(0, 7)}) replaced this one; its own check run has the result. To run a command on it, comment again.`,
-  };
 }
 
 function queuedSummary(spec: JobSpec): string {
