@@ -122,6 +122,32 @@ describe("a job's check run always ends", () => {
   });
 });
 
+describe("a result", () => {
+  it("counts only if it names the job and commit that were dispatched", async () => {
+    harness = await startHarness();
+    const jobId = await openPullWithJob();
+    // Code from the PR ran beside the result: it names another PR's job.
+    const other = reviewFixture(jobId.replace(/^review-7-/, "review-8-"));
+    nock(API)
+      .get(`${R}/actions/runs/4242/artifacts`)
+      .query({ name: "evokernel-result", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        artifacts: [{ id: 77, name: "evokernel-result", expired: false }],
+      })
+      .get(`${R}/actions/artifacts/77/zip`)
+      .reply(200, writeZip({ "r.json": JSON.stringify(other) }), {
+        "content-type": "application/zip",
+      })
+      // Nothing is posted: no PR read, no comment, no review; the check run fails.
+      .patch(`${R}/check-runs/900`, record)
+      .reply(200, { id: 900 });
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+    expect(JSON.stringify(bodies[0])).toContain("names another job or commit");
+  });
+});
+
 describe("deadlines", () => {
   it("are written into external_id and read back", () => {
     const deadline = Date.UTC(2026, 10, 25, 12, 0, 0);
@@ -236,6 +262,33 @@ describe("what a pull request may queue, and closing it", () => {
       status: "completed",
       conclusion: "neutral",
       output: { title: "Not started: too many jobs" },
+    });
+  });
+
+  it("caps the jobs one installation has running, all its pull requests together", async () => {
+    harness = await startHarness({ maxJobsPerInstallation: 1 });
+    await openPullWithJob();
+    nock(API)
+      .get(CONFIG_PATH)
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/pulls/8/files`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+      ])
+      // Another pull request of the same installation: no dispatch, a neutral check run.
+      .post(`${R}/check-runs`, record)
+      .reply(201, { id: 961 });
+    await harness.receive("pull_request", pullRequestPayload("opened", { number: 8 }));
+    expect(bodies[0]).toMatchObject({
+      status: "completed",
+      conclusion: "neutral",
+      output: {
+        title: "Not started: too many jobs",
+        summary: expect.stringContaining(
+          "This installation already has 1 evokernel jobs",
+        ) as unknown,
+      },
     });
   });
 
