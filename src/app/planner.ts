@@ -20,6 +20,12 @@ export type TaskPlan =
 
 type TaskRootConfig = Pick<EvokernelConfig, "tasks" | "paths">;
 
+/**
+ * GitHub lists at most this many files of a pull request (pulls.listFiles, every page); a
+ * list this long may be cut short, so the files past it are never seen here.
+ */
+export const LISTED_FILES_CAP = 3000;
+
 /** Which tasks the changed files touch, by the config's `tasks` roots and `paths` globs. */
 export function planTasks(config: TaskRootConfig, files: readonly ChangedFile[]): TaskPlan {
   const marks = config.paths === undefined ? undefined : pathFilter(config.paths);
@@ -35,7 +41,9 @@ export function planTasks(config: TaskRootConfig, files: readonly ChangedFile[])
       else if (marked === true) outside = true;
     }
   }
-  if (outside) return { kind: "all" };
+  // A list GitHub may have cut: the runner's own git diff (a job with no tasks named)
+  // finds the changed tasks among all of them, so a task past file 3,000 is not missed.
+  if (outside || files.length >= LISTED_FILES_CAP) return { kind: "all" };
   if (tasks.size === 0) return { kind: "none" };
   return { kind: "tasks", tasks: [...tasks].sort() };
 }

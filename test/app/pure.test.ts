@@ -163,6 +163,13 @@ describe("planTasks", () => {
     expect(planTasks(config, [{ filename: "csrc/common.cuh" }])).toEqual({ kind: "all" });
   });
 
+  it("leaves a PR of 3,000 files or more to the runner's git diff: GitHub lists no more", () => {
+    const listed = Array.from({ length: 3000 }, (_, i) => ({ filename: `docs/${i}.md` }));
+    // No task among the files GitHub listed; one may lie past them.
+    expect(planTasks(roots, listed)).toEqual({ kind: "all" });
+    expect(planTasks(roots, listed.slice(1))).toEqual({ kind: "none" });
+  });
+
   it("takes glob roots as the matched prefix", () => {
     expect(taskOf(["ops/*/cuda"], "ops/relu/cuda/k.cu")).toBe("ops/relu/cuda");
     expect(resolveTaskNames(["kernels"], ["softmax", "other/gemm"])).toEqual([
