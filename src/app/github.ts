@@ -5,7 +5,7 @@ import type { ProbotOctokit } from "probot";
 import { z } from "zod";
 import { boundedChunks, checkAnnounced } from "./bounded-read.js";
 import { ConfigFileError, fetchConfig } from "./config-file.js";
-import { fitCheckOutput } from "./limits.js";
+import { COMMENT_LIMIT, fitCheckOutput, fitTitle, trimTo } from "./limits.js";
 import { acceptsRunDetails } from "./server-features.js";
 
 /** A result artifact is small; its download (from blob storage) gets two minutes at most. */
@@ -391,10 +391,12 @@ export function createGitHub(
     },
     async createComment(issue, body) {
       await call(`comment on #${issue}`, () =>
-        octokit.rest.issues.createComment({ ...base, issue_number: issue, body }),
+        octokit.rest.issues.createComment({ ...base, issue_number: issue, body: fit(body) }),
       );
     },
-    async upsertComment(issue, marker, body) {
+    async upsertComment(issue, marker, text) {
+      // The marker leads the body (the report's renderer puts it first): trimming keeps it.
+      const body = fit(text);
       await withLock(`${owner}/${name}#${issue}`, async () => {
         const login = await identity.login();
         const ours = async () =>
@@ -627,8 +629,12 @@ export function createGitHub(
           pull_number: pr,
           commit_id: commitId,
           event: "COMMENT",
-          body: marker === undefined ? body : `${body}\n\n${marker}`,
-          comments: comments.map((comment) => ({ ...comment })),
+          // The marker follows the body: the body is trimmed to leave room for it.
+          body:
+            marker === undefined
+              ? fit(body)
+              : `${trimTo(body, { ...COMMENT_LIMIT, max: COMMENT_LIMIT.max - marker.length - 2 })}\n\n${marker}`,
+          comments: comments.map((comment) => ({ ...comment, body: fit(comment.body) })),
         }),
       );
     },
@@ -748,7 +754,13 @@ export function createGitHub(
     },
     async createPull(head, baseRef, title, body) {
       const { data } = await call(`open a PR from ${head}`, () =>
-        octokit.rest.pulls.create({ ...base, head, base: baseRef, title, body }),
+        octokit.rest.pulls.create({
+          ...base,
+          head,
+          base: baseRef,
+          title: fitTitle(title),
+          body: fit(body),
+        }),
       );
       return z.object({ html_url: z.string() }).parse(data).html_url;
     },
@@ -850,13 +862,24 @@ export function createGitHub(
     },
     async openPull(head, baseRef, title, body) {
       const { data } = await call(`open a PR from ${head}`, () =>
-        octokit.rest.pulls.create({ ...base, head, base: baseRef, title, body }),
+        octokit.rest.pulls.create({
+          ...base,
+          head,
+          base: baseRef,
+          title: fitTitle(title),
+          body: fit(body),
+        }),
       );
       return toPullSummary(pullSummarySchema.parse(data));
     },
     async updatePull(pr, title, body) {
       await call(`update PR #${pr}`, () =>
-        octokit.rest.pulls.update({ ...base, pull_number: pr, title, body }),
+        octokit.rest.pulls.update({
+          ...base,
+          pull_number: pr,
+          title: fitTitle(title),
+          body: fit(body),
+        }),
       );
     },
     async upsertIssue(marker, label, title, body) {
@@ -869,12 +892,22 @@ export function createGitHub(
         .find((issue) => issue.body?.includes(marker) === true);
       if (ours) {
         await call(`update issue #${ours.number}`, () =>
-          octokit.rest.issues.update({ ...base, issue_number: ours.number, title, body }),
+          octokit.rest.issues.update({
+            ...base,
+            issue_number: ours.number,
+            title: fitTitle(title),
+            body: fit(body),
+          }),
         );
         return ours.number;
       }
       const created = await call("open an issue", () =>
-        octokit.rest.issues.create({ ...base, title, body, labels: [label] }),
+        octokit.rest.issues.create({
+          ...base,
+          title: fitTitle(title),
+          body: fit(body),
+          labels: [label],
+        }),
       );
       return z.object({ number: z.number().int() }).parse(created.data).number;
     },
@@ -952,6 +985,14 @@ function toCheckRun(run: z.infer<typeof checkRunSchema>): CheckRun {
     detailsUrl: run.details_url ?? null,
     appId: run.app?.id ?? null,
   };
+}
+
+/**
+ * Every comment, review, pull request and issue body the app sends, inside GitHub's 65,536
+ * characters (a longer one is refused with 422), however its caller built it.
+ */
+function fit(body: string): string {
+  return trimTo(body, COMMENT_LIMIT);
 }
 
 function shaOf(data: unknown): string {

@@ -52,6 +52,16 @@ function trimmedAt(text: string, length: number, note: string): string {
   return head + closers + note;
 }
 
+/** Issue and pull request titles (GitHub refuses a longer one with 422). */
+export const TITLE_LIMIT = 256;
+
+export function fitTitle(title: string): string {
+  if (title.length <= TITLE_LIMIT) return title;
+  let head = title.slice(0, TITLE_LIMIT - 1);
+  if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+  return `${head}…`;
+}
+
 /** A check run's output inside GitHub's byte limits, whoever built it. */
 export function fitCheckOutput<T extends { summary: string; text?: string }>(output: T): T {
   return {

@@ -141,3 +141,64 @@ describe("the review", () => {
     expect(bodies).toEqual(["found\n\n<!-- evokernel:review review-7-aaaaaaa-123456 -->"]);
   });
 });
+
+describe("every text the app sends", () => {
+  // GitHub refuses a body past 65,536 characters or a title past 256 with 422: a write that
+  // fails that way leaves a comment unposted or a check run stuck.
+  const LONG = "- `kernels/softmax` is invalid: unknown key\n".repeat(2000);
+
+  it("fits GitHub's limits, whoever built it: comments, reviews and their comments", async () => {
+    const sent: { body: string; comments?: { body: string }[] }[] = [];
+    const keep = (body: { body: string; comments?: { body: string }[] }) => {
+      sent.push(body);
+      return true;
+    };
+    nock(API)
+      .post(`${R}/issues/7/comments`, keep)
+      .reply(201, { id: 1 })
+      .get(`${R}/pulls/7/reviews`)
+      .query({ per_page: 100 })
+      .reply(200, [])
+      .post(`${R}/pulls/7/reviews`, keep)
+      .reply(200, { id: 1 });
+    expect(LONG.length).toBeGreaterThan(65_536);
+    await github.createComment(7, LONG);
+    await github.createReview(
+      7,
+      "a".repeat(40),
+      LONG,
+      [{ path: "k.cu", line: 1, side: "RIGHT", body: LONG }],
+      "review-7-aaaaaaa-123456",
+    );
+    const [comment, review] = sent;
+    expect(comment?.body.length).toBeLessThanOrEqual(65_536);
+    expect(comment?.body).toMatch(/trimmed to GitHub's size limit/);
+    expect(review?.body.length).toBeLessThanOrEqual(65_536);
+    // The marker that finds the review again survives the trim.
+    expect(review?.body.endsWith("<!-- evokernel:review review-7-aaaaaaa-123456 -->")).toBe(true);
+    expect(review?.comments?.[0]?.body.length).toBeLessThanOrEqual(65_536);
+  });
+
+  it("fits them in pull requests and issues: bodies and titles", async () => {
+    const sent: { title: string; body: string }[] = [];
+    const keep = (body: { title: string; body: string }) => {
+      sent.push(body);
+      return true;
+    };
+    nock(API)
+      .post(`${R}/pulls`, keep)
+      .reply(201, { number: 9, state: "open", merged_at: null, html_url: "https://x/9" })
+      .get(`${R}/issues`)
+      .query({ labels: "evokernel", state: "open", per_page: 100 })
+      .reply(200, [])
+      .post(`${R}/issues`, keep)
+      .reply(201, { number: 10 });
+    await github.openPull("evokernel/nightly", "main", "t".repeat(300), LONG);
+    await github.upsertIssue("<!-- m -->", "evokernel", "t".repeat(300), `<!-- m -->\n${LONG}`);
+    for (const body of sent) {
+      expect(body.title.length).toBeLessThanOrEqual(256);
+      expect(body.body.length).toBeLessThanOrEqual(65_536);
+    }
+    expect(sent[1]?.body.startsWith("<!-- m -->")).toBe(true);
+  });
+});
