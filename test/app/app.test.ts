@@ -376,6 +376,40 @@ describe("results from a workflow run", () => {
     expect((bodies.check?.[0] as { conclusion: string }).conclusion).toBe("failure");
   });
 
+  it("after a restart, matches a check run without a run id only to the run its run-name names", async () => {
+    const jobId = "review-7-aaaaaaa-123456";
+    mockConfig(github());
+    mockArtifact(writeZip({ "r.json": JSON.stringify(reviewFixture(jobId)) }));
+    github()
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 906,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "in_progress",
+            // Dispatched on GHES, the run never found: no run id in external_id.
+            external_id: `${jobId}~${Math.floor(Date.now() / 1000) + 3600}`,
+            details_url: null,
+          },
+        ],
+      });
+    const unmatched: string[] = [];
+    const onNoMatch = (request: { method?: string; path?: string }) =>
+      unmatched.push(`${request.method ?? "?"} ${request.path ?? "?"}`);
+    nock.emitter.on("no match", onNoMatch);
+    // Run 4242 was dispatched for another job; its artifact names this one.
+    await harness.receive(
+      "workflow_run",
+      workflowRunPayload(4242, "success", "evokernel review review-9-ccccccc-000000"),
+    );
+    nock.emitter.removeListener("no match", onNoMatch);
+    expect(unmatched).toEqual([]);
+  });
+
   it("finds the job by the result's id when GitHub gave no run details", async () => {
     mockConfig(github())
       .get(`${R}/pulls/7/files`)
@@ -418,10 +452,52 @@ describe("results from a workflow run", () => {
       ])
       .patch(`${R}/check-runs/907`, record("check"))
       .reply(200, { id: 907 });
-    await harness.receive("workflow_run", workflowRunPayload(4343, "success"));
+    // The run's run-name names the job: only that run may claim it.
+    await harness.receive(
+      "workflow_run",
+      workflowRunPayload(4343, "success", `evokernel review ${spec.id}`),
+    );
     expect((bodies.check?.[0] as { details_url: string }).details_url).toBe(
       "https://github.com/octo/kernels/actions/runs/4343",
     );
+  });
+
+  it("lets no other run claim a job dispatched without run details, whatever its result says", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(204)
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 907 });
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+    const spec = JSON.parse((bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec) as {
+      id: string;
+    };
+    // Another job's run (its run-name says so) uploads a result naming this job.
+    mockConfig(github())
+      .get(`${R}/actions/runs/4344/artifacts`)
+      .query({ name: "evokernel-result", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        artifacts: [{ id: 79, name: "evokernel-result", expired: false }],
+      })
+      .get(`${R}/actions/artifacts/79/zip`)
+      .reply(200, writeZip({ "result.json": JSON.stringify(reviewFixture(spec.id)) }), {
+        "content-type": "application/zip",
+      });
+    const unmatched: string[] = [];
+    const onNoMatch = (request: { method?: string; path?: string }) =>
+      unmatched.push(`${request.method ?? "?"} ${request.path ?? "?"}`);
+    nock.emitter.on("no match", onNoMatch);
+    await harness.receive(
+      "workflow_run",
+      workflowRunPayload(4344, "success", "evokernel review review-3-bbbbbbb-000000"),
+    );
+    nock.emitter.removeListener("no match", onNoMatch);
+    // Nothing read or posted for the job, its check run untouched.
+    expect(unmatched).toEqual([]);
   });
 
   it("fails a job whose run never reports, with a link, and cancels the run", async () => {

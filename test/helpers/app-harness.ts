@@ -165,7 +165,7 @@ export function commentPayload(
   };
 }
 
-export function workflowRunPayload(runId: number, conclusion: string): Example {
+export function workflowRunPayload(runId: number, conclusion: string, title?: string): Example {
   const payload = example("workflow_run", "completed");
   const run = payload.workflow_run as Example;
   return {
@@ -180,6 +180,8 @@ export function workflowRunPayload(runId: number, conclusion: string): Example {
       conclusion,
       html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/${runId}`,
       path: ".github/workflows/evokernel.yml",
+      // The example workflow's run-name: `evokernel <kind> <job id>`.
+      display_title: title ?? `evokernel review run-${runId}`,
     },
   };
 }

@@ -60,6 +60,9 @@ export const workflowRunEventSchema = z.object({
     conclusion: z.string().nullable(),
     html_url: z.string(),
     path: z.string(),
+    // The run-name: the example workflow puts the job id in it (a run GitHub did not name
+    // at dispatch is matched to its job by it). Absent from older servers' payloads.
+    display_title: z.string().optional(),
   }),
 });
 export type WorkflowRunEvent = z.infer<typeof workflowRunEventSchema>;

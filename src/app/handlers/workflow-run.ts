@@ -38,7 +38,12 @@ export async function handleWorkflowRun(
     await endJob(state, github, job, { kind: "failed", message }, "actions");
     return;
   }
-  job ??= await recoverJob(state, github, read.review, run.id, event.installation.id, config);
+  job ??= await recoverJob(state, github, read.review, {
+    runId: run.id,
+    ...(run.display_title === undefined ? {} : { title: run.display_title }),
+    installationId: event.installation.id,
+    config,
+  });
   if (!job) {
     state.log.info(
       { run: run.id, job: read.review.job.id },

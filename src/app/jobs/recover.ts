@@ -104,19 +104,33 @@ function timedOutUpdate(runId: number | undefined, detailsUrl: string | null) {
   };
 }
 
-/** The job of a run the app does not remember: the open check run on the result's commit. */
+/** The run a result came from, as GitHub's workflow_run event says (not the artifact). */
+export interface FinishedRun {
+  readonly runId: number;
+  /** Its run-name, which names the job it was dispatched for. */
+  readonly title?: string;
+  readonly installationId: number;
+  readonly config: ConfigParse | undefined;
+}
+
+/**
+ * The job of a run the app does not remember by its run id: the open check run on the
+ * result's commit whose external_id names this run, or (dispatched without run details, so
+ * no run id was written) whose job the run's own run-name names. The result's job id only
+ * points the way: a run dispatched for another job cannot claim this one.
+ */
 export async function recoverJob(
   state: AppState,
   github: GitHub,
   review: ReviewResult,
-  runId: number,
-  installationId: number,
-  config: ConfigParse | undefined,
+  run: FinishedRun,
 ): Promise<ActiveJob | undefined> {
+  const { runId } = run;
   const live = state.jobs.get(review.job.id);
   if (live) {
-    // Dispatched without run details (an older GitHub): this run is the job's.
-    if (live.runId !== undefined && live.runId !== runId) return undefined;
+    if (live.runId !== undefined) return live.runId === runId ? live : undefined;
+    // Dispatched without run details (an older GitHub): this run must be the job's.
+    if (!runNames(run, live.spec.id)) return undefined;
     state.jobs.setRun(live.spec.id, runId, undefined);
     return live;
   }
@@ -125,14 +139,15 @@ export async function recoverJob(
     if (!checkRun.name.startsWith(CHECK_NAME_PREFIX) || checkRun.status === "completed")
       return false;
     const ids = parseExternalId(checkRun.externalId);
-    return ids?.jobId === review.job.id && (ids.runId === undefined || ids.runId === runId);
+    if (ids?.jobId !== review.job.id) return false;
+    return ids.runId === undefined ? runNames(run, ids.jobId) : ids.runId === runId;
   });
   if (!match) return undefined;
   // The artifact's spec is untrusted: what the report relies on comes from the app's own.
-  const { spec, threshold } = recoveredSpec(review.job, match, config);
+  const { spec, threshold } = recoveredSpec(review.job, match, run.config);
   const job: ActiveJob = {
     spec,
-    installationId,
+    installationId: run.installationId,
     repo: github.repo,
     checkRunId: match.id,
     threshold,
@@ -142,4 +157,9 @@ export async function recoverJob(
   };
   state.jobs.add(job);
   return job;
+}
+
+/** The run's run-name holds the job id as a word (action/example-workflow.yml). */
+function runNames(run: FinishedRun, jobId: string): boolean {
+  return run.title?.split(/\s+/).includes(jobId) === true;
 }
