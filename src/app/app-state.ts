@@ -5,6 +5,7 @@ import type { Logger } from "probot";
 import type { EvokernelConfig } from "../shared/config.js";
 import type { Dispatcher } from "./dispatch/types.js";
 import type { GitHub, RepoRef } from "./github.js";
+import type { EarlyRuns } from "./jobs/early-runs.js";
 import type { JobRegistry } from "./jobs/registry.js";
 import type { WorkQueue } from "./queue.js";
 import type { SeenSet } from "./seen.js";
@@ -13,6 +14,8 @@ export interface AppState {
   readonly queue: WorkQueue;
   readonly seen: SeenSet;
   readonly jobs: JobRegistry;
+  /** Runs that ended before their job was registered, handled again when it is. */
+  readonly earlyRuns: EarlyRuns;
   readonly log: Logger;
   /** The backend for a repository's config, or why none may run there. */
   dispatcherFor(config: Pick<EvokernelConfig, "dispatch">): Dispatcher | string;

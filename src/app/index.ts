@@ -32,6 +32,7 @@ import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs/registry.js";
 import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
+import { createEarlyRuns } from "./jobs/early-runs.js";
 import { endJob } from "./jobs/finish.js";
 import { recoverOpenChecks } from "./jobs/recover.js";
 import { createSeenSet } from "./seen.js";
@@ -41,6 +42,8 @@ export interface EvokernelApp {
   readonly appFn: ApplicationFunction;
   /** Resolves when every queued webhook's work and every local job is done. */
   idle(): Promise<void>;
+  /** Work items queued or running now (tests wait for one piece of work to end). */
+  readonly pending: number;
 }
 
 export function createEvokernelApp(settings: AppSettings = appSettings(process.env)): EvokernelApp {
@@ -81,6 +84,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       queue: createWorkQueue(settings.concurrency, onError),
       seen: createSeenSet(50_000),
       jobs: createJobRegistry(),
+      earlyRuns: createEarlyRuns(),
       log,
       dispatchers,
       jobTimeoutMs: settings.jobTimeoutMs,
@@ -249,6 +253,9 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
 
   return {
     appFn,
+    get pending() {
+      return state?.queue.size ?? 0;
+    },
     async idle() {
       // Work can queue more work (a local job finishing reports through GitHub): settle both.
       for (;;) {

@@ -9,6 +9,7 @@ import { writeZip } from "../helpers/zip-writer.js";
 import {
   API,
   BASE,
+  BOT_LOGIN,
   CONFIG_PATH,
   HEAD,
   OWNER,
@@ -145,6 +146,101 @@ describe("a result", () => {
     await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
     expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
     expect(JSON.stringify(bodies[0])).toContain("names another job or commit");
+  });
+});
+
+describe("a run that ends before its check run exists", () => {
+  it("is matched to its job once the job is registered, not left to the deadline", async () => {
+    // The dispatch answers only when the test says: the run ends in between.
+    let answer: () => void = () => undefined;
+    const dispatched = new Promise<void>((resolve) => (answer = resolve));
+    const specs: string[] = [];
+    harness = await startHarness({
+      // Two work items of one installation at once (a quarter of the slots).
+      concurrency: 8,
+      actions: {
+        name: "actions",
+        async start({ spec }) {
+          specs.push(spec.id);
+          await dispatched;
+          return { runId: 4242, runUrl: "https://github.com/o/r/actions/runs/4242" };
+        },
+        cancel: () => Promise.resolve(),
+      },
+    });
+    nock(API)
+      .get(CONFIG_PATH)
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+        { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+      ]);
+    await harness.probot.receive({
+      id: "early-pr",
+      name: "pull_request",
+      payload: pullRequestPayload("opened"),
+    } as never);
+    await vi.waitFor(() => expect(specs).toHaveLength(1), { timeout: 10_000, interval: 5 });
+    const jobId = specs[0] ?? "";
+    const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
+    for (const task of review.tasks) task.suggestion = null;
+    const artifact = () =>
+      nock(API)
+        .get(`${R}/actions/runs/4242/artifacts`)
+        .query({ name: "evokernel-result", per_page: 100 })
+        .reply(200, {
+          total_count: 1,
+          artifacts: [{ id: 77, name: "evokernel-result", expired: false }],
+        })
+        .get(`${R}/actions/artifacts/77/zip`)
+        .reply(200, writeZip({ "r.json": JSON.stringify(review) }), {
+          "content-type": "application/zip",
+        });
+    // The run's result comes while the job is between dispatch and check run: no job in
+    // memory, no check run on GitHub.
+    artifact()
+      .get(CONFIG_PATH)
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] });
+    await harness.probot.receive({
+      id: "early-run",
+      name: "workflow_run",
+      payload: workflowRunPayload(4242, "success", `evokernel review ${jobId}`),
+    } as never);
+    // Only the pull request's work (waiting for its dispatch) is left.
+    await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 10_000, interval: 5 });
+    // The check run is created, and the parked run is reported on it at once.
+    artifact()
+      .post(`${R}/check-runs`)
+      .reply(201, { id: 900 })
+      .get(`${R}/pulls/7`)
+      .reply(200, {
+        number: 7,
+        state: "open",
+        head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+        base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+      })
+      .get(`${R}/issues/7/comments`)
+      .query({ per_page: 100 })
+      .reply(200, [
+        { id: 3, body: "<!-- evokernel:comment -->", user: { type: "Bot", login: BOT_LOGIN } },
+      ])
+      .patch(`${R}/issues/comments/3`)
+      .reply(200, { id: 3 })
+      .patch(`${R}/check-runs/900`, record)
+      .reply(200, { id: 900 });
+    answer();
+    await harness.app.idle();
+    // The run's verdict (the fixture holds a wrong kernel), reported on the new check run.
+    expect(bodies[0]).toMatchObject({
+      status: "completed",
+      conclusion: "failure",
+      output: { title: "2 kernels: 1 wrong, 1 improvement" },
+    });
   });
 });
 

@@ -6,6 +6,7 @@ import { buildJobSpec } from "../../src/app/job-spec.js";
 import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs/registry.js";
 import { CHECK_OUTPUT_LIMIT, fitCheckOutput, trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
+import { createEarlyRuns } from "../../src/app/jobs/early-runs.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
 import { parseConfig } from "../../src/shared/config.js";
@@ -250,6 +251,27 @@ describe("queue and seen set", () => {
       seen.first("c"),
       seen.first("a"),
     ]).toEqual([true, false, true, true, true]);
+  });
+});
+
+describe("early runs", () => {
+  it("are found by run id, or by the run-name for a job without one, once, within bounds", () => {
+    let clock = 0;
+    const early = createEarlyRuns(2, 1000, () => clock);
+    const replay = () => Promise.resolve();
+    early.park({ runId: 1, title: "evokernel review review-7-aaaaaaa-111111" }, replay);
+    expect(early.take({ jobId: "review-7-aaaaaaa-111111", runId: 2 })).toBeUndefined();
+    expect(early.take({ jobId: "review-7-aaaaaaa-111111" })).toBe(replay);
+    expect(early.take({ jobId: "review-7-aaaaaaa-111111" })).toBeUndefined();
+    // At most two, the oldest go first; none older than the age limit.
+    early.park({ runId: 3 }, replay);
+    early.park({ runId: 4 }, replay);
+    early.park({ runId: 5 }, replay);
+    expect(early.size).toBe(2);
+    expect(early.take({ jobId: "x", runId: 3 })).toBeUndefined();
+    clock = 1001;
+    expect(early.take({ jobId: "x", runId: 5 })).toBeUndefined();
+    expect(early.size).toBe(0);
   });
 });
 

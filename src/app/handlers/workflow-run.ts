@@ -9,7 +9,7 @@ import { readResultArtifact } from "../dispatch/actions.js";
 import type { GitHub } from "../github.js";
 import { endJob } from "../jobs/finish.js";
 import { recoverJob } from "../jobs/recover.js";
-import type { loadConfig } from "../load-config.js";
+import { loadConfig } from "../load-config.js";
 import type { WorkflowRunEvent } from "./payloads.js";
 
 export async function handleWorkflowRun(
@@ -28,9 +28,21 @@ export async function handleWorkflowRun(
     const workflow = config.ok ? config.config.workflow : "evokernel.yml";
     if (run.path.split("/").pop() !== workflow) return;
   }
+  // No job claims the run yet: its job may be between dispatch and check run (early-runs.ts).
+  const park = () =>
+    state.earlyRuns.park(
+      { runId: run.id, ...(run.display_title === undefined ? {} : { title: run.display_title }) },
+      async () => {
+        const again = await state.githubFor(event.installation.id, github.repo);
+        await handleWorkflowRun(state, again, event, () => loadConfig(again));
+      },
+    );
   const read = await readResultArtifact(github, run.id);
   if (!read.ok) {
-    if (!job) return;
+    if (!job) {
+      park();
+      return;
+    }
     job.runUrl ??= run.html_url;
     const how =
       run.conclusion === "success" ? "finished" : `ended (${run.conclusion ?? "unknown"})`;
@@ -47,8 +59,9 @@ export async function handleWorkflowRun(
   if (!job) {
     state.log.info(
       { run: run.id, job: read.review.job.id },
-      "a workflow run's result matches no open evokernel check run",
+      "a workflow run's result matches no open evokernel check run (yet): parked",
     );
+    park();
     return;
   }
   job.runUrl ??= run.html_url;

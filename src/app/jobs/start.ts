@@ -157,6 +157,17 @@ function register(
   state.jobs.add(job);
   state.jobs.setRun(job.spec.id, dispatched.runId, dispatched.runUrl);
   armDeadline(state, job);
+  // Its run may have ended already, before this check run existed: handle it now.
+  const replay = state.earlyRuns.take({
+    jobId: job.spec.id,
+    ...(job.runId === undefined ? {} : { runId: job.runId }),
+  });
+  if (replay)
+    state.queue.push(
+      `the early run of ${job.spec.id}`,
+      replay,
+      `installation:${job.installationId}`,
+    );
   return job;
 }
 
