@@ -207,6 +207,39 @@ describe("pull requests", () => {
     expect(bodies.superseded).toMatchSnapshot();
   });
 
+  it("marks an `opened` delivered after its PR's `synchronize` stale: no job on the old head", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
+      .reply(200, { workflow_run_id: 4343, html_url: "https://github.com/o/r/actions/runs/4343" })
+      .post(`${R}/check-runs`, record("newHead"))
+      .reply(201, { id: 901 });
+    await harness.receive(
+      "pull_request",
+      pullRequestPayload("synchronize", { head: NEW_HEAD, before: HEAD }),
+    );
+    expect(bodies.newHead?.[0]).toMatchObject({ head_sha: NEW_HEAD, status: "in_progress" });
+    // The PR's `opened`, for the head the push replaced, comes last: no dispatch.
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .post(`${R}/check-runs`, record("oldHead"))
+      .reply(201, { id: 902 });
+    await harness.receive("pull_request", pullRequestPayload("opened"));
+    expect(bodies.oldHead?.[0]).toMatchObject({
+      head_sha: HEAD,
+      status: "completed",
+      conclusion: "neutral",
+      output: { title: "Superseded", summary: expect.stringContaining("cccccc") as unknown },
+    });
+  });
+
   it("fails the check run with what to do when the workflow cannot be dispatched", async () => {
     mockConfig(github())
       .get(`${R}/pulls/7/files`)

@@ -11,7 +11,7 @@ import { checkName } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob } from "../jobs/start.js";
-import { cancelPull, supersedeOldJobs } from "../jobs/stop.js";
+import { cancelPull, supersededOutput, supersedeOldJobs } from "../jobs/stop.js";
 import type { PullRequestEvent } from "./payloads.js";
 
 export const PULL_REQUEST_ACTIONS = [
@@ -55,6 +55,17 @@ export async function handlePullRequest(
           `A maintainer who has read the change can comment ${approvalCommand("bench", pr.head.sha)} (or \`/verify\`, \`/optimize\` with the same \`@\` commit) ` +
           "to run it on this commit; each later push needs a new command naming its commit.",
       },
+    });
+    return;
+  }
+  // A push replaced this head before its event arrived (`opened` after `synchronize`): its
+  // check run says so, and no job runs on a commit nobody looks at any more.
+  const newer = state.jobs.supersededBy(github.repo, pr.number, pr.head.sha);
+  if (newer !== undefined) {
+    await github.createCheckRun(checkName("review"), pr.head.sha, {
+      status: "completed",
+      conclusion: "neutral",
+      output: supersededOutput(newer),
     });
     return;
   }

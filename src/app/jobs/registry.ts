@@ -104,11 +104,24 @@ export interface JobRegistry {
   countFor(installationId: number): number;
   /** Jobs of a pull request that nobody is ending. */
   forPull(repo: RepoRef, pr: number): ActiveJob[];
+  /** A push replaced `oldSha` on the pull request with `newSha` (a synchronize event). */
+  superseded(repo: RepoRef, pr: number, oldSha: string, newSha: string): void;
+  /**
+   * The commit that replaced `sha` on the pull request, if a push was seen doing so: an event
+   * for `sha` delivered after it (events arrive out of order) is stale.
+   */
+  supersededBy(repo: RepoRef, pr: number, sha: string): string | undefined;
   readonly size: number;
 }
 
+/** Pushes remembered per process (oldest forgotten first): enough for any backlog. */
+const SUPERSEDED_HEADS = 10_000;
+
 export function createJobRegistry(): JobRegistry {
   const jobs = new Map<string, ActiveJob>();
+  const replaced = new Map<string, string>();
+  const pushKey = (repo: RepoRef, pr: number, sha: string) =>
+    `${repo.owner}/${repo.repo}#${pr}:${sha}`;
   const runs = new Map<number, string>();
   const claimed = new Set<string>();
   return {
@@ -156,6 +169,16 @@ export function createJobRegistry(): JobRegistry {
           job.repo.repo === repo.repo &&
           job.spec.pr === pr,
       );
+    },
+    superseded(repo, pr, oldSha, newSha) {
+      replaced.set(pushKey(repo, pr, oldSha), newSha);
+      if (replaced.size > SUPERSEDED_HEADS) {
+        const oldest = replaced.keys().next();
+        if (!oldest.done) replaced.delete(oldest.value);
+      }
+    },
+    supersededBy(repo, pr, sha) {
+      return replaced.get(pushKey(repo, pr, sha));
     },
     countFor(installationId) {
       let count = 0;
