@@ -34,7 +34,7 @@ import { createNightlyScheduler, startNightThroughJobs } from "./nightly/schedul
 import { createWorkQueue } from "./queue.js";
 import { createEarlyRuns } from "./jobs/early-runs.js";
 import { endJob } from "./jobs/finish.js";
-import { recoverOpenChecks } from "./jobs/recover.js";
+import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
 
@@ -105,6 +105,19 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       },
     };
     state = current;
+    if (local?.recover) {
+      // Whatever recovery is set to: a runner the last process left would hold a GPU.
+      const recover = local.recover.bind(local);
+      current.queue.push("local jobs left by the last process", async () => {
+        const lost = await recover();
+        if (lost.length === 0) return;
+        const concluded = await concludeLostJobs(current, lost);
+        log.info(
+          { lost: lost.length, concluded },
+          "start-up: local jobs of the last process failed",
+        );
+      });
+    }
     if (settings.recover) {
       const appId = settings.recover.appId;
       current.queue.push("start-up recovery", async () => {

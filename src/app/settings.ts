@@ -1,8 +1,10 @@
 // The app's settings from its environment (the operator's, not a repository's): the local
 // backend, the queue's width, the job timeout. A repository's own options are in
 // .github/evokernel.yml (src/shared/config.ts).
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Dispatcher } from "./dispatch/types.js";
 
@@ -17,6 +19,8 @@ export interface AppSettings {
     gpus: number;
     timeoutMs: number;
     keepDir?: string;
+    /** Each local job's record from dispatch to end (EVOKERNEL_LOCAL_STATE). */
+    stateDir?: string;
   };
   /** EVOKERNEL_DISPATCH=local: every repository's jobs run locally (a single GPU box). */
   readonly forceLocal: boolean;
@@ -70,10 +74,17 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
             gpus: positive(env.EVOKERNEL_GPUS, 1),
             timeoutMs: jobTimeoutMs,
             ...(env.EVOKERNEL_RESULT_DIR ? { keepDir: env.EVOKERNEL_RESULT_DIR } : {}),
+            stateDir: env.EVOKERNEL_LOCAL_STATE || defaultStateDir(repoDir),
           },
         }
       : {}),
   };
+}
+
+/** One folder per clone, for the records of its local jobs (the next process reads them). */
+function defaultStateDir(repoDir: string): string {
+  const key = createHash("sha256").update(resolve(repoDir)).digest("hex").slice(0, 12);
+  return join(tmpdir(), `evokernel-local-${key}`);
 }
 
 /** EVOKERNEL_RUNNER_CMD as a JSON array or words; by default this checkout's runner. */

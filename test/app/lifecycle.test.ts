@@ -2,6 +2,9 @@
 // check run with the reason; when even that fails the job stays on the books and is
 // concluded later; deadlines live in the check run's external_id, and a restarted app
 // concludes its own runs past theirs (and never another app's). Strict nock throughout.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { externalIdOf, parseExternalId } from "../../src/app/jobs/registry.js";
@@ -317,6 +320,48 @@ describe("deadlines", () => {
     await harness.app.idle();
     expect(bodies).toHaveLength(1);
     expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "timed_out" });
+  });
+});
+
+describe("local jobs across a restart", () => {
+  it("fail at start-up when the last process left them queued or running, with the reason", async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), "evk-lost-"));
+    try {
+      // The last process dispatched the job (its check run is 900) and died before the end.
+      await writeFile(
+        join(stateDir, "review-7-aaaaaaa-123456.json"),
+        JSON.stringify({
+          jobId: "review-7-aaaaaaa-123456",
+          installationId: 1,
+          owner: OWNER,
+          repo: REPO,
+          checkRunId: 900,
+        }),
+      );
+      nock(API)
+        .get(`${R}/check-runs/900`)
+        .reply(200, {
+          id: 900,
+          name: "evokernel",
+          head_sha: HEAD,
+          status: "queued",
+          external_id: `review-7-aaaaaaa-123456~${Math.floor(Date.now() / 1000) + 3600}`,
+        })
+        .patch(`${R}/check-runs/900`, record)
+        .reply(200, { id: 900 });
+      harness = await startHarness({
+        local: { repoDir: stateDir, runnerCommand: ["true"], gpus: 1, timeoutMs: 60_000, stateDir },
+      });
+      await harness.app.idle();
+      // At once, not at the deadline an hour away.
+      expect(bodies[0]).toMatchObject({
+        status: "completed",
+        conclusion: "failure",
+        output: { summary: expect.stringContaining("evokernel restarted") as unknown },
+      });
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -3,15 +3,18 @@
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
+import { createLocalRecords, type LocalRecord } from "./local-records.js";
 import type { Dispatcher, JobOutcome } from "./types.js";
 import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 import { runnerEnv } from "../../shared/environment.js";
 import { spawnProcess } from "../../process/spawn.js";
+
+const JOB_DIR_PREFIX = "evokernel-job-";
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -27,6 +30,11 @@ export interface LocalOptions {
   readonly timeoutMs: number;
   /** Where to keep a copy of each job's result and log (EVOKERNEL_RESULT_DIR), for a person. */
   readonly keepDir?: string;
+  /**
+   * Where each job's record lives from dispatch to end (local-records.ts), so that the next
+   * process of the app stops a runner this one leaves behind and concludes its check run.
+   */
+  readonly stateDir?: string;
 }
 
 export function createLocalDispatcher(options: LocalOptions): Dispatcher {
@@ -34,27 +42,60 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
   const freeGpus = Array.from({ length: options.gpus }, (_, index) => index);
   const running = new Map<string, AbortController>();
   const cancelled = new Set<string>();
+  const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
 
-  async function runJob(spec: JobSpec): Promise<void> {
-    if (cancelled.delete(spec.id)) return;
-    const gpu = freeGpus.shift() ?? 0;
-    const abort = new AbortController();
-    running.set(spec.id, abort);
+  async function runJob(spec: JobSpec, record: LocalRecord | undefined): Promise<void> {
     try {
-      const outcome = await runInWorktree(spec, gpu, abort.signal, options);
-      if (abort.signal.aborted) return;
-      await options.onDone(spec, outcome);
+      if (cancelled.delete(spec.id)) return;
+      const gpu = freeGpus.shift() ?? 0;
+      const abort = new AbortController();
+      running.set(spec.id, abort);
+      try {
+        const onSpawn = async (pid: number, specFile: string, dir: string) => {
+          if (record) await records?.write({ ...record, pid, specFile, dir });
+        };
+        const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn);
+        if (abort.signal.aborted) return;
+        await options.onDone(spec, outcome);
+      } finally {
+        running.delete(spec.id);
+        freeGpus.push(gpu);
+      }
     } finally {
-      running.delete(spec.id);
-      freeGpus.push(gpu);
+      if (record) await records?.remove(spec.id);
     }
   }
 
   return {
     name: "local",
-    start({ spec }) {
-      queue.push(`local job ${spec.id}`, () => runJob(spec));
-      return Promise.resolve({});
+    async start({ spec, github, checkRun }) {
+      const record =
+        records && checkRun
+          ? {
+              jobId: spec.id,
+              installationId: checkRun.installationId,
+              owner: github.repo.owner,
+              repo: github.repo.repo,
+              checkRunId: checkRun.id,
+            }
+          : undefined;
+      if (record) await records?.write(record);
+      queue.push(`local job ${spec.id}`, () => runJob(spec, record));
+      return {};
+    },
+    async recover() {
+      if (!records) return [];
+      // Only a folder this backend makes (mkdtemp below) is removed, whatever a record says.
+      const left = await records.reap(async (dir) => {
+        if (dirname(dir) === tmpdir() && basename(dir).startsWith(JOB_DIR_PREFIX))
+          await removeJobDir(options.repoDir, dir);
+      });
+      return left.map((record) => ({
+        jobId: record.jobId,
+        installationId: record.installationId,
+        repo: { owner: record.owner, repo: record.repo },
+        checkRunId: record.checkRunId,
+      }));
     },
     idle() {
       return queue.idle();
@@ -73,8 +114,9 @@ async function runInWorktree(
   gpu: number,
   signal: AbortSignal,
   options: LocalOptions,
+  onSpawn: (pid: number, specFile: string, dir: string) => Promise<void>,
 ): Promise<JobOutcome> {
-  const dir = await mkdtemp(join(tmpdir(), "evokernel-job-"));
+  const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
   const worktree = join(dir, "checkout");
   // Every git command of the job: the safe arguments and environment, cancelled with the job.
   const git = (args: string[], reject = true) =>
@@ -98,7 +140,7 @@ async function runInWorktree(
         kind: "failed",
         message: "EVOKERNEL_RUNNER_CMD is empty; set it to the runner's command",
       };
-    const run = await spawnProcess(command, [...args, "--spec", specFile, "--out", outFile], {
+    const runner = spawnProcess(command, [...args, "--spec", specFile, "--out", outFile], {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
       // so none of the app's credentials, nor any other service's, reaches it.
@@ -109,6 +151,8 @@ async function runInWorktree(
       cancelSignal: signal,
       timeout: options.timeoutMs,
     });
+    if (runner.pid !== undefined) await onSpawn(runner.pid, specFile, dir);
+    const run = await runner;
     if (run.isCanceled) return { kind: "failed", message: "cancelled" };
     if (options.keepDir !== undefined)
       await keepOutputs(options.keepDir, spec.id, outFile, run.all ?? "");
@@ -119,17 +163,22 @@ async function runInWorktree(
       };
     return await readOutcome(outFile, run.exitCode, run.all ?? "");
   } finally {
-    await spawnProcess(
-      "git",
-      [...GIT_SAFE_ARGS, "-C", options.repoDir, "worktree", "remove", "--force", worktree],
-      {
-        env: GIT_SAFE_ENV,
-        extendEnv: true,
-        reject: false,
-      },
-    );
-    await rm(dir, { recursive: true, force: true });
+    await removeJobDir(options.repoDir, dir);
   }
+}
+
+/** A job's folder and the worktree in it, gone (git forgets the worktree too). */
+async function removeJobDir(repoDir: string, dir: string): Promise<void> {
+  await spawnProcess(
+    "git",
+    [...GIT_SAFE_ARGS, "-C", repoDir, "worktree", "remove", "--force", join(dir, "checkout")],
+    {
+      env: GIT_SAFE_ENV,
+      extendEnv: true,
+      reject: false,
+    },
+  );
+  await rm(dir, { recursive: true, force: true });
 }
 
 async function keepOutputs(

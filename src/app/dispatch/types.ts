@@ -2,7 +2,7 @@
 // on the repository's GPU runners, or the app's own machine).
 import type { JobSpec } from "../../shared/job.js";
 import type { ReviewResult } from "../../shared/review.js";
-import type { GitHub } from "../github.js";
+import type { GitHub, RepoRef } from "../github.js";
 
 export interface DispatchTarget {
   readonly spec: JobSpec;
@@ -11,6 +11,16 @@ export interface DispatchTarget {
   readonly workflow: string;
   /** The ref the workflow is dispatched on: the default branch, so a PR cannot change the workflow. */
   readonly ref: string;
+  /** The job's check run, when it exists before the dispatch (the local backend keeps it). */
+  readonly checkRun?: { readonly installationId: number; readonly id: number };
+}
+
+/** A job a backend had when the app's process before this one ended: its check run is open. */
+export interface LostJob {
+  readonly jobId: string;
+  readonly installationId: number;
+  readonly repo: RepoRef;
+  readonly checkRunId: number;
 }
 
 export interface Dispatched {
@@ -30,4 +40,10 @@ export interface Dispatcher {
   cancel(jobId: string, runId: number | undefined, github: GitHub): Promise<void>;
   /** Resolves when the backend has nothing queued or running (tests, shutdown). */
   idle?(): Promise<void>;
+  /**
+   * At start-up: the jobs an earlier process of the app left queued or running here, their
+   * runners stopped and their files removed (the local backend; a workflow run outlives
+   * the app and reports on its own).
+   */
+  recover?(): Promise<LostJob[]>;
 }

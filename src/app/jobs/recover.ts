@@ -9,6 +9,7 @@
 import type { ConfigParse } from "../../shared/config.js";
 import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
+import type { LostJob } from "../dispatch/types.js";
 import type { GitHub, InstalledRepo } from "../github.js";
 import { recoveredSpec } from "./recovered-spec.js";
 import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
@@ -88,6 +89,35 @@ async function recoverRepo(
       timer.unref();
     }
   }
+}
+
+/**
+ * At start-up, the jobs the app's own machine had queued or running when the process before
+ * this one ended (the local backend's records; their runners stopped already): nothing will
+ * report them, so their check runs fail now, saying so, rather than at their deadline.
+ */
+export async function concludeLostJobs(state: AppState, lost: readonly LostJob[]): Promise<number> {
+  let concluded = 0;
+  for (const job of lost) {
+    try {
+      const github = await state.githubFor(job.installationId, job.repo);
+      if ((await github.getCheckRun(job.checkRunId)).status === "completed") continue;
+      await github.updateCheckRun(job.checkRunId, {
+        status: "completed",
+        conclusion: "failure",
+        output: {
+          title: "The job did not finish",
+          summary:
+            "evokernel restarted while this job was queued or running on its machine; the runner was stopped and nothing came back. " +
+            "Comment `/bench` (or `/optimize`) to run it again.",
+        },
+      });
+      concluded++;
+    } catch (error) {
+      state.log.warn({ err: error, job: job.jobId }, "concluding a job lost in a restart failed");
+    }
+  }
+  return concluded;
 }
 
 function timedOutUpdate(runId: number | undefined, detailsUrl: string | null) {

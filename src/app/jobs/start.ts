@@ -127,6 +127,7 @@ async function startLocal(
       github,
       workflow: request.config.workflow,
       ref: request.defaultBranch,
+      checkRun: { installationId: request.installationId, id: checkRunId },
     });
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);

@@ -1,0 +1,115 @@
+// The local backend's jobs on disk, so that a restarted app finds what the process before it
+// left behind: one small JSON file per job, from its dispatch to its end, holding what the
+// app needs to conclude the job's check run and, once the runner runs, its pid and spec file.
+// At start-up the runners of files left over are killed with every process under them (a
+// pid is killed only while its command line still names the job's spec file, so a pid the
+// system gave to another process since is left alone), their folders removed, the files
+// deleted; the app then concludes those jobs' check runs (jobs/recover.ts).
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+
+export const localRecordSchema = z.object({
+  jobId: z.string().regex(/^[a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6}$/),
+  installationId: z.number().int(),
+  owner: z.string(),
+  repo: z.string(),
+  checkRunId: z.number().int(),
+  /** The runner, once started. */
+  pid: z.number().int().positive().optional(),
+  /** The job's spec file, on the runner's command line. */
+  specFile: z.string().optional(),
+  /** The job's temporary folder (its worktree inside). */
+  dir: z.string().optional(),
+});
+export type LocalRecord = z.infer<typeof localRecordSchema>;
+
+export interface LocalRecords {
+  write(record: LocalRecord): Promise<void>;
+  remove(jobId: string): Promise<void>;
+  /**
+   * Every record an earlier process left: its runner's process tree killed, its folder
+   * handed to `removeDir`, its file deleted.
+   */
+  reap(removeDir: (dir: string) => Promise<void>): Promise<LocalRecord[]>;
+}
+
+export function createLocalRecords(stateDir: string): LocalRecords {
+  const fileOf = (jobId: string) => join(stateDir, `${jobId}.json`);
+  return {
+    async write(record) {
+      await mkdir(stateDir, { recursive: true, mode: 0o700 });
+      const file = fileOf(localRecordSchema.parse(record).jobId);
+      await writeFile(`${file}.tmp`, JSON.stringify(record), { mode: 0o600 });
+      // A rename is atomic: a crash never leaves half a record.
+      await rename(`${file}.tmp`, file);
+    },
+    async remove(jobId) {
+      await rm(fileOf(jobId), { force: true });
+    },
+    async reap(removeDir) {
+      const names = await readdir(stateDir).catch(() => [] as string[]);
+      const found: LocalRecord[] = [];
+      for (const name of names) {
+        const file = join(stateDir, name);
+        if (!name.endsWith(".json")) {
+          if (name.endsWith(".json.tmp")) await rm(file, { force: true });
+          continue;
+        }
+        const parsed = localRecordSchema.safeParse(
+          JSON.parse(await readFile(file, "utf8").catch(() => "null")),
+        );
+        if (parsed.success) {
+          const record = parsed.data;
+          if (record.pid !== undefined && record.specFile !== undefined)
+            await killTree(record.pid, record.specFile);
+          if (record.dir !== undefined) await removeDir(record.dir);
+          found.push(record);
+        }
+        await rm(file, { force: true });
+      }
+      return found;
+    },
+  };
+}
+
+/** Kills `pid` and every process under it, if `pid` is still the runner of `specFile`. */
+export async function killTree(pid: number, specFile: string): Promise<boolean> {
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => undefined);
+  if (cmdline === undefined || !cmdline.split("\0").includes(specFile)) return false;
+  // Children first found, then every one killed: a parent killed first could not be
+  // followed to its children (they go to init).
+  const tree = [pid, ...(await descendantsOf(pid))];
+  for (const each of tree) {
+    try {
+      process.kill(each, "SIGKILL");
+    } catch {
+      // Gone already.
+    }
+  }
+  return true;
+}
+
+async function descendantsOf(root: number): Promise<number[]> {
+  const children = new Map<number, number[]>();
+  for (const name of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, "utf8").catch(() => undefined);
+    if (stat === undefined) continue;
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses.
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    if (!Number.isInteger(ppid)) continue;
+    const list = children.get(ppid) ?? [];
+    list.push(Number(name));
+    children.set(ppid, list);
+  }
+  const found: number[] = [];
+  const queue = [root];
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    for (const child of children.get(next) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}

@@ -1,0 +1,154 @@
+// The local backend across a restart of the app (issue 17.5): each job's record lives on disk
+// from dispatch to end, so the next process stops a runner the last one left behind (with
+// every process under it) and reports the job lost; a pid that no longer belongs to a
+// runner of ours is never killed. Real processes and a real git repository.
+import { execa } from "execa";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { createLocalDispatcher } from "../../src/app/dispatch/local.js";
+import type { GitHub } from "../../src/app/github.js";
+import type { JobSpec } from "../../src/shared/job.js";
+
+let dir: string;
+const started: number[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "evk-local-restart-"));
+});
+
+afterEach(async () => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  started.length = 0;
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Alive: a process, not a zombie waiting for its parent. */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  return (
+    stat !== undefined && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z"
+  );
+}
+
+async function repoWithCommit(): Promise<{ repo: string; sha: string }> {
+  const repo = join(dir, "repo");
+  await execa("git", ["init", "-q", "-b", "main", repo]);
+  await writeFile(join(repo, "kernel.cu"), "// kernel\n");
+  const git = (...args: string[]) => execa("git", ["-C", repo, ...args]);
+  await git("add", ".");
+  await git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "x");
+  return { repo, sha: (await git("rev-parse", "HEAD")).stdout.trim() };
+}
+
+it("stops the runner a dead process left behind, with its children, and reports the job lost", async () => {
+  const { repo, sha } = await repoWithCommit();
+  const stateDir = join(dir, "state");
+  const pids = join(dir, "pids.json");
+  // Stands in for a long runner: starts a child of its own, writes both pids, runs on.
+  const runner = join(dir, "runner.cjs");
+  await writeFile(
+    runner,
+    `const { spawn } = require("node:child_process");
+const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+require("node:fs").writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
+setInterval(() => {}, 1000);
+`,
+  );
+  const options = {
+    repoDir: repo,
+    runnerCommand: [process.execPath, runner, pids],
+    gpus: 1,
+    timeoutMs: 600_000,
+    stateDir,
+    onDone: () => Promise.resolve(),
+    onError: () => undefined,
+  };
+  const before = createLocalDispatcher(options);
+  const spec: JobSpec = {
+    schema: 1,
+    id: "bench-7-aaaaaaa-000000",
+    kind: "bench",
+    repo: { owner: "octo", name: "kernels" },
+    sha,
+    tasks: [],
+  };
+  const github = { repo: { owner: "octo", repo: "kernels" } } as GitHub;
+  await before.start({
+    spec,
+    github,
+    workflow: "evokernel.yml",
+    ref: "main",
+    checkRun: { installationId: 1, id: 900 },
+  });
+  await vi.waitFor(() => readFile(pids, "utf8"), { timeout: 30_000, interval: 50 });
+  const [runnerPid, childPid] = JSON.parse(await readFile(pids, "utf8")) as [number, number];
+  started.push(runnerPid, childPid);
+  expect(await alive(runnerPid)).toBe(true);
+
+  // The app restarts: a new process (here a new dispatcher) on the same state folder.
+  const after = createLocalDispatcher(options);
+  const lost = await after.recover?.();
+  expect(lost).toEqual([
+    {
+      jobId: spec.id,
+      installationId: 1,
+      repo: { owner: "octo", repo: "kernels" },
+      checkRunId: 900,
+    },
+  ]);
+  await vi.waitFor(
+    async () => {
+      expect(await alive(runnerPid)).toBe(false);
+      expect(await alive(childPid)).toBe(false);
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  // Nothing is left for a third start.
+  expect(await createLocalDispatcher(options).recover?.()).toEqual([]);
+  await before.idle?.();
+});
+
+it("never kills a pid that is no longer a runner of its job", async () => {
+  const { repo } = await repoWithCommit();
+  const stateDir = join(dir, "state");
+  await mkdir(stateDir);
+  // The system gave the dead runner's pid to another process since.
+  const other = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], {
+    stdio: "ignore",
+  });
+  const pid = other.pid ?? 0;
+  started.push(pid);
+  await writeFile(
+    join(stateDir, "bench-7-aaaaaaa-111111.json"),
+    JSON.stringify({
+      jobId: "bench-7-aaaaaaa-111111",
+      installationId: 1,
+      owner: "octo",
+      repo: "kernels",
+      checkRunId: 901,
+      pid,
+      specFile: join(tmpdir(), "evokernel-job-gone", "spec.json"),
+      dir: join(tmpdir(), "evokernel-job-gone"),
+    }),
+  );
+  const lost = await createLocalDispatcher({
+    repoDir: repo,
+    runnerCommand: ["true"],
+    gpus: 1,
+    timeoutMs: 600_000,
+    stateDir,
+    onDone: () => Promise.resolve(),
+    onError: () => undefined,
+  }).recover?.();
+  expect(lost?.map((job) => job.checkRunId)).toEqual([901]);
+  expect(await alive(pid)).toBe(true);
+});
