@@ -22,6 +22,7 @@ import {
   stable,
   startHarness,
   strictNock,
+  watchUnmatched,
   workflowRunPayload,
   type Harness,
 } from "../helpers/app-harness.js";
@@ -164,8 +165,11 @@ describe("pull requests", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, [{ filename: "README.md", status: "modified" }]);
+    const unmatched = watchUnmatched();
     await harness.receive("pull_request", pullRequestPayload("opened"), "same-delivery");
     await harness.receive("pull_request", pullRequestPayload("opened"), "same-delivery");
+    // The second delivery asks GitHub nothing.
+    expect(unmatched()).toEqual([]);
   });
 
   it("supersedes the old commit's job on a push: run cancelled, check run neutral", async () => {
@@ -380,9 +384,11 @@ describe("results from a workflow run", () => {
   it("after a restart, finds the job's check run from the result and the external_id", async () => {
     const jobId = "review-7-aaaaaaa-123456";
     mockConfig(github());
-    mockArtifact(writeZip({ "r.json": JSON.stringify(reviewFixture(jobId)) }));
     const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
     expect(review.tasks.length).toBe(2);
+    // No suggestions: what is left to post is the comment, which a stale commit never gets.
+    for (const task of review.tasks) task.suggestion = null;
+    mockArtifact(writeZip({ "r.json": JSON.stringify(review) }));
     github()
       .get(`${R}/commits/${HEAD}/check-runs`)
       .query({ per_page: 100 })
@@ -403,7 +409,9 @@ describe("results from a workflow run", () => {
       .reply(200, pull({ head: NEW_HEAD }))
       .patch(`${R}/check-runs/905`, record("check"))
       .reply(200, { id: 905 });
+    const unmatched = watchUnmatched();
     await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect(unmatched()).toEqual([]);
     // The head moved on: the PR's comment (the head's results) is not overwritten with a
     // stale commit's, no review lands on a stale diff, but the check run has its verdict.
     expect((bodies.check?.[0] as { conclusion: string }).conclusion).toBe("failure");
@@ -430,17 +438,13 @@ describe("results from a workflow run", () => {
           },
         ],
       });
-    const unmatched: string[] = [];
-    const onNoMatch = (request: { method?: string; path?: string }) =>
-      unmatched.push(`${request.method ?? "?"} ${request.path ?? "?"}`);
-    nock.emitter.on("no match", onNoMatch);
+    const unmatched = watchUnmatched();
     // Run 4242 was dispatched for another job; its artifact names this one.
     await harness.receive(
       "workflow_run",
       workflowRunPayload(4242, "success", "evokernel review review-9-ccccccc-000000"),
     );
-    nock.emitter.removeListener("no match", onNoMatch);
-    expect(unmatched).toEqual([]);
+    expect(unmatched()).toEqual([]);
   });
 
   it("finds the job by the result's id when GitHub gave no run details", async () => {
@@ -520,17 +524,13 @@ describe("results from a workflow run", () => {
       .reply(200, writeZip({ "result.json": JSON.stringify(reviewFixture(spec.id)) }), {
         "content-type": "application/zip",
       });
-    const unmatched: string[] = [];
-    const onNoMatch = (request: { method?: string; path?: string }) =>
-      unmatched.push(`${request.method ?? "?"} ${request.path ?? "?"}`);
-    nock.emitter.on("no match", onNoMatch);
+    const unmatched = watchUnmatched();
     await harness.receive(
       "workflow_run",
       workflowRunPayload(4344, "success", "evokernel review review-3-bbbbbbb-000000"),
     );
-    nock.emitter.removeListener("no match", onNoMatch);
     // Nothing read or posted for the job, its check run untouched.
-    expect(unmatched).toEqual([]);
+    expect(unmatched()).toEqual([]);
   });
 
   it("fails a job whose run never reports, with a link, and cancels the run", async () => {
@@ -593,8 +593,11 @@ describe("commands", () => {
   });
 
   it("ignores bots and prose", async () => {
+    const unmatched = watchUnmatched();
     await harness.receive("issue_comment", commentPayload("/bench", { bot: true }));
     await harness.receive("issue_comment", commentPayload("thanks, looks good"));
+    // Not even a permission check: a bot's command is no command.
+    expect(unmatched()).toEqual([]);
   });
 
   it("binds /optimize to the head SHA at the command, once per comment and per command+SHA", async () => {

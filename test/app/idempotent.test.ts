@@ -179,6 +179,25 @@ describe("every text the app sends", () => {
     expect(review?.comments?.[0]?.body.length).toBeLessThanOrEqual(65_536);
   });
 
+  it("fits a check run's summary and text in GitHub's 65,535 bytes, whoever built them", async () => {
+    const sent: { output: { summary: string; text: string } }[] = [];
+    nock(API)
+      .patch(`${R}/check-runs/900`, (body: { output: { summary: string; text: string } }) => {
+        sent.push(body);
+        return true;
+      })
+      .reply(200, { id: 900 });
+    // ± is two bytes: 40,000 of them fit GitHub's count in characters, not in bytes.
+    const wide = "±".repeat(40_000);
+    await github.updateCheckRun(900, {
+      status: "completed",
+      conclusion: "failure",
+      output: { title: "t", summary: wide, text: wide },
+    });
+    expect(Buffer.byteLength(sent[0]?.output.summary ?? "")).toBeLessThanOrEqual(65_535);
+    expect(Buffer.byteLength(sent[0]?.output.text ?? "")).toBeLessThanOrEqual(65_535);
+  });
+
   it("fits them in pull requests and issues: bodies and titles", async () => {
     const sent: { title: string; body: string }[] = [];
     const keep = (body: { title: string; body: string }) => {

@@ -80,6 +80,22 @@ export function strictNock(options: { failOnUnmatched?: boolean } = {}): { done(
   };
 }
 
+/**
+ * Requests no mock matched from now on, for tests under plain strictNock: where the app
+ * catches the error of an unmocked request (work that fails is logged), a test that expects
+ * no request at all asserts this is empty. Call the returned function to stop and read it.
+ */
+export function watchUnmatched(): () => string[] {
+  const unmatched: string[] = [];
+  const onNoMatch = (request: { method?: string; path?: string; href?: string }) =>
+    unmatched.push(`${request.method ?? "?"} ${request.href ?? request.path ?? "?"}`);
+  nock.emitter.on("no match", onNoMatch);
+  return () => {
+    nock.emitter.removeListener("no match", onNoMatch);
+    return unmatched;
+  };
+}
+
 type Example = Record<string, unknown>;
 
 function example(name: string, action: string): Example {
