@@ -7,6 +7,17 @@ export interface StandinRequest {
   at: number;
   status: number;
   routed: boolean;
+  /** Answered by a planted fault. */
+  fault?: boolean;
+}
+/** GitHub failing on purpose: `status` (none: the request hangs), `times` times. */
+export interface StandinFault {
+  method: string;
+  path: RegExp;
+  status?: number;
+  headers?: Record<string, string>;
+  message?: string;
+  times: number;
 }
 export interface StandinCheckRun {
   id: number;
@@ -52,6 +63,7 @@ export interface Standin {
     at: number;
   }[];
   refs: Map<string, string>;
+  faults: StandinFault[];
   waitFor(test: () => boolean, ms?: number, what?: string): Promise<void>;
   unknown(): StandinRequest[];
   close(): Promise<void>;
@@ -80,6 +92,7 @@ export function sendWebhook(
 ): Promise<{ status: number; ms: number }>;
 export interface AppProcess {
   url: string;
+  child: import("node:child_process").ChildProcess;
   output(): string;
   stop(): Promise<void>;
 }

@@ -46,6 +46,8 @@ export async function startStandin(state = {}) {
   const dispatches = [];
   const refs = new Map();
   const waiters = new Set();
+  /** Planted faults: { method, path: RegExp, status (absent: never answer), headers, times }. */
+  const faults = [];
   let nextId = 1000;
 
   function notify() {
@@ -177,6 +179,14 @@ export async function startStandin(state = {}) {
         Object.assign(run, body);
         if (body.conclusion) run.status = "completed";
         return [200, checkRunJson(run)];
+      },
+    ],
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/check-runs\/(\d+)$/,
+      (m) => {
+        const run = checkRuns.find((r) => r.id === Number(m[3]));
+        return run ? [200, checkRunJson(run)] : [404, { message: "Not Found" }];
       },
     ],
     [
@@ -357,6 +367,22 @@ export async function startStandin(state = {}) {
         routed: false,
       };
       requests.push(record);
+      // A fault the test planted: GitHub answers an error (or nothing) instead, `times` times.
+      const fault = faults.find((f) => f.times > 0 && f.method === req.method && f.path.test(path));
+      if (fault) {
+        fault.times--;
+        record.routed = true;
+        record.status = fault.status ?? 0;
+        record.fault = true;
+        // A hung request: never answered; the app's own time limit must cut it.
+        if (fault.status === undefined) return;
+        res.writeHead(fault.status, {
+          "content-type": "application/json; charset=utf-8",
+          ...(fault.headers ?? {}),
+        });
+        res.end(JSON.stringify({ message: fault.message ?? "the stand-in's planted fault" }));
+        return;
+      }
       let answer = [404, { message: `the stand-in has no route for ${req.method} ${path}` }];
       for (const [method, pattern, handler] of routes) {
         const match = req.method === method ? pattern.exec(path) : null;
@@ -392,6 +418,7 @@ export async function startStandin(state = {}) {
     reviews,
     dispatches,
     refs,
+    faults,
     /** Resolves when `test()` holds (checked after every request), or rejects after `ms`. */
     waitFor(test, ms = 30_000, what = "the stand-in to see it") {
       if (test()) return Promise.resolve();

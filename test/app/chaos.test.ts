@@ -1,0 +1,246 @@
+// Chaos against the loopback GitHub (issue 17.8): the bundled app as shipped, a real process
+// talking to scripts/github-standin.mjs, with the local backend in a real git repository.
+// The app is killed in the middle of a job and started again; GitHub answers 502s, a
+// secondary rate limit and a request that hangs while a job is reported. Each time every
+// check run ends and nothing is posted twice.
+import { execFileSync } from "node:child_process";
+import { once } from "node:events";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
+import { bundleApp } from "../../scripts/bundle.mjs";
+import {
+  generateAppKey,
+  pullRequestEvent,
+  sendWebhook,
+  startApp,
+  startStandin,
+  type AppProcess,
+  type Standin,
+} from "../../scripts/github-standin.mjs";
+import { kernelPatch } from "../helpers/app-harness.js";
+
+const SECRET = "chaos-secret";
+const KEY = generateAppKey();
+let dir: string;
+let entry: string;
+let repo: string;
+let head: string;
+let base: string;
+let standin: Standin | undefined;
+const apps: AppProcess[] = [];
+const pids: number[] = [];
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "t",
+      GIT_AUTHOR_EMAIL: "t@t",
+      GIT_COMMITTER_NAME: "t",
+      GIT_COMMITTER_EMAIL: "t@t",
+    },
+  }).trim();
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "evokernel-chaos-"));
+  repo = join(dir, "repo");
+  await mkdir(join(repo, "kernels/softmax"), { recursive: true });
+  git(dir, "init", "-q", "-b", "main", repo);
+  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 128\n");
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "base");
+  base = git(repo, "rev-parse", "HEAD");
+  git(repo, "checkout", "-q", "-b", "faster");
+  // The head holds what the recorded result's suggestion was made against (its path and
+  // content are checked against the head's tree, which the stand-in serves from this clone).
+  const fixture = JSON.parse(
+    await readFile(new URL("../fixtures/app/review-result.json", import.meta.url), "utf8"),
+  ) as { tasks: { suggestion: { before: string } | null }[] };
+  await writeFile(
+    join(repo, "kernels/softmax/kernel.cu"),
+    fixture.tasks[0]?.suggestion?.before ?? "",
+  );
+  await writeFile(join(repo, "kernels/softmax/task.json"), '{"kernel": "kernel.cu"}\n');
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "head");
+  head = git(repo, "rev-parse", "HEAD");
+  git(repo, "checkout", "-q", "main");
+  entry = await bundleApp(join(dir, "app.mjs"));
+});
+
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.stop();
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Gone.
+    }
+  }
+  await standin?.close();
+  standin = undefined;
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function pulls() {
+  return {
+    7: {
+      head,
+      base,
+      headRef: "faster",
+      files: [
+        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: kernelPatch() },
+        // The recorded result reports layernorm too: the job's plan must name it.
+        {
+          filename: "kernels/layernorm/kernel.cu",
+          status: "modified",
+          patch: "@@ -1 +1 @@\n-a\n+b",
+        },
+      ],
+    },
+  };
+}
+
+async function start(env: Record<string, string>): Promise<AppProcess> {
+  if (!standin) throw new Error("no stand-in");
+  const app = await startApp({
+    entry,
+    standin,
+    port: 40_000 + Math.floor(Math.random() * 10_000),
+    secret: SECRET,
+    privateKey: KEY,
+    env: { EVOKERNEL_LOCAL_REPO: repo, ...env },
+    log: process.env.CHAOS_LOG === "1",
+  });
+  apps.push(app);
+  return app;
+}
+
+/** Alive: a process, not a zombie waiting for its parent. */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  if (stat === undefined) return false;
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] !== "Z";
+}
+
+it("a job running when the app is killed fails when it starts again, its runner stopped", async () => {
+  standin = await startStandin({
+    repoDir: repo,
+    config: "pullRequests: bench\ndispatch: local\n",
+    pulls: pulls(),
+  });
+  const written = join(dir, "pids.json");
+  // A runner that takes long: a child of its own, both pids written down, then it runs on.
+  const runner = join(dir, "long-runner.cjs");
+  await writeFile(
+    runner,
+    `const { spawn } = require("node:child_process");
+const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+require("node:fs").writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
+setInterval(() => {}, 1000);
+`,
+  );
+  const env = {
+    EVOKERNEL_RUNNER_CMD: JSON.stringify([process.execPath, runner, written]),
+    EVOKERNEL_LOCAL_STATE: join(dir, "state"),
+    EVOKERNEL_THROTTLE: "off",
+  };
+  const first = await start(env);
+  const payload = pullRequestEvent({ number: 7, head, base, headRef: "faster" });
+  expect((await sendWebhook(first.url, SECRET, "pull_request", payload, "chaos-1")).status).toBe(
+    200,
+  );
+  await vi.waitFor(() => readFile(written, "utf8"), { timeout: 60_000, interval: 100 });
+  const [runnerPid, childPid] = JSON.parse(await readFile(written, "utf8")) as [number, number];
+  pids.push(runnerPid, childPid);
+
+  // Killed mid-job: nothing of the app runs any more, its runner does (an orphan).
+  first.child.kill("SIGKILL");
+  await once(first.child, "exit");
+  // Gone: nothing to stop after the test (stop() waits for an exit that came already).
+  apps.splice(apps.indexOf(first), 1);
+  expect(await alive(runnerPid)).toBe(true);
+  expect(standin.checkRuns).toHaveLength(1);
+  expect(standin.checkRuns[0]?.status).not.toBe("completed");
+
+  await start(env);
+  await standin.waitFor(
+    () => standin?.checkRuns[0]?.status === "completed",
+    60_000,
+    "the lost job's check run to end",
+  );
+  expect(standin.checkRuns[0]).toMatchObject({
+    conclusion: "failure",
+    output: { summary: expect.stringContaining("evokernel restarted") as unknown },
+  });
+  await vi.waitFor(
+    async () => {
+      expect(await alive(runnerPid)).toBe(false);
+      expect(await alive(childPid)).toBe(false);
+    },
+    { timeout: 30_000, interval: 100 },
+  );
+  expect(standin.unknown()).toEqual([]);
+});
+
+it("reports once, and ends its check run, through 502s, a secondary limit and a hung request", async () => {
+  standin = await startStandin({
+    repoDir: repo,
+    config: "pullRequests: bench\ndispatch: local\n",
+    pulls: pulls(),
+  });
+  const R = "/repos/octo/kernels";
+  standin.faults.push(
+    // Creating the PR's comment: two 502s, retried (plugin-retry).
+    { method: "POST", path: new RegExp(`^${R}/issues/7/comments$`), status: 502, times: 2 },
+    // The review: a secondary rate limit, waited out (plugin-throttling).
+    {
+      method: "POST",
+      path: new RegExp(`^${R}/pulls/7/reviews$`),
+      status: 403,
+      headers: { "retry-after": "1" },
+      message: "You have exceeded a secondary rate limit. Please wait a few minutes.",
+      times: 1,
+    },
+    // The check run's verdict: no answer at all, cut by the app's own time limit and retried.
+    { method: "PATCH", path: new RegExp(`^${R}/check-runs/\\d+$`), times: 1 },
+  );
+  const app = await start({
+    EVOKERNEL_RUNNER_CMD: JSON.stringify([
+      process.execPath,
+      fileURLToPath(new URL("../helpers/fake-job-runner.mjs", import.meta.url)),
+    ]),
+    EVOKERNEL_FAKE_RESULT: fileURLToPath(
+      new URL("../fixtures/app/review-result.json", import.meta.url),
+    ),
+    EVOKERNEL_LOCAL_STATE: join(dir, "state-2"),
+    // The hung request is cut after this (the default is 20 s).
+    EVOKERNEL_GITHUB_TIMEOUT_S: "3",
+  });
+  const payload = pullRequestEvent({ number: 7, head, base, headRef: "faster" });
+  expect((await sendWebhook(app.url, SECRET, "pull_request", payload, "chaos-2")).status).toBe(200);
+  await standin.waitFor(
+    () => standin?.checkRuns[0]?.status === "completed",
+    120_000,
+    "the check run to end",
+  );
+  // Every planted fault was hit, and the work went through all the same, once.
+  expect(standin.faults.map((fault) => fault.times)).toEqual([0, 0, 0]);
+  expect(standin.comments).toHaveLength(1);
+  expect(standin.reviews).toHaveLength(1);
+  expect(standin.checkRuns).toHaveLength(1);
+  expect(standin.checkRuns[0]).toMatchObject({
+    conclusion: "failure",
+    output: { title: "2 kernels: 1 wrong, 1 improvement" },
+  });
+  expect(standin.unknown()).toEqual([]);
+});
