@@ -1,4 +1,5 @@
 // Types for scripts/github-standin.mjs, for the TypeScript tests that use it.
+import type { ChildProcess } from "node:child_process";
 export interface StandinRequest {
   method: string;
   path: string;
@@ -92,7 +93,7 @@ export function sendWebhook(
 ): Promise<{ status: number; ms: number }>;
 export interface AppProcess {
   url: string;
-  child: import("node:child_process").ChildProcess;
+  child: ChildProcess;
   output(): string;
   stop(): Promise<void>;
 }
