@@ -23,6 +23,8 @@ export interface AppState {
   readonly dispatchers: readonly Dispatcher[];
   /** A GitHub for an installation outside a webhook (a local job finishing, a timeout). */
   githubFor(installationId: number, repo: RepoRef): Promise<GitHub>;
+  /** The App's id, when known: only its own check runs are matched to results. */
+  readonly appId?: number;
   /** A job whose run never reports fails after this long. */
   readonly jobTimeoutMs: number;
   /** After a failed attempt to conclude a check run, the next one this much later. */

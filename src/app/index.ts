@@ -88,6 +88,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       log,
       dispatchers,
       jobTimeoutMs: settings.jobTimeoutMs,
+      ...(settings.appId === undefined ? {} : { appId: settings.appId }),
       ...(settings.retryEndMs === undefined ? {} : { retryEndMs: settings.retryEndMs }),
       ...(settings.maxJobsPerInstallation === undefined
         ? {}

@@ -38,6 +38,8 @@ export interface AppSettings {
   readonly retryEndMs?: number;
   /** EVOKERNEL_MAX_JOBS_PER_INSTALLATION: jobs an installation may have running at once. */
   readonly maxJobsPerInstallation?: number;
+  /** The App's id (APP_ID): a check run of another app is never taken for one of ours. */
+  readonly appId?: number;
   /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
   readonly botLogin?: string;
   /** A replacement for the actions backend (tests). */
@@ -52,6 +54,7 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
     ...(env.EVOKERNEL_BOT_LOGIN ? { botLogin: env.EVOKERNEL_BOT_LOGIN } : {}),
+    ...(Number(env.APP_ID) > 0 ? { appId: Number(env.APP_ID) } : {}),
     ...(env.EVOKERNEL_MAX_JOBS_PER_INSTALLATION
       ? { maxJobsPerInstallation: positive(env.EVOKERNEL_MAX_JOBS_PER_INSTALLATION, 100) }
       : {}),

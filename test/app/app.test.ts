@@ -447,6 +447,34 @@ describe("results from a workflow run", () => {
     expect(unmatched()).toEqual([]);
   });
 
+  it("after a restart, takes no other app's check run for its job", async () => {
+    harness = await startHarness({ appId: 1 });
+    const jobId = "review-7-aaaaaaa-123456";
+    mockConfig(github());
+    mockArtifact(writeZip({ "r.json": JSON.stringify(reviewFixture(jobId)) }));
+    github()
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 908,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "in_progress",
+            external_id: `${jobId}@4242`,
+            details_url: null,
+            // Our name and external_id, another app's check run.
+            app: { id: 2 },
+          },
+        ],
+      });
+    const unmatched = watchUnmatched();
+    await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
+    expect(unmatched()).toEqual([]);
+  });
+
   it("finds the job by the result's id when GitHub gave no run details", async () => {
     mockConfig(github())
       .get(`${R}/pulls/7/files`)

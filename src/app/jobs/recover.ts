@@ -168,6 +168,8 @@ export async function recoverJob(
   const match = runs.find((checkRun) => {
     if (!checkRun.name.startsWith(CHECK_NAME_PREFIX) || checkRun.status === "completed")
       return false;
+    // Another app's check run with our name and a job id like ours is not ours to end.
+    if (state.appId !== undefined && checkRun.appId !== state.appId) return false;
     const ids = parseExternalId(checkRun.externalId);
     if (ids?.jobId !== review.job.id) return false;
     return ids.runId === undefined ? runNames(run, ids.jobId) : ids.runId === runId;
