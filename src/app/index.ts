@@ -159,7 +159,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       context: Context,
       schema: S,
       accept: (event: z.infer<S>) => boolean,
-      work: (event: z.infer<S>, octokit: Context["octokit"]) => Promise<void>,
+      work: (event: z.infer<S>, octokit: Context["octokit"], delivery: string) => Promise<void>,
     ): void {
       const parsed = schema.safeParse(context.payload);
       if (!parsed.success) {
@@ -170,7 +170,8 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         return;
       }
       if (!accept(parsed.data)) return;
-      const key = `delivery:${context.id}`;
+      const delivery = context.id;
+      const key = `delivery:${delivery}`;
       // Only the parsed fields (zod drops the rest) wait in the queue, never the context or
       // its client: a backlog of 1-24 MB payloads and one Octokit each stayed on the heap
       // (516 MB resident in the first mixed load run). The client is made when the work
@@ -188,7 +189,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         label,
         async () => {
           try {
-            await work(event, await app.auth(installationId));
+            await work(event, await app.auth(installationId), delivery);
           } catch (error) {
             current.seen.forget(key);
             throw error;
@@ -205,11 +206,12 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           context,
           pullRequestEventSchema,
           () => true,
-          async (event, octokit) => {
+          async (event, octokit, delivery) => {
             const github = createGitHub(octokit, repoOf(event), identity);
             // A closed PR's jobs are cancelled whatever the config says: no config read.
             if (event.action === "closed") await handlePullClosed(current, github, event);
-            else await handlePullRequest(current, github, event, await loadConfig(github));
+            else
+              await handlePullRequest(current, github, event, await loadConfig(github), delivery);
           },
         );
       },

@@ -16,6 +16,8 @@ export interface SpecInput {
   /** `/optimize --budget N`: candidates instead of the config's. */
   readonly candidates?: number;
   readonly proposer?: "llm" | "tuner";
+  /** The webhook delivery (or comment) that asked for the job: its id is derived from it. */
+  readonly seed?: string;
 }
 
 export function buildJobSpec(input: SpecInput): JobSpec {
@@ -28,7 +30,7 @@ export function buildJobSpec(input: SpecInput): JobSpec {
   };
   return {
     schema: 1,
-    id: newJobId(kind, pull.number, pull.headSha),
+    id: newJobId(kind, pull.number, pull.headSha, input.seed),
     kind,
     repo: { owner: input.repo.owner, name: input.repo.repo },
     sha: pull.headSha,

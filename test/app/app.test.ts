@@ -87,6 +87,10 @@ async function openPullWithJob(): Promise<string> {
     .reply(200, KERNEL_FILES)
     .post(`${R}/check-runs`, record("checkCreate"))
     .reply(201, { id: 900 })
+    // Looked for first: a job of this delivery started already (a redelivery).
+    .get(`${R}/commits/${HEAD}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
     .reply(200, {
       workflow_run_id: 4242,
@@ -172,6 +176,48 @@ describe("pull requests", () => {
     expect(unmatched()).toEqual([]);
   });
 
+  it("starts nothing for a redelivery another instance, or the app before a restart, handled", async () => {
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 900 });
+    await harness.receive("pull_request", pullRequestPayload("opened"), "delivery-77");
+    const check = bodies.check?.[0] as { external_id: string };
+    // The same delivery again, to an instance that never saw it (its memory is its own).
+    const other = await startHarness();
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 900,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "in_progress",
+            external_id: check.external_id,
+            details_url: null,
+          },
+        ],
+      });
+    const unmatched = watchUnmatched();
+    await other.receive("pull_request", pullRequestPayload("opened"), "delivery-77");
+    // No second dispatch, no second check run.
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toHaveLength(1);
+  });
+
   it("supersedes the old commit's job on a push: run cancelled, check run neutral", async () => {
     await openPullWithJob();
     github()
@@ -219,6 +265,10 @@ describe("pull requests", () => {
       .get(`${R}/commits/${HEAD}/check-runs`)
       .query({ per_page: 100 })
       .reply(200, { total_count: 0, check_runs: [] })
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${NEW_HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(200, { workflow_run_id: 4343, html_url: "https://github.com/o/r/actions/runs/4343" })
       .post(`${R}/check-runs`, record("newHead"))
@@ -249,6 +299,10 @@ describe("pull requests", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(404, { message: "Not Found" })
       .post(`${R}/check-runs`, record("check"))
@@ -480,6 +534,10 @@ describe("results from a workflow run", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
       .reply(204)
       .post(`${R}/check-runs`, record("checkCreate"))
@@ -532,6 +590,10 @@ describe("results from a workflow run", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
       .reply(204)
       .post(`${R}/check-runs`)

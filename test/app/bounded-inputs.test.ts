@@ -11,6 +11,7 @@ import { zipBomb } from "../helpers/zip-bomb.js";
 import {
   API,
   CONFIG_PATH,
+  HEAD,
   OWNER,
   REPO,
   pullRequestPayload,
@@ -46,6 +47,10 @@ async function openPullWithJob(): Promise<void> {
     .get(`${R}/pulls/7/files`)
     .query({ per_page: 100 })
     .reply(200, KERNEL_FILES)
+    // Looked for first: a job of this delivery started already (a redelivery).
+    .get(`${R}/commits/${HEAD}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
     .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
     .post(`${R}/check-runs`)

@@ -10,6 +10,7 @@ import { createActionsDispatcher } from "../../src/app/dispatch/actions.js";
 import { evokernelOctokit } from "../../src/app/octokit.js";
 import { forgetServerFeatures } from "../../src/app/server-features.js";
 import {
+  HEAD,
   OWNER,
   REPO,
   kernelPatch,
@@ -62,6 +63,10 @@ it("dispatches without return_run_details and finds the run by its job id", asyn
     ])
     .get("/api/v3/meta")
     .reply(200, { installed_version: "3.19.2", verifiable_password_authentication: false })
+    // Looked for first: a job of this delivery started already (a redelivery).
+    .get(`${R}/commits/${HEAD}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, (body: Record<string, unknown>) => {
       bodies.dispatch = body;
       jobId = (JSON.parse((body.inputs as { spec: string }).spec) as { id: string }).id;

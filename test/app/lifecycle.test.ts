@@ -56,6 +56,10 @@ async function openPullWithJob(): Promise<string> {
       { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
     ])
+    // Looked for first: a job of this delivery started already (a redelivery).
+    .get(`${R}/commits/${HEAD}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .post(
       `${R}/actions/workflows/evokernel.yml/dispatches`,
       (body: { inputs: { spec: string } }) => {
@@ -179,7 +183,10 @@ describe("a run that ends before its check run exists", () => {
       .reply(200, [
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
         { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
-      ]);
+      ])
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] });
     await harness.probot.receive({
       id: "early-pr",
       name: "pull_request",
@@ -375,6 +382,10 @@ describe("what a pull request may queue, and closing it", () => {
       .reply(200, [
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       ])
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(200, { workflow_run_id: run, html_url: `https://github.com/o/r/actions/runs/${run}` })
       .post(`${R}/check-runs`)
@@ -395,6 +406,9 @@ describe("what a pull request may queue, and closing it", () => {
       .reply(200, [
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       ])
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       // No dispatch: a completed neutral check run that says why.
       .post(`${R}/check-runs`, record)
       .reply(201, { id: 960 });
@@ -417,6 +431,9 @@ describe("what a pull request may queue, and closing it", () => {
       .reply(200, [
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       ])
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       // Another pull request of the same installation: no dispatch, a neutral check run.
       .post(`${R}/check-runs`, record)
       .reply(201, { id: 961 });

@@ -11,6 +11,7 @@ import { checkReviewResult } from "../../src/shared/result-check.js";
 import {
   API,
   CONFIG_PATH,
+  HEAD,
   OWNER,
   REPO,
   pullRequestPayload,
@@ -242,6 +243,10 @@ describe("a result that does not add up, through the app", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, [{ filename: "kernels/softmax/kernel.cu", status: "modified" }])
+      // Looked for first: a job of this delivery started already (a redelivery).
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/check-runs`)
       .reply(201, { id: 900 })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))

@@ -219,6 +219,10 @@ async function startJob(): Promise<string> {
     .reply(200, [
       { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@\n-a\n+b" },
     ])
+    // Looked for first: a job of this delivery started already (a redelivery).
+    .get(`${R}/commits/${HEAD}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/check-runs`)
     .reply(201, { id: 900 })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))

@@ -27,6 +27,8 @@ export async function handlePullRequest(
   github: GitHub,
   event: PullRequestEvent,
   config: Awaited<ReturnType<typeof loadConfig>>,
+  /** X-GitHub-Delivery: the job's id is derived from it, so a redelivery starts nothing. */
+  delivery?: string,
 ): Promise<void> {
   const pr = event.pull_request;
   if (event.action === "synchronize" && event.before)
@@ -78,11 +80,13 @@ export async function handlePullRequest(
       config: config.config,
       tasks: plan.kind === "tasks" ? plan.tasks : [],
       requestedBy: event.sender.login,
+      ...(delivery === undefined ? {} : { seed: `delivery:${delivery}` }),
     }),
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
     recheckHead: false,
+    seeded: delivery !== undefined,
   });
 }
 

@@ -2,7 +2,7 @@
 // for speed; what must survive a restart is written into GitHub itself: the check run's
 // external_id holds the job id, the workflow run id and the job's deadline, so a restarted
 // app can find its open check runs and conclude those past their deadline (jobs/recover.ts).
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { JobKind, JobSpec } from "../../shared/job.js";
 import type { RepoRef } from "../github.js";
 
@@ -20,9 +20,23 @@ export interface ActiveJob {
   timer?: NodeJS.Timeout;
 }
 
-/** Unique per dispatch, readable in a run list: `review-12-1a2b3c4-9f8e7d`. */
-export function newJobId(kind: JobKind, pr: number | undefined, sha: string): string {
-  return `${kind}-${pr ?? "x"}-${sha.slice(0, 7)}-${randomBytes(3).toString("hex")}`;
+/**
+ * Unique per dispatch, readable in a run list: `review-12-1a2b3c4-9f8e7d`. With `seed` (the
+ * webhook delivery that started it) the last part is derived from it: a redelivery, to this
+ * instance after a restart or to another, names the same job, which jobs/start.ts finds on
+ * GitHub before starting it again.
+ */
+export function newJobId(
+  kind: JobKind,
+  pr: number | undefined,
+  sha: string,
+  seed?: string,
+): string {
+  const tail =
+    seed === undefined
+      ? randomBytes(3).toString("hex")
+      : createHash("sha256").update(`${kind}\n${seed}`).digest("hex").slice(0, 6);
+  return `${kind}-${pr ?? "x"}-${sha.slice(0, 7)}-${tail}`;
 }
 
 /** The check run's name: one per job kind, so a bench and an optimize on one commit coexist. */

@@ -9,10 +9,12 @@ import type { GitHub } from "../github.js";
 import { armDeadline, failJob } from "./finish.js";
 import {
   type ActiveJob,
+  CHECK_NAME_PREFIX,
   checkName,
   externalIdOf,
   MAX_JOBS_PER_INSTALLATION,
   MAX_JOBS_PER_PULL,
+  parseExternalId,
 } from "./registry.js";
 import { codeSpan } from "../../report/escape.js";
 import { supersededOutput } from "./stop.js";
@@ -29,10 +31,20 @@ export interface StartRequest {
    * commit, maybe minutes ago). A pull_request event carries its head fresh.
    */
   readonly recheckHead: boolean;
+  /**
+   * The spec's id was derived from the webhook delivery (job-spec.ts `seed`): a job of that
+   * id on GitHub already means this delivery was handled, by another instance or before a
+   * restart, and nothing starts.
+   */
+  readonly seeded?: boolean;
 }
 
 export async function startJob(state: AppState, request: StartRequest): Promise<void> {
   const { github, spec, config } = request;
+  if (request.seeded === true && (await startedBefore(state, github, spec))) {
+    state.log.info({ job: spec.id }, "this delivery's job was started already; not again");
+    return;
+  }
   const dispatcher = state.dispatcherFor(config);
   if (typeof dispatcher === "string") {
     await completedCheck(github, spec, "failure", {
@@ -170,6 +182,17 @@ function register(
       `installation:${job.installationId}`,
     );
   return job;
+}
+
+/** A check run of the App's own for exactly this job id, on the job's commit. */
+async function startedBefore(state: AppState, github: GitHub, spec: JobSpec): Promise<boolean> {
+  const runs = await github.listCheckRuns(spec.sha);
+  return runs.some(
+    (run) =>
+      run.name.startsWith(CHECK_NAME_PREFIX) &&
+      (state.appId === undefined || run.appId === state.appId) &&
+      parseExternalId(run.externalId)?.jobId === spec.id,
+  );
 }
 
 /** Why the job may not start now (a cap on queued jobs), or undefined. */
