@@ -700,6 +700,9 @@ describe("commands", () => {
     )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ fork: true }))
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
@@ -759,6 +762,47 @@ describe("commands", () => {
     expect(bodies.moved).toMatchSnapshot("the named commit is no longer the head");
   });
 
+  it("starts nothing for a command another instance, or the app before a restart, started", async () => {
+    const mockCommand = (checkRuns: unknown[]) =>
+      mockWriter()
+        .get(`${R}/pulls/7`)
+        .reply(200, pull())
+        .post(`${R}/issues/comments/601/reactions`, { content: "rocket" })
+        .reply(201, {})
+        .get(`${R}/commits/${HEAD}/check-runs`)
+        .query({ per_page: 100 })
+        .reply(200, { total_count: checkRuns.length, check_runs: checkRuns });
+    mockCommand([])
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(204)
+      .post(`${R}/check-runs`, record("check"))
+      .reply(201, { id: 907 });
+    mockConfig(github());
+    await harness.receive("issue_comment", commentPayload("/bench softmax", { id: 601 }));
+    const check = bodies.check?.[0] as { name: string; external_id: string };
+    // The same comment again, to an instance that never saw it (its memory is its own).
+    const other = await startHarness();
+    mockCommand([
+      {
+        id: 907,
+        name: check.name,
+        head_sha: HEAD,
+        status: "queued",
+        external_id: check.external_id,
+        details_url: null,
+      },
+    ]);
+    mockConfig(github());
+    const unmatched = watchUnmatched();
+    await other.receive("issue_comment", commentPayload("/bench softmax", { id: 601 }));
+    // No second dispatch, no second check run.
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toHaveLength(1);
+    expect(bodies.check).toHaveLength(1);
+  });
+
   it("runs nothing when a fork's head moved between the command and the dispatch", async () => {
     mockResolve(
       mockWriter()
@@ -769,6 +813,9 @@ describe("commands", () => {
     )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ fork: true, head: NEW_HEAD }))
       .post(`${R}/check-runs`, record("check"))

@@ -89,6 +89,10 @@ function runs(scope: nock.Scope, head: string, comment = 501): void {
     .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
     .post(`${R}/issues/comments/${comment}/reactions`, { content: "rocket" })
     .reply(201, {})
+    // Whether this comment's job was started already (by another instance, or before a restart).
+    .get(`${R}/commits/${head}/check-runs`)
+    .query({ per_page: 100 })
+    .reply(200, { total_count: 0, check_runs: [] })
     .get(`${R}/pulls/7`)
     .reply(200, forkPull(head))
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))

@@ -114,6 +114,9 @@ export async function handleIssueComment(
       config: config.config,
       tasks,
       requestedBy: login,
+      // The comment names the job: its redelivery, to another instance or after a restart,
+      // finds the job's check run on GitHub and starts nothing (jobs/start.ts).
+      seed: `comment:${event.comment.id}`,
       ...(command.name === "optimize" && command.budget !== undefined
         ? { candidates: command.budget }
         : {}),
@@ -125,6 +128,7 @@ export async function handleIssueComment(
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
     recheckHead: true,
+    seeded: true,
   });
 }
 
