@@ -10,19 +10,12 @@ import torch.backends.cuda  # imported by torch itself; named for the type check
 import torch.backends.cudnn
 import torch.version
 
-DTYPES = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float64": torch.float64,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "bool": torch.bool,
-    "uint8": torch.uint8,
-    "int8": torch.int8,
-}
+from .schemas import enum
+
+# The dtypes a task or record may name, from the contract (src/shared/contract/dtypes.ts).
+DTYPES = {name: getattr(torch, name) for name in enum("dtype.schema.json")}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+FLOAT_DTYPES = tuple(DTYPES[name] for name in enum("float-dtype.schema.json"))
 
 
 def dtype_name(dtype: torch.dtype) -> str:

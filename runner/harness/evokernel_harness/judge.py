@@ -183,6 +183,7 @@ def read_claim(path: str, kind: str = "verify") -> Record | None:
 
 
 def base_record(args: argparse.Namespace, seed: int) -> Record:
+    """A verify record that has decided nothing yet: where the command and the judge start."""
     return {
         "schema": SCHEMA,
         "kind": "verify",

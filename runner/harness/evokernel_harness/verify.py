@@ -24,6 +24,7 @@ from .env import dtype_name
 from .phases import Phases
 from .record import Record, Result
 from .reject import Crash, Reject
+from .schemas import consts
 from .tasks.base import Case, Config, Outputs, Task
 
 if TYPE_CHECKING:
@@ -33,31 +34,8 @@ if TYPE_CHECKING:
 # a run's first failure: (reason, the Reject raised or the failing output's Result, where, the init)
 Failure = tuple[str, Any, Config, str | None]
 
-HACKS = {
-    "output-memory-reuse": 1,
-    "unwritten-output": 1,
-    "input-mutation": 2,
-    "side-stream": 3,
-    "background-thread": 4,
-    "fake-tensor": 5,
-    "timer-patching": 6,
-    "reduced-precision": 7,
-    "degenerate-task": 8,
-    "distribution-specific": 9,
-    "shape-specific": 10,
-    "result-caching": 11,
-    "torch-fallback": 12,
-    "launch-error": 13,
-    "race": 15,
-    "below-floor": 16,
-    "timing-output-mismatch": 11,
-    # the judge (judge.py): the candidate's process tampered with the verification's record
-    "verdict-forged": 6,
-    "outputs-missing": 6,
-    "outputs-invalid": 6,
-    "no-record": 6,
-    "record-invalid": 6,
-}
+# reason → hack class (docs/DESIGN.md), from the contract (src/shared/contract/reasons.ts)
+HACKS = consts("hack-classes.schema.json")
 
 
 def _sync(device):

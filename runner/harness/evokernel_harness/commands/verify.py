@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from ..record import Record
-from .common import SCHEMA, default_cache, log, parse_defines, parse_flags
+from .common import default_cache, log, parse_defines, parse_flags
 
 if TYPE_CHECKING:
     from ..candidates.load import Candidate
@@ -62,31 +62,11 @@ def begin(args: argparse.Namespace, started: float) -> tuple[str | None, Record,
     """A verify stage's seed, backend and record; the record is final at once when there is no
     backend. Returns (backend, rec, t0): t0 is when loading starts."""
     from ..env import device_backend, device_info, precise_math
+    from ..judge import base_record
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     backend = device_backend(args.device)
-    rec = {
-        "schema": SCHEMA,
-        "kind": "verify",
-        "task": args.task,
-        "candidate": args.candidate or "",
-        "format": "",
-        "ok": False,
-        "status": "error",
-        "reason": None,
-        "hack": None,
-        "message": "",
-        "mismatch": None,
-        "configs": [],
-        "checks": [],
-        "warnings": [],
-        "seed": seed,
-        "kernelShares": None,
-        "libraryKernels": [],
-        "seconds": {"load": 0.0, "verify": 0.0},
-        "phases": {},
-        "device": None,
-    }
+    rec = base_record(args, seed)
     if backend is None:
         return (
             None,
