@@ -631,7 +631,7 @@ describe("results from a workflow run", () => {
       .reply(202, {})
       .patch(`${R}/check-runs/900`, record("check"))
       .reply(200, { id: 900 });
-    await vi.waitFor(() => expect(nock.isDone()).toBe(true), { timeout: 5_000, interval: 20 });
+    await vi.waitFor(() => expect(nock.isDone()).toBe(true), { timeout: 600_000, interval: 20 });
     expect(stable(bodies.check)).toMatchSnapshot();
   });
 

@@ -3,9 +3,8 @@
 // The app is killed in the middle of a job and started again; GitHub answers 502s, a
 // secondary rate limit and a request that hangs while a job is reported. Each time every
 // check run ends and nothing is posted twice.
-import { execFileSync } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,6 +20,7 @@ import {
   type Standin,
 } from "../../scripts/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
+import { makePrRepo } from "../helpers/pr-repo.js";
 
 const SECRET = "chaos-secret";
 const KEY = generateAppKey();
@@ -33,44 +33,9 @@ let standin: Standin | undefined;
 const apps: AppProcess[] = [];
 const pids: number[] = [];
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t",
-    },
-  }).trim();
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "evokernel-chaos-"));
-  repo = join(dir, "repo");
-  await mkdir(join(repo, "kernels/softmax"), { recursive: true });
-  git(dir, "init", "-q", "-b", "main", repo);
-  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 128\n");
-  git(repo, "add", ".");
-  git(repo, "commit", "-q", "-m", "base");
-  base = git(repo, "rev-parse", "HEAD");
-  git(repo, "checkout", "-q", "-b", "faster");
-  // The head holds what the recorded result's suggestion was made against (its path and
-  // content are checked against the head's tree, which the stand-in serves from this clone).
-  const fixture = JSON.parse(
-    await readFile(new URL("../fixtures/app/review-result.json", import.meta.url), "utf8"),
-  ) as { tasks: { suggestion: { before: string } | null }[] };
-  await writeFile(
-    join(repo, "kernels/softmax/kernel.cu"),
-    fixture.tasks[0]?.suggestion?.before ?? "",
-  );
-  await writeFile(join(repo, "kernels/softmax/task.json"), '{"kernel": "kernel.cu"}\n');
-  git(repo, "add", ".");
-  git(repo, "commit", "-q", "-m", "head");
-  head = git(repo, "rev-parse", "HEAD");
-  git(repo, "checkout", "-q", "main");
+  ({ repo, base, head } = await makePrRepo(dir));
   entry = await bundleApp(join(dir, "app.mjs"));
 });
 
@@ -159,7 +124,7 @@ setInterval(() => {}, 1000);
   expect((await sendWebhook(first.url, SECRET, "pull_request", payload, "chaos-1")).status).toBe(
     200,
   );
-  await vi.waitFor(() => readFile(written, "utf8"), { timeout: 60_000, interval: 100 });
+  await vi.waitFor(() => readFile(written, "utf8"), { timeout: 600_000, interval: 100 });
   const [runnerPid, childPid] = JSON.parse(await readFile(written, "utf8")) as [number, number];
   pids.push(runnerPid, childPid);
 
@@ -175,7 +140,7 @@ setInterval(() => {}, 1000);
   await start(env);
   await standin.waitFor(
     () => standin?.checkRuns[0]?.status === "completed",
-    60_000,
+    600_000,
     "the lost job's check run to end",
   );
   expect(standin.checkRuns[0]).toMatchObject({
@@ -187,7 +152,7 @@ setInterval(() => {}, 1000);
       expect(await alive(runnerPid)).toBe(false);
       expect(await alive(childPid)).toBe(false);
     },
-    { timeout: 30_000, interval: 100 },
+    { timeout: 600_000, interval: 100 },
   );
   expect(standin.unknown()).toEqual([]);
 });
@@ -224,13 +189,13 @@ it("reports once, and ends its check run, through 502s, a secondary limit and a 
     ),
     EVOKERNEL_LOCAL_STATE: join(dir, "state-2"),
     // The hung request is cut after this (the default is 20 s).
-    EVOKERNEL_GITHUB_TIMEOUT_S: "3",
+    EVOKERNEL_GITHUB_TIMEOUT_S: "10",
   });
   const payload = pullRequestEvent({ number: 7, head, base, headRef: "faster" });
   expect((await sendWebhook(app.url, SECRET, "pull_request", payload, "chaos-2")).status).toBe(200);
   await standin.waitFor(
     () => standin?.checkRuns[0]?.status === "completed",
-    120_000,
+    600_000,
     "the check run to end",
   );
   // Every planted fault was hit, and the work went through all the same, once.

@@ -1,8 +1,7 @@
 // End to end: the real app process (bundled as shipped) against the GitHub stand-in, with the
 // local backend running a fake runner in a git worktree of the PR's head, from the
 // pull_request webhook to the posted comment, review and check run.
-import { execFileSync } from "node:child_process";
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,7 +17,7 @@ import {
   type Standin,
 } from "../../scripts/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
-import { readFileSync } from "node:fs";
+import { makePrRepo } from "../helpers/pr-repo.js";
 
 const SECRET = "e2e-secret";
 let dir: string;
@@ -27,38 +26,10 @@ let app: AppProcess;
 let head: string;
 let base: string;
 
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_AUTHOR_NAME: "t",
-      GIT_AUTHOR_EMAIL: "t@t",
-      GIT_COMMITTER_NAME: "t",
-      GIT_COMMITTER_EMAIL: "t@t",
-    },
-  }).trim();
-}
-
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "evokernel-app-e2e-"));
-  const repo = join(dir, "repo");
-  await mkdir(join(repo, "kernels/softmax"), { recursive: true });
-  git(dir, "init", "-q", "-b", "main", repo);
-  await writeFile(join(repo, "kernels/softmax/kernel.cu"), "#define BLOCK_SIZE 128\n");
-  git(repo, "add", ".");
-  git(repo, "commit", "-q", "-m", "base");
-  base = git(repo, "rev-parse", "HEAD");
-  git(repo, "checkout", "-q", "-b", "faster");
-  // The head holds what the recorded result's suggestion changes: the app checks its path and
-  // content against the head commit's tree (served by the stand-in from this clone).
-  await writeFile(join(repo, "kernels/softmax/kernel.cu"), suggestionBefore());
-  await writeFile(join(repo, "kernels/softmax/task.json"), '{"kernel": "kernel.cu"}\n');
-  git(repo, "add", ".");
-  git(repo, "commit", "-q", "-m", "head");
-  head = git(repo, "rev-parse", "HEAD");
-  git(repo, "checkout", "-q", "main");
+  let repo: string;
+  ({ repo, base, head } = await makePrRepo(dir));
 
   standin = await startStandin({
     repoDir: repo,
@@ -113,7 +84,7 @@ it("takes a PR from webhook to comment, review and check run through the local b
   expect(answer.status).toBe(200);
   await standin.waitFor(
     () => standin.checkRuns.some((run) => run.status === "completed"),
-    60_000,
+    600_000,
     "the check run to complete",
   );
 
@@ -137,10 +108,3 @@ it("takes a PR from webhook to comment, review and check run through the local b
 });
 
 /** The head kernel the recorded result's suggestion was made against. */
-function suggestionBefore(): string {
-  const fixture = new URL("../fixtures/app/review-result.json", import.meta.url);
-  const review = JSON.parse(readFileSync(fixture, "utf8")) as {
-    tasks: { suggestion: { before: string } | null }[];
-  };
-  return review.tasks[0]?.suggestion?.before ?? "";
-}

@@ -125,7 +125,7 @@ describe("a job's check run always ends", () => {
       .patch(`${R}/check-runs/900`, record)
       .reply(200, { id: 900 });
     await harness.receive("workflow_run", workflowRunPayload(4242, "success"));
-    await vi.waitFor(() => expect(bodies).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(bodies).toHaveLength(1), { timeout: 600_000, interval: 20 });
     expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
   });
 });
@@ -192,7 +192,7 @@ describe("a run that ends before its check run exists", () => {
       name: "pull_request",
       payload: pullRequestPayload("opened"),
     } as never);
-    await vi.waitFor(() => expect(specs).toHaveLength(1), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(specs).toHaveLength(1), { timeout: 600_000, interval: 5 });
     const jobId = specs[0] ?? "";
     const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
     for (const task of review.tasks) task.suggestion = null;
@@ -222,7 +222,7 @@ describe("a run that ends before its check run exists", () => {
       payload: workflowRunPayload(4242, "success", `evokernel review ${jobId}`),
     } as never);
     // Only the pull request's work (waiting for its dispatch) is left.
-    await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 600_000, interval: 5 });
     // The check run is created, and the parked run is reported on it at once.
     artifact()
       .post(`${R}/check-runs`)

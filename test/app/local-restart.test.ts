@@ -89,7 +89,7 @@ setInterval(() => {}, 1000);
     ref: "main",
     checkRun: { installationId: 1, id: 900 },
   });
-  await vi.waitFor(() => readFile(pids, "utf8"), { timeout: 30_000, interval: 50 });
+  await vi.waitFor(() => readFile(pids, "utf8"), { timeout: 600_000, interval: 50 });
   const [runnerPid, childPid] = JSON.parse(await readFile(pids, "utf8")) as [number, number];
   started.push(runnerPid, childPid);
   expect(await alive(runnerPid)).toBe(true);
@@ -110,7 +110,7 @@ setInterval(() => {}, 1000);
       expect(await alive(runnerPid)).toBe(false);
       expect(await alive(childPid)).toBe(false);
     },
-    { timeout: 10_000, interval: 50 },
+    { timeout: 600_000, interval: 50 },
   );
   // Nothing is left for a third start.
   expect(await createLocalDispatcher(options).recover?.()).toEqual([]);
