@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import evidence as _evidence
 from .record import Record
+from .verify import HACKS
 
 if TYPE_CHECKING:
     from .candidates.load import Candidate
@@ -60,7 +61,7 @@ def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, o
             ok=False,
             status="rejected",
             reason="torch-fallback",
-            hack=12,
+            hack=HACKS["torch-fallback"],
             message=fallback_message(handled, own["detail"]),
         )
         return rec
@@ -69,7 +70,7 @@ def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, o
             ok=False,
             status="rejected",
             reason="torch-fallback",
-            hack=12,
+            hack=HACKS["torch-fallback"],
             message=fallback_message(
                 in_calls, "its except branch computed the result (no kernel of its own can run on the CPU)"
             ),
