@@ -8,8 +8,9 @@
 #    run (streams, fallbacks, threads, subclasses, caching) and the new hacks: each must be
 #    refused with one of its manifest reasons;
 # 3. the correct corpus's honest idioms (try/except around a build, cudnn.benchmark and
-#    importlib, torch.matmul beside an own kernel, two streams joined, a PyTorch rewrite,
-#    BatchNorm with batch statistics): each must verify and be benchmarked.
+#    importlib, TF32 flags, torch.matmul beside an own kernel, two streams joined, a PyTorch
+#    rewrite, BatchNorm with batch statistics, robust-kbench's Llama FFN with cuBLAS GEMMs and
+#    an own SwiGLU, its cross-entropy returning shape (1,)): each must verify and be benchmarked.
 # Prints OK/MISS per entry and "N/M entries met their expectation" per manifest; records go to
 # $OUT (issue18-adversarial.json, issue18-correct.json, issue18-evidence.txt).
 set -uo pipefail
@@ -27,8 +28,9 @@ echo "evidence tests: exit $? ($(tail -1 "$out/issue18-evidence.txt"))"
 
 rc=0
 adversarial=(--only softmax/00 --only softmax/01b --only softmax/03 --only softmax/04 --only softmax/05 --only softmax/06b
-  --only softmax/11c --only softmax/12 --only kb_batchnorm/)
-correct=(--only softmax_idioms/ --only gemm_bias_relu/ --only kb1_33_batchnorm/)
+  --only softmax/10c --only softmax/11c --only softmax/12 --only kb_batchnorm/ --only kb_gemm_add_relu/)
+correct=(--only softmax_idioms/ --only gemm_bias_relu/ --only kb1_33_batchnorm/ --only llama_ffw/
+  --only mnist_cross_entropy/21)
 if [ "${1:-}" = "--all" ]; then adversarial=(); correct=(); fi
 "$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
   --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
