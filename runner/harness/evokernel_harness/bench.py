@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 import torch
@@ -25,6 +26,7 @@ from .tasks.base import Case, Task
 
 if TYPE_CHECKING:
     from .candidates.load import Candidate
+    from .outputs import Dump
     from .probe_cache import ProbeCache
 
 Samples = dict[str, list[float]]  # one implementation's timing: {"event": [ms], "wall": [ms]}
@@ -40,6 +42,21 @@ ROTATE = 4
 SCREEN_MIN_ROUNDS = 10
 SCREEN_SPREAD = 0.03
 RACE_MIN_ROUNDS = 6
+# The new values of the check after timing: refill_case(..., seed ^ AFTER_TIMING_SEED) writes every
+# tensor of the case (arguments and module state), so the judge regenerates that case from the
+# seed alone (make_case(config, seed ^ AFTER_TIMING_SEED)).
+AFTER_TIMING_SEED = 0x71AE
+
+
+@dataclass
+class JudgedSide:
+    """What bench() does differently as a judged bench's candidate side (bench_judge.py): it
+    times the kernels only (the judge times eager and torch.compile and computes the floor),
+    marks each configuration's timing for the judge's own clock, and keeps the outputs of its
+    check after timing for the judge to compare."""
+
+    dump: Dump  # the outputs after timing: outputs.key(visible configuration index, 0)
+    mark: Callable[[int, str], object]  # mark(index, "start" | "end") around a configuration's timing
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -115,7 +132,7 @@ def bench(
     task: Task,
     candidate: Candidate | None,
     baseline: Candidate | None,
-    ceilings: Record,
+    ceilings: Record | None,
     device_info: Record,
     seed: int,
     log: Callable[[str], object] = print,
@@ -126,6 +143,7 @@ def bench(
     time_eager: bool = True,
     adaptive: bool = False,
     race: dict[str, float] | None = None,
+    judged: JudgedSide | None = None,
 ) -> Record:
     """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
     time per configuration across processes; None profiles the reference every time.
@@ -137,9 +155,10 @@ def bench(
     favourable; after each configuration, a candidate whose most favourable speedup over the
     configurations timed so far (geometric mean) is under the leader's least favourable one
     over the same configurations stops there: the record's "race" says where and by how much,
-    the rest is not timed (nor checked after timing, nor profiled: it is no contender)."""
+    the rest is not timed (nor checked after timing, nor profiled: it is no contender).
+    judged: the candidate's side of a judged bench (JudgedSide); ceilings may then be None."""
     start = time.perf_counter()
-    run = _Bench(task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race)
+    run = _Bench(task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, judged)
     run.set_up(head_start_cycles, compile_baseline, time_eager, adaptive)
     for ci, config in enumerate(task.visible_configs()):
         if run.config(ci, config):
@@ -153,8 +172,10 @@ class _Bench:
     steps, in bench()'s order: set_up, then per configuration probe, inputs, cost,
     implementations, timing, the checks after timing and the profile; then summary."""
 
-    def __init__(self, task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race):
-        self.task, self.candidate, self.baseline = task, candidate, baseline
+    def __init__(
+        self, task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, judged
+    ):
+        self.task, self.candidate, self.baseline, self.judged = task, candidate, baseline, judged
         self.ceilings, self.device_info, self.seed, self.log = ceilings, device_info, seed, log
         self.budget_s, self.probe_cache, self.race = budget_s, probe_cache, race
         self.configs_out, self.reasons, self.notes = [], [], []
@@ -188,11 +209,13 @@ class _Bench:
         launch_bound = device_ms is not None and device_ms < TINY_MS
         self.phases.lap("probe")
         if launch_bound and device_ms is not None and config.derived:
-            # derived configurations are for verification; a tiny one would time launches
-            self.notes.append(
-                f"{config.name}: not timed: a derived configuration whose reference runs "
-                f"{device_ms * 1e3:.1f} µs a call (launch-bound)"
-            )
+            # derived configurations are for verification; a tiny one would time launches (the
+            # judge notes it on a judged bench, from its own probe)
+            if self.judged is None:
+                self.notes.append(
+                    f"{config.name}: not timed: a derived configuration whose reference runs "
+                    f"{device_ms * 1e3:.1f} µs a call (launch-bound)"
+                )
             self.log(f"bench {config.name}: derived and launch-bound ({device_ms * 1e3:.1f} µs): verified, not timed")
             return False
         cases, sources, new_values, ref_out = self.inputs(ci, config)
@@ -216,7 +239,7 @@ class _Bench:
         }
         for name in ("eager", "compile", "baseline", "candidate"):
             row[name] = stats(raw[name]["event"]) if name in raw else None
-        if launch_bound and device_ms is not None:
+        if launch_bound and device_ms is not None and self.judged is None:
             # a declared configuration (the user's real shape) is timed, but launches dominate it:
             # marked, and kept out of the headline speedup and the search's fitness
             self.notes.append(
@@ -229,7 +252,7 @@ class _Bench:
             self.configs_out.append(row)
             self.log(f"bench {config.name}: raced out: {self.raced['message']}")
             return True
-        self.checks(config, row, raw, overhead, floor, cases)
+        self.checks(ci, config, row, raw, overhead, floor, cases)
         self.profile_first(config, row, cases)
         if row["reason"]:
             self.reasons.append((config.name, row["reason"]))
@@ -296,8 +319,12 @@ class _Bench:
 
     def cost(self, config, key, about, cases, ref_out):
         """Bytes and flops of the configuration (from the probe cache when it has them) and the
-        roofline floor they give (the "cost" phase)."""
+        roofline floor they give (the "cost" phase); none on a judged bench's candidate side (the
+        judge computes them: a floor of 0 refuses nothing here)."""
         task = self.task
+        if self.judged is not None:
+            self.phases.lap("cost")
+            return 0, 0, 0.0
         if self.probe_cache is None:
             nbytes, flops = task.cost(config, cases[0], ref_out)
         else:
@@ -342,10 +369,14 @@ class _Bench:
         if self.adaptive:
             stop = screen_stop(None if self.race is None else self.race.get(config.name))
         timer = self.timer
+        if self.judged is not None:
+            self.judged.mark(ci, "start")
         with self.grad_ctx():
             raw = timer.interleaved(
                 impls, cases, budget_s=self.budget_s, seed=self.seed + ci, prepare=new_values, stop=stop
             )
+        if self.judged is not None:
+            self.judged.mark(ci, "end")
         self.phases.lap("timing")
         overhead = timer.overhead_ms(timer.last_head_start)
         if timer.last_head_start != self.head_start_cycles:
@@ -357,10 +388,11 @@ class _Bench:
             )
         return raw, overhead
 
-    def checks(self, config, row, raw, overhead, floor, cases):
+    def checks(self, ci, config, row, raw, overhead, floor, cases):
         """The candidate's checks after timing (the "checks" phase): wall against event time,
         the floor, its output on new values in the same buffers, every stream's work timed.
-        The first that fails is the row's reason."""
+        The first that fails is the row's reason. On a judged bench the output after timing is
+        also kept for the judge, which compares it again."""
         candidate, task, ref, grad_ctx = self.candidate, self.task, self.ref, self.grad_ctx
         if candidate is not None:
             cand = row["candidate"]
@@ -373,11 +405,16 @@ class _Bench:
             else:
                 # the output of a timed call must still be right: new values, same buffers
                 self.checked_case = case = cases[-1]
-                refill_case(task, config, case, self.seed ^ 0x71AE, None)
+                refill_case(task, config, case, self.seed ^ AFTER_TIMING_SEED, None)
                 with grad_ctx():
                     expected = task.invoke(ref, case.clone())
                     self.checked_out = got = candidate.run(case)
                 torch.cuda.synchronize()
+                if self.judged is not None:
+                    try:
+                        self.judged.dump.write(ci, 0, got)
+                    except Exception as err:  # not tensors: the judge finds no outputs, and says so
+                        self.log(f"{config.name}: the outputs after timing cannot be kept for the judge: {err}")
                 results = [compare(g, e, task.tolerance(dtype_name(e.dtype))) for g, e in zip(got, expected)]
                 del expected
                 if not all(r["ok"] for r in results):

@@ -209,3 +209,17 @@ class ProbeCache:
         nbytes, flops = compute()
         self.put_cost(key, nbytes, flops, about)
         return (nbytes, flops), False
+
+
+class CostMeasured(ProbeCache):
+    """The cache as a judged bench's judge uses it (bench_judge.py): the probe read from it, the
+    cost always computed (and written). The cache is a folder the candidate's process can write,
+    and the cost is the roofline floor the judge holds its times to."""
+
+    def cost(
+        self, key: str, compute: Callable[[], tuple[int, int]], about: dict[str, Any] | None = None
+    ) -> tuple[tuple[int, int], bool]:
+        self.cost_misses += 1
+        nbytes, flops = compute()
+        self.put_cost(key, nbytes, flops, about)
+        return (nbytes, flops), False

@@ -30,7 +30,9 @@ NO_FLOOR = {"bandwidthGBs": 1e30, "fp32Tflops": 1e30, "bf16Tflops": 1e30}  # any
 PROBE_MS = {"64x1000": 0.5, "odd-33x257": 0.01}  # the second is launch-bound (under 20 µs)
 
 
-class BenchCpuTest(unittest.TestCase):
+class CpuModel(unittest.TestCase):
+    """The GPU modelled on the CPU (also test_bench_judge's): bench() runs in it."""
+
     def setUp(self):
         self.stream = stream = head.Stream()
         event_base = mock.Mock()
@@ -76,6 +78,8 @@ class BenchCpuTest(unittest.TestCase):
         cand.run = lambda case: (self.stream.launch(0.01, gpu_ms), run(case))[1]
         return cand
 
+
+class BenchCpuTest(CpuModel):
     def bench(self, candidate=HONEST, ceilings=NO_FLOOR, **kw):
         cand = self.candidate(candidate, 0.2)
         base = self.candidate(HONEST, 0.3)

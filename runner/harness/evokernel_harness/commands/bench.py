@@ -1,5 +1,7 @@
 """`bench`: timing of a candidate beside eager PyTorch, torch.compile, the baseline kernel and
-the roofline floor (bench.py does the timing). Its run is also the last stage of `evaluate`."""
+the roofline floor (bench.py does the timing), judged (bench_judge.py): the kernels are timed in
+a process of their own, the rest and the verdict in one that never loads them. Its unjudged run
+(bench_run) is also the last stage of `evaluate` and `bench --screen`: the search's screen."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import argparse
 import json
 import os
 import random
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -14,6 +17,8 @@ from ..record import Record
 from .common import SCHEMA, default_cache, log, write_record
 
 if TYPE_CHECKING:
+    from ..bench import JudgedSide
+    from ..bench_judge import Judging
     from ..candidates.load import Candidate
     from ..tasks import Task
 
@@ -36,13 +41,20 @@ def no_gpu_record(task: str, message: str = "no CUDA GPU on this machine: timing
 
 
 def bench_run(
-    args: argparse.Namespace, started: float, task: Task, candidate: Candidate | None = None, screen: bool = False
+    args: argparse.Namespace,
+    started: float,
+    task: Task,
+    candidate: Candidate | None = None,
+    screen: bool = False,
+    judged: JudgedSide | None = None,
 ) -> Record:
     """Timing on a loaded task (pruned for CUDA): ceilings, the baseline, the candidate (loaded
     from --candidate/--artifact here unless one is given, already loaded), then bench().
-    The record of cmd_bench. screen: the search's timing (evaluate): the candidate beside the
-    baseline only (the search compares nothing else), with the short head start that timing.py
-    checks call by call; bench's own timing keeps eager and the full head start."""
+    screen: the search's timing (evaluate): the candidate beside the baseline only (the search
+    compares nothing else), with the short head start that timing.py checks call by call;
+    bench's own timing keeps eager and the full head start. judged: bench's candidate side
+    (bench_judge.py): the baseline and the candidate alone, with half the budget; no ceilings
+    (the judge times eager and torch.compile with the other half, and computes the floor)."""
     from ..bench import bench
     from ..timing import HEAD_START_CYCLES, SCREEN_HEAD_START_CYCLES
     from ..candidates.build import build
@@ -52,16 +64,7 @@ def bench_run(
     precise_math()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     info = device_info("cuda")
-    ceilings = None
-    if args.ceilings and os.path.exists(args.ceilings):
-        with open(args.ceilings) as f:
-            ceilings = json.load(f)
-    if ceilings is None or ceilings.get("device") != info["name"]:
-        from ..roofline import measure_ceilings
-
-        ceilings = measure_ceilings(info["name"])
-        if args.ceilings:
-            write_record(ceilings, args.ceilings)
+    ceilings = None if judged is not None else _ceilings(args, info)
 
     def load(path: str | None, artifact: str | None) -> Candidate | None:
         if not path:
@@ -94,13 +97,14 @@ def bench_run(
         info,
         seed,
         log=log,
-        budget_s=args.budget,
-        compile_baseline=not args.no_compile,
+        budget_s=args.budget / 2 if judged is not None else args.budget,
+        compile_baseline=not args.no_compile and judged is None,
         probe_cache=probes,
         head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
-        time_eager=not screen,
+        time_eager=not screen and judged is None,
         adaptive=screen,
         race=race,
+        judged=judged,
     )
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
@@ -117,6 +121,22 @@ def bench_run(
     }
 
 
+def _ceilings(args: argparse.Namespace, info: Record) -> Record:
+    """The GPU's ceilings: read from --ceilings when they are this GPU's, else measured (and
+    written there)."""
+    ceilings = None
+    if args.ceilings and os.path.exists(args.ceilings):
+        with open(args.ceilings) as f:
+            ceilings = json.load(f)
+    if ceilings is None or ceilings.get("device") != info["name"]:
+        from ..roofline import measure_ceilings
+
+        ceilings = measure_ceilings(info["name"])
+        if args.ceilings:
+            write_record(ceilings, args.ceilings)
+    return ceilings
+
+
 def _race_arg(text: str) -> dict[str, float]:
     """--race: a JSON object, configuration name → the leader's least favourable speedup there."""
     try:
@@ -131,7 +151,29 @@ def _race_arg(text: str) -> dict[str, float]:
 
 
 def cmd_bench(args: argparse.Namespace) -> Record:
-    started = time.perf_counter()
+    """bench --screen: the search's timing, in one process (its candidate is verified again by
+    a judged verify and bench before it counts). Otherwise judged (bench_judge.py)."""
+    if args.screen:
+        return _bench_in_process(args, time.perf_counter(), screen=True)
+    from ..bench_judge import bench_judged
+
+    if args.seed is None:  # the judge chooses the seed: the candidate's process is told it
+        args.seed = random.SystemRandom().randrange(1, 2**31)
+    try:  # the first profile or flop count in a process imports it (5-7 s on the H100, as the
+        # fork server knows): here, once, for the judge and the candidate's process it forks
+        import torch._dynamo  # noqa: F401 # pyright: ignore[reportMissingImports]
+    except Exception:  # older torch, or a broken install: each imports what it needs
+        pass
+    return bench_judged(
+        args.task,
+        lambda side: _bench_in_process(args, time.perf_counter(), judged=side),
+        lambda: _judge_side(args),
+    )
+
+
+def _bench_in_process(
+    args: argparse.Namespace, started: float, screen: bool = False, judged: JudgedSide | None = None
+) -> Record:
     from ..bench import bench  # noqa: F401 — imported inside the "load" phase, as it always was
     from ..env import precise_math
     from ..tasks import load_task
@@ -143,4 +185,62 @@ def cmd_bench(args: argparse.Namespace) -> Record:
     precise_math()  # before the task's own code runs, as always (bench_run sets it again)
     task = load_task(args.task)
     task.prune("cuda")
-    return bench_run(args, started, task, screen=args.screen)
+    try:
+        return bench_run(args, started, task, screen=screen, judged=judged)
+    except SystemExit as e:  # "cannot build": its message and exit code, as Python gives them
+        if judged is not None and isinstance(e.code, str):
+            print(e.code, file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+        raise
+
+
+def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
+    """The judge's own bench, after the candidate's process has ended: the ceilings, then the
+    reference alone (eager, torch.compile, probe, cost, floor) with the other half of the budget."""
+    from ..bench import bench
+    from ..bench_judge import Judging
+    from ..env import device_info, precise_math
+    from ..tasks import load_task
+
+    import torch
+
+    if not torch.cuda.is_available():
+        return no_gpu_record(args.task), None
+    precise_math()
+    task = load_task(args.task)
+    task.prune("cuda")
+    info = device_info("cuda")
+    # measured here every time (an 8192² matmul in fp32 and bf16, 13 calls each, and a 1 GiB
+    # copy): --ceilings names a file of the build cache, which the candidate's process can write,
+    # and the ceilings make the floor. Written there for the screen, which reads it.
+    from ..roofline import measure_ceilings
+
+    ceilings = measure_ceilings(info["name"])
+    if args.ceilings:
+        write_record(ceilings, args.ceilings)
+    probes = None
+    if not args.no_probe_cache:
+        from ..probe_cache import CostMeasured
+
+        probes = CostMeasured(os.path.join(args.cache or default_cache(), "probe"))
+    own = bench(
+        task,
+        None,
+        None,
+        ceilings,
+        info,
+        args.seed,
+        log=log,
+        budget_s=args.budget / 2,
+        compile_baseline=not args.no_compile,
+        probe_cache=probes,
+    )
+    baseline = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
+    judging = Judging(
+        task,
+        torch.device("cuda"),
+        args.seed,
+        os.path.abspath(baseline) if baseline else None,
+        os.path.abspath(args.candidate) if args.candidate else None,
+    )
+    return {**own, "task": task.name, "device": info, "ceilings": ceilings}, judging
