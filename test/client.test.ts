@@ -54,6 +54,15 @@ describe("verify", () => {
     });
   });
 
+  it("carries the static check's record in its request, when given", async () => {
+    const fake = fakeRunner(() => ({ record: verifyRecord() }));
+    const checked = staticRecord({ format: "py" });
+    await verify("/t/softmax", "/c/k.py", { runner: fake.runner, static: checked });
+    await verify("/t/softmax", "/c/k.py", { runner: fake.runner });
+    expect(harnessCommandSchema.parse(fake.calls[0])).toMatchObject({ static: checked });
+    expect(fake.calls[1]).not.toHaveProperty("static");
+  });
+
   it.each([
     ["a timeout", { outcome: { timedOut: true } }, "timeout"],
     ["a signal", { outcome: { exitCode: null, signal: "SIGSEGV" } }, "crash"],
@@ -290,6 +299,13 @@ describe("evaluate (quick, verify and bench in one child)", () => {
       benchOut: expect.stringMatching(/bench\.json$/) as unknown,
     });
     expect(calls[0]?.timeoutMs).toBe(8_000);
+  });
+
+  it("carries the static check's record in its request, when given", async () => {
+    const { runner, calls } = child({ quick: JSON.stringify(rejectedVerifyRecord()) });
+    const checked = staticRecord();
+    await evaluate("/t/softmax", "/c/k.cu", { runner, pollMs: 5, static: checked });
+    expect(calls[0]?.request).toMatchObject({ command: "evaluate", static: checked });
   });
 
   it("stops at a record that is not ok, whatever else is there", async () => {

@@ -231,6 +231,48 @@ describe("evaluateCandidates", () => {
   });
 });
 
+describe("the static check, once per candidate", () => {
+  const warned = staticRecord({
+    findings: [
+      { code: "w", hack: null, line: 4, text: "x", message: "noted", severity: "warn" as const },
+    ],
+  });
+
+  it("hands its record to each GPU step, in children and in one child", async () => {
+    for (const oneChild of [false, true]) {
+      const checked: string[] = [];
+      const given: unknown[] = [];
+      const { calls } = harness({
+        staticCheck: (candidate) => {
+          checked.push(candidate);
+          return Promise.resolve(warned);
+        },
+        verify: (_task, candidate, options) => {
+          given.push(options?.static);
+          return Promise.resolve(verifyRecord({ candidate }));
+        },
+      });
+      if (oneChild) {
+        const inOne = calls.evaluate;
+        calls.evaluate = (task, candidate, options) => {
+          given.push(options?.static);
+          return inOne(task, candidate, options);
+        };
+      }
+      await evaluateCandidates("/t", ["a.cu"], {
+        harness: calls,
+        pool: pool().pool,
+        quick: true,
+        bench: {},
+        oneChild,
+      });
+      expect(checked).toEqual(["a.cu"]);
+      // the quick and full checks (in one child: evaluate, then its stages)
+      expect(given).toEqual(oneChild ? [warned, warned, warned] : [warned, warned]);
+    }
+  });
+});
+
 describe("evaluateCandidates in one harness child (oneChild)", () => {
   const searching = { quick: true, bench: { baseline: "/t/kernel.cu", compile: false } };
 

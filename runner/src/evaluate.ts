@@ -2,7 +2,8 @@
 // checks and builds run in parallel on the CPU; verification and timing wait their turn for
 // the GPU, so a build overlaps the GPU work of the candidate before it. A failing step ends
 // that candidate's cascade; its result is data, never an exception. With `oneChild`, the
-// quick check, the full check and the timing run in one harness child (`evaluate`).
+// quick check, the full check and the timing run in one harness child (`evaluate`). The static
+// check runs once: its record goes with the GPU steps, which carry its findings.
 import { availableParallelism } from "node:os";
 import { createBuildPool, type BuildPool } from "./build/pool.js";
 import { createGpuQueue, type GpuQueue } from "./gpu/queue.js";
@@ -172,10 +173,11 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   if (!built.record.ok) return finish(buildVerdict(built.record), afterBuild, compiled);
 
   const bench = options.bench;
+  const checkedBuild = { static: checked.record, built: built.record };
   const staged =
     options.oneChild && options.quick && bench
-      ? await inOneChild(context, candidate, built.record, bench)
-      : await inChildren(context, candidate, built.record);
+      ? await inOneChild(context, candidate, checkedBuild, bench)
+      : await inChildren(context, candidate, checkedBuild);
   const { quick } = staged;
   const afterQuick: Records = quick === null ? afterBuild : { ...afterBuild, quick: quick.record };
   const quickSeconds = quick?.seconds ?? 0;
@@ -215,11 +217,17 @@ function noRecord(step: Step): Failure {
   return { status: "error", message: `the harness wrote no ${step} record`, log: "" };
 }
 
+/**
+ * What the GPU steps start from: the static check's record (passed on, so the harness does not
+ * check the source again) and the build's.
+ */
+type Checked = { static: StaticRecord; built: BuildRecord };
+
 /** Quick check, full check and timing, each in a harness child of its own. */
 async function inChildren(
   context: Context,
   candidate: string,
-  built: BuildRecord,
+  { static: checked, built }: Checked,
 ): Promise<Staged> {
   const { task, options, calls } = context;
   const verifyOn = (step: "quick" | "verify") =>
@@ -227,6 +235,7 @@ async function inChildren(
       runStep(context, step, candidate, () =>
         calls.verify(task, candidate, {
           artifact: built.artifact,
+          static: checked,
           ...pick(options, "heldout", "device", "seed"),
           ...(step === "quick" ? { quick: true, heldout: false } : {}),
           ...context.gpuCall,
@@ -252,7 +261,7 @@ async function inChildren(
 async function inOneChild(
   context: Context,
   candidate: string,
-  built: BuildRecord,
+  { static: checked, built }: Checked,
   bench: BenchOptions,
 ): Promise<Staged> {
   const { task, options } = context;
@@ -281,6 +290,7 @@ async function inOneChild(
     };
     const records = await context.calls.evaluate(task, candidate, {
       artifact: built.artifact,
+      static: checked,
       ...pick(options, "heldout", "device", "seed"),
       ...beside,
       ...pick(bench, "compile"),

@@ -10,7 +10,7 @@ export function evaluateFrom(
 ): HarnessCalls["evaluate"] {
   return async (task, candidate, options = {}) => {
     log?.push(`evaluate ${candidate}`);
-    const { onRecord, artifact, heldout, device, seed, knownDevice } = options;
+    const { onRecord, artifact, heldout, device, seed, knownDevice, static: checked } = options;
     const shared = {
       ...(options.runner === undefined ? {} : { runner: options.runner }),
       ...(knownDevice === undefined ? {} : { knownDevice }),
@@ -20,6 +20,7 @@ export function evaluateFrom(
       ...(artifact === undefined ? {} : { artifact }),
       ...(device === undefined ? {} : { device }),
       ...(seed === undefined ? {} : { seed }),
+      ...(checked === undefined ? {} : { static: checked }),
     };
     const records: EvaluateRecords = { quick: null, verify: null, bench: null };
     records.quick = await calls.verify(task, candidate, {

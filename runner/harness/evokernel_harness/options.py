@@ -6,7 +6,7 @@ import argparse
 
 STAGES = ("quick", "verify", "bench")  # evaluate's cascade, in order: one record (--<stage>-out) each
 # Options whose value is JSON text on the command line and a JSON value in a typed request.
-JSON_VALUED = ("reference_ops", "race")
+JSON_VALUED = ("reference_ops", "race", "static")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                 "--heldout", action="store_true", help="include held-out configurations (final verification)"
             )
             sp.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+            sp.add_argument(
+                "--static",
+                help="this candidate's static-check record as JSON (from `static`, with the same "
+                "task and device): its findings are carried into the record, the source is not checked again",
+            )
             sp.add_argument("--trials", type=int, default=2)
             if name == "verify":
                 sp.add_argument(

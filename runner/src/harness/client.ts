@@ -211,6 +211,11 @@ export type VerifyOptions = CallOptions & {
   seed?: number;
   /** Written into a failed record when the run never described the device itself. */
   knownDevice?: Device;
+  /**
+   * The candidate's static-check record (staticCheck's, same task and device): the harness
+   * carries its findings instead of checking the source a second time.
+   */
+  static?: StaticRecord;
 };
 
 export async function verify(
@@ -227,6 +232,7 @@ export async function verify(
     ...(options.quick ? { quick: true } : {}),
     ...(options.device === undefined ? {} : { device: options.device }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...(options.static === undefined ? {} : { static: options.static }),
   };
   const called = await call(request, verifyRecordSchema, "verify", options, 600_000);
   if ("record" in called) return called.record;
@@ -333,6 +339,7 @@ export async function evaluate(
     ...(options.heldout ? { heldout: true } : {}),
     ...(options.device === undefined ? {} : { device: options.device }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...(options.static === undefined ? {} : { static: options.static }),
     ...timing(options),
     ...(options.race === undefined ? {} : { race: { ...options.race } }),
     quickOut: outs.quick,

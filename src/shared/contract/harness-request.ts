@@ -7,6 +7,7 @@
 // baselineArtifact, --define → defines, --nvcc-flag → nvccFlags). Defaults are the harness's.
 // The harness's tests hold server.py and the command line to the generated JSON Schemas.
 import { z } from "zod";
+import { staticRecordSchema } from "./records.js";
 
 const path = z.string();
 /** Where the command writes its JSON record (the harness prints it when absent). */
@@ -22,6 +23,11 @@ const built = {
   seed: z.number().int().optional(),
 };
 const checked = {
+  /**
+   * This candidate's static-check record (from `static`, as the runner ran it): the harness
+   * carries its findings into the record instead of checking the source again.
+   */
+  static: staticRecordSchema.optional(),
   /** Include the held-out configurations (the final verification). */
   heldout: z.boolean().optional(),
   device: z.enum(["cuda", "cpu"]).optional(),

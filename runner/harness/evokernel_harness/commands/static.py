@@ -1,10 +1,12 @@
-"""`static` (the static check of a candidate's source) and `static-context` (what that check
-needs of a task, once per search)."""
+"""`static` (the static check of a candidate's source), `static-context` (what that check
+needs of a task, once per search) and given_static (`static`'s record handed to `verify` and
+`evaluate` by the runner, so that they do not check the source again)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TypeGuard
 
 from ..record import Record
 from .common import SCHEMA
@@ -42,6 +44,34 @@ def _ops_list(text: str) -> list[str]:
     if not isinstance(ops, list) or not all(isinstance(o, str) for o in ops):
         raise SystemExit("--reference-ops must be a JSON list of op names, as `static-context` gives")
     return ops
+
+
+def given_static(text: str, fmt: str) -> Record:
+    """--static's record (verify's and evaluate's): the static check `static` gave for this
+    candidate, held to the shape `static` writes so that anything else stops here."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not _is_static_record(record, fmt):
+        raise SystemExit(f"--static must be this {fmt} candidate's record from `static`")
+    return record
+
+
+FINDING_FIELDS = ("code", "hack", "line", "text", "message")
+
+
+def _is_static_record(record: object, fmt: str) -> TypeGuard[Record]:
+    if not isinstance(record, dict) or record.get("kind") != "static" or record.get("format") != fmt:
+        return False
+    findings = record.get("findings")
+    if not isinstance(findings, list) or not all(
+        isinstance(f, dict) and f.get("severity") in ("reject", "warn") and all(k in f for k in FINDING_FIELDS)
+        for f in findings
+    ):
+        return False
+    ok = record.get("ok")
+    return isinstance(ok, bool) and ok == all(f["severity"] != "reject" for f in findings)
 
 
 def cmd_static_context(args: argparse.Namespace) -> Record:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..record import Record
 from .common import default_cache, log, parse_defines, parse_flags
+from .static import given_static
 
 if TYPE_CHECKING:
     from ..candidates.load import Candidate
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
 
 def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
-    """Task, static check, build and load: a failure here is a record, not an exception."""
+    """Task, static check, build and load: a failure here is a record, not an exception. The
+    static check is the one --static carries when the runner gives it (it ran `static` first)."""
     from ..candidates import CandidateError, detect_format, read_source
     from ..candidates.build import build
     from ..candidates.load import Candidate
@@ -38,9 +40,12 @@ def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
         raise CandidateError(f"task {task.name} has no baseline kernel: pass --candidate FILE")
     source = read_source(path)
     fmt = detect_format(path, source)
-    static = check(
-        path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu", libraries=task.libraries
-    )
+    if args.static is not None:  # the runner's `static` of this candidate: checked once, in that process
+        static = given_static(args.static, fmt)
+    else:
+        static = check(
+            path, source, fmt, frozenset(task.reference_ops()), strict=backend != "cpu", libraries=task.libraries
+        )
     if not static["ok"]:
         return task, path, fmt, static, None
     artifact = args.artifact
