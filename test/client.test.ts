@@ -308,6 +308,17 @@ describe("evaluate (quick, verify and bench in one child)", () => {
     expect(calls[0]?.request).toMatchObject({ command: "evaluate", static: checked });
   });
 
+  it("says with each record the stage the harness runs next, none after one not ok", async () => {
+    const { runner } = child({ quick: passed, verify: JSON.stringify(rejectedVerifyRecord()) });
+    const seen: string[] = [];
+    await evaluate("/t/softmax", "/c/k.cu", {
+      runner,
+      pollMs: 5,
+      onRecord: (stage, record, next) => seen.push(`${stage} ${record.ok} → ${next ?? "end"}`),
+    });
+    expect(seen).toEqual(["quick true → verify", "verify false → end"]);
+  });
+
   it("stops at a record that is not ok, whatever else is there", async () => {
     const { runner } = child({
       quick: JSON.stringify(rejectedVerifyRecord()),

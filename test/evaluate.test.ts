@@ -5,7 +5,6 @@ import { describe, expect, it } from "vitest";
 import { createBuildPool } from "../runner/src/build/pool.js";
 import {
   evaluateCandidates,
-  type CandidateResult,
   type EvaluationEvent,
   type HarnessCalls,
 } from "../runner/src/evaluate.js";
@@ -238,8 +237,8 @@ describe("the static check, once per candidate", () => {
     ],
   });
 
-  it("hands its record to each GPU step, in children and in one child", async () => {
-    for (const oneChild of [false, true]) {
+  it("hands its record to each GPU step: verify, or the harness's cascade", async () => {
+    for (const screen of [false, true]) {
       const checked: string[] = [];
       const given: unknown[] = [];
       const { calls } = harness({
@@ -252,109 +251,99 @@ describe("the static check, once per candidate", () => {
           return Promise.resolve(verifyRecord({ candidate }));
         },
       });
-      if (oneChild) {
-        const inOne = calls.evaluate;
-        calls.evaluate = (task, candidate, options) => {
-          given.push(options?.static);
-          return inOne(task, candidate, options);
-        };
-      }
-      await evaluateCandidates("/t", ["a.cu"], {
-        harness: calls,
-        pool: pool().pool,
-        quick: true,
-        bench: {},
-        oneChild,
-      });
+      const inOne = calls.evaluate;
+      calls.evaluate = (task, candidate, options) => {
+        given.push(options?.static);
+        return inOne(task, candidate, options);
+      };
+      const steps = screen ? ({ quick: true, bench: {} } as const) : ({ bench: {} } as const);
+      await evaluateCandidates("/t", ["a.cu"], { harness: calls, pool: pool().pool, ...steps });
       expect(checked).toEqual(["a.cu"]);
-      // the quick and full checks (in one child: evaluate, then its stages)
-      expect(given).toEqual(oneChild ? [warned, warned, warned] : [warned, warned]);
+      // verify; or evaluate, then (its stand-in's) quick and full checks
+      expect(given).toEqual(screen ? [warned, warned, warned] : [warned]);
     }
   });
 });
 
-describe("evaluateCandidates in one harness child (oneChild)", () => {
-  const searching = { quick: true, bench: { baseline: "/t/kernel.cu", compile: false } };
+describe("the search's screen (quick): the harness's cascade in one child", () => {
+  const searching = { quick: true, bench: { baseline: "/t/kernel.cu", compile: false } } as const;
+  const before = ["start static", "done static", "start build", "done build"];
 
-  /** The result without its seconds (wall times differ from run to run). */
-  function comparable(result: CandidateResult | undefined) {
-    if (result === undefined) return undefined;
-    const { seconds, ...rest } = result;
-    return { ...rest, seconds: { compile: seconds.compile } };
+  async function screen(overrides: Partial<HarnessCalls> = {}) {
+    const { calls, log } = harness(overrides);
+    const events: EvaluationEvent[] = [];
+    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+      harness: calls,
+      pool: pool().pool,
+      ...searching,
+      onEvent: (event) => events.push(event),
+    });
+    return { result, log, steps: events.map((event) => `${event.type} ${event.step}`) };
   }
 
-  async function runBoth(overrides: Partial<HarnessCalls> = {}) {
-    const runs = [];
-    for (const oneChild of [false, true]) {
-      const { calls, log } = harness(overrides);
-      const events: EvaluationEvent[] = [];
-      const [result] = await evaluateCandidates("/t", ["a.cu"], {
-        harness: calls,
-        pool: pool().pool,
-        ...searching,
-        oneChild,
-        onEvent: (event) => events.push(event),
-      });
-      runs.push({ result, log, steps: events.map((event) => `${event.type} ${event.step}`) });
-    }
-    const [three, one] = runs;
-    return { three: three!, one: one! };
-  }
-
-  it("runs quick → verify → bench in one call, with the events and result of three", async () => {
-    const { three, one } = await runBoth();
+  it("asks for quick → verify → bench in one call, a start and a done event each", async () => {
+    const one = await screen();
     expect(one.log.filter((line) => line.startsWith("evaluate"))).toEqual(["evaluate a.cu"]);
-    expect(three.log.filter((line) => line.startsWith("evaluate"))).toEqual([]);
     const gpuSteps = ["quick", "verify", "bench"].flatMap((step) => [
       `start ${step}`,
       `done ${step}`,
     ]);
-    expect(one.steps).toEqual([
-      "start static",
-      "done static",
-      "start build",
-      "done build",
-      ...gpuSteps,
-    ]);
-    expect(one.steps).toEqual(three.steps);
-    expect(one.result?.ok).toBe(true);
-    expect(comparable(one.result)).toEqual(comparable(three.result));
+    expect(one.steps).toEqual([...before, ...gpuSteps]);
+    expect(one.result).toMatchObject({ ok: true, status: "passed", reason: null });
+    expect(one.result?.quick?.ok).toBe(true);
+    expect(one.result?.verify?.ok).toBe(true);
+    expect(one.result?.bench?.ok).toBe(true);
+    expect(one.result?.seconds.compile).toBe(1.2);
     // the stages' own seconds add up to the GPU steps' time
     expect(one.result?.seconds.verify).toBeGreaterThan(0);
     expect(one.result?.seconds.time).toBeGreaterThan(0);
   });
 
-  it("stops after a quick rejection: no full check, no timing", async () => {
-    const { three, one } = await runBoth({
+  it("stops where the harness stopped: after a quick rejection, no full check, no timing", async () => {
+    const one = await screen({
       verify: async (_task, candidate, options) =>
         Promise.resolve(options?.quick ? rejectedVerifyRecord() : verifyRecord({ candidate })),
     });
-    const steps = ["start static", "done static", "start build", "done build"];
-    expect(one.steps).toEqual([...steps, "start quick", "done quick"]);
-    expect(one.steps).toEqual(three.steps);
-    expect(one.result).toMatchObject({ ok: false, reason: "distribution-specific", verify: null });
-    expect(one.result?.bench).toBeNull();
-    expect(comparable(one.result)).toEqual(comparable(three.result));
+    expect(one.steps).toEqual([...before, "start quick", "done quick"]);
+    expect(one.result).toMatchObject({
+      ok: false,
+      status: "rejected",
+      reason: "distribution-specific",
+      verify: null,
+      bench: null,
+    });
+    expect(one.result?.quick?.ok).toBe(false);
   });
 
   it("stops after a full-check rejection, and after a timing rejection", async () => {
-    const afterVerify = await runBoth({
+    const afterVerify = await screen({
       verify: async (_task, candidate, options) =>
         Promise.resolve(options?.quick ? verifyRecord({ candidate }) : rejectedVerifyRecord()),
     });
-    expect(afterVerify.one.steps.slice(4)).toEqual([
+    expect(afterVerify.steps).toEqual([
+      ...before,
       "start quick",
       "done quick",
       "start verify",
       "done verify",
     ]);
-    expect(afterVerify.one.steps).toEqual(afterVerify.three.steps);
-    expect(comparable(afterVerify.one.result)).toEqual(comparable(afterVerify.three.result));
-    const afterBench = await runBoth({
+    expect(afterVerify.result).toMatchObject({
+      ok: false,
+      status: "rejected",
+      reason: "distribution-specific",
+      bench: null,
+    });
+    expect(afterVerify.result?.quick?.ok).toBe(true);
+    const afterBench = await screen({
       bench: () => Promise.resolve(benchRecord({ ok: false, reason: "below-floor", message: "x" })),
     });
-    expect(afterBench.one.result).toMatchObject({ ok: false, reason: "below-floor" });
-    expect(comparable(afterBench.one.result)).toEqual(comparable(afterBench.three.result));
+    expect(afterBench.result).toMatchObject({
+      ok: false,
+      status: "rejected",
+      reason: "below-floor",
+      message: "x",
+    });
+    expect(afterBench.result?.verify?.ok).toBe(true);
   });
 
   it("a child that crashes in the full check: a crash record for it, no timing", async () => {
@@ -381,7 +370,6 @@ describe("evaluateCandidates in one harness child (oneChild)", () => {
       harness: calls,
       pool: pool().pool,
       ...searching,
-      oneChild: true,
       onEvent: (event) => events.push(event),
     });
     expect(events.slice(4).map((event) => `${event.type} ${event.step}`)).toEqual([

@@ -4,7 +4,13 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluateCandidates } from "../runner/src/evaluate.js";
-import { ForkServer, device, inspectTask, staticCheck } from "../runner/src/harness/client.js";
+import {
+  ForkServer,
+  device,
+  inspectTask,
+  staticCheck,
+  verify,
+} from "../runner/src/harness/client.js";
 import { deviceRecordSchema } from "../src/shared/contract/records.js";
 import { allowRead } from "../runner/src/sandbox/sandbox.js";
 import { repo, runCli } from "./helpers/cli.js";
@@ -63,26 +69,24 @@ describe.skipIf(skipWithoutPython)("harness client", () => {
     );
   });
 
-  it("evaluates in one child (evaluate) as in three: the same records; on the CPU no timing", async () => {
+  it("the search's screen (the harness's evaluate) gives the records of verify --quick and verify", async () => {
     const candidates = [join(relu, "candidate_ok.py"), join(relu, "candidate_copy.py")];
-    const run = (oneChild: boolean) =>
-      evaluateCandidates(relu, candidates, {
-        device: "cpu",
-        seed: 5,
-        server,
-        quick: true,
-        bench: { compile: false },
-        oneChild,
-      });
-    const [three, one] = [await run(false), await run(true)];
+    const one = await evaluateCandidates(relu, candidates, {
+      device: "cpu",
+      seed: 5,
+      server,
+      quick: true,
+      bench: { compile: false },
+    });
     const timeless = (record: { seconds: unknown; phases: unknown } | null | undefined) =>
       record === null || record === undefined ? record : { ...record, seconds: 0, phases: {} };
     for (const [index, result] of one.entries()) {
-      const other = three[index];
-      expect(result.status).toBe(other?.status);
-      expect(result.reason).toBe(other?.reason);
-      expect(timeless(result.quick)).toEqual(timeless(other?.quick));
-      expect(timeless(result.verify)).toEqual(timeless(other?.verify));
+      const candidate = candidates[index] as string;
+      const separate = { device: "cpu", seed: 5, runner: server.run } as const;
+      const quick = await verify(relu, candidate, { ...separate, quick: true });
+      expect(timeless(result.quick)).toEqual(timeless(quick));
+      if (!quick.ok) continue;
+      expect(timeless(result.verify)).toEqual(timeless(await verify(relu, candidate, separate)));
     }
     // bench needs a GPU: the one child says it did not run, the bench child that there is none
     expect(one[0]).toMatchObject({ ok: false, reason: "no-gpu", bench: { reason: "no-gpu" } });

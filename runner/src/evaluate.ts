@@ -1,9 +1,10 @@
-// The cascade each candidate goes through: static check → build → (quick) → verify → (bench). Static
-// checks and builds run in parallel on the CPU; verification and timing wait their turn for
-// the GPU, so a build overlaps the GPU work of the candidate before it. A failing step ends
-// that candidate's cascade; its result is data, never an exception. With `oneChild`, the
-// quick check, the full check and the timing run in one harness child (`evaluate`). The static
-// check runs once: its record goes with the GPU steps, which carry its findings.
+// The cascade each candidate goes through: static check → build → the GPU steps. Static checks
+// and builds run in parallel on the CPU; the GPU steps wait their turn for the GPU, so a build
+// overlaps the GPU work of the candidate before it. A failing step ends that candidate's
+// cascade; its result is data, never an exception. The GPU steps are verify (then bench, when
+// asked), or, for the search's screen (`quick`), the harness's own cascade in one child
+// (`evaluate`: quick → verify → bench, each stage and where it stops the harness's decision).
+// The static check runs once: its record goes with the GPU steps, which carry its findings.
 import { availableParallelism } from "node:os";
 import { createBuildPool, type BuildPool } from "./build/pool.js";
 import { createGpuQueue, type GpuQueue } from "./gpu/queue.js";
@@ -52,14 +53,29 @@ export type HarnessCalls = {
   staticCheck: typeof client.staticCheck;
   verify: typeof client.verify;
   bench: typeof client.bench;
-  /** The three GPU steps in one child (`oneChild`). */
+  /** The search's screen: the harness's cascade in one child (`quick`). */
   evaluate: typeof client.evaluate;
 };
 
-export type EvaluateOptions = {
+/** Timing beside the baseline: `bench`'s options, and the timing stage of the search's cascade. */
+export type BenchOptions = {
+  baseline?: string;
+  compile?: boolean;
+  budgetS?: number;
+  race?: Readonly<Record<string, number>>;
+};
+
+/**
+ * The GPU steps: verification, then timing when asked (`verify` and `bench`, a harness child
+ * each), or the search's screen (`quick`): the quick check on the smallest configuration, the
+ * full check and the timing, the cascade the harness runs in one child (`evaluate`) and
+ * decides, stage by stage; this side only asks for it and reads its records.
+ */
+export type GpuSteps =
+  { quick?: false; bench?: false | BenchOptions } | { quick: true; bench: BenchOptions };
+
+export type EvaluateOptions = GpuSteps & {
   heldout?: boolean;
-  /** Check the smallest visible configuration first: a failure there saves the full check. */
-  quick?: boolean;
   device?: "cuda" | "cpu";
   seed?: number;
   defines?: client.Defines;
@@ -67,20 +83,6 @@ export type EvaluateOptions = {
   flags?: readonly string[];
   /** Stop after the static check (a machine without a GPU). */
   staticOnly?: boolean;
-  /**
-   * With `quick` and `bench`: the quick check, the full check and the timing in one harness
-   * child (client.evaluate) instead of three; the same events and results.
-   */
-  oneChild?: boolean;
-  /** Time each candidate that passes; `baseline` is timed beside it when it builds. */
-  bench?:
-    | false
-    | {
-        baseline?: string;
-        compile?: boolean;
-        budgetS?: number;
-        race?: Readonly<Record<string, number>>;
-      };
   /** Written into records of runs that never described the device. */
   knownDevice?: Device;
   /** Verification and timing run in its children when given. */
@@ -174,10 +176,9 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
 
   const bench = options.bench;
   const checkedBuild = { static: checked.record, built: built.record };
-  const staged =
-    options.oneChild && options.quick && bench
-      ? await inOneChild(context, candidate, checkedBuild, bench)
-      : await inChildren(context, candidate, checkedBuild);
+  const staged = options.quick
+    ? await screen(context, candidate, checkedBuild, options.bench)
+    : await verifyThenTime(context, candidate, checkedBuild);
   const { quick } = staged;
   const afterQuick: Records = quick === null ? afterBuild : { ...afterBuild, quick: quick.record };
   const quickSeconds = quick?.seconds ?? 0;
@@ -223,42 +224,39 @@ function noRecord(step: Step): Failure {
  */
 type Checked = { static: StaticRecord; built: BuildRecord };
 
-/** Quick check, full check and timing, each in a harness child of its own. */
-async function inChildren(
+/** Verification (`verify`, judged), then timing when asked and verified (`bench`): two commands. */
+async function verifyThenTime(
   context: Context,
   candidate: string,
   { static: checked, built }: Checked,
 ): Promise<Staged> {
   const { task, options, calls } = context;
-  const verifyOn = (step: "quick" | "verify") =>
-    context.gpu(() =>
-      runStep(context, step, candidate, () =>
-        calls.verify(task, candidate, {
-          artifact: built.artifact,
-          static: checked,
-          ...pick(options, "heldout", "device", "seed"),
-          ...(step === "quick" ? { quick: true, heldout: false } : {}),
-          ...context.gpuCall,
-          ...(options.timeouts?.verifyMs === undefined
-            ? {}
-            : { timeoutMs: options.timeouts.verifyMs }),
-        }),
-      ),
-    );
-  const quick = options.quick ? await verifyOn("quick") : null;
-  if (quick !== null && !quick.record.ok) return { quick, verify: null, bench: null };
-  const verify = await verifyOn("verify");
-  if (!verify.record.ok || !options.bench) return { quick, verify, bench: null };
+  const verify = await context.gpu(() =>
+    runStep(context, "verify", candidate, () =>
+      calls.verify(task, candidate, {
+        artifact: built.artifact,
+        static: checked,
+        ...pick(options, "heldout", "device", "seed"),
+        ...context.gpuCall,
+        ...(options.timeouts?.verifyMs === undefined
+          ? {}
+          : { timeoutMs: options.timeouts.verifyMs }),
+      }),
+    ),
+  );
+  if (!verify.record.ok || !options.bench) return { quick: null, verify, bench: null };
   const bench = await timeCandidate(context, candidate, built, options.bench);
-  return { quick, verify, bench };
+  return { quick: null, verify, bench };
 }
 
 /**
- * Quick check, full check and timing in one harness child (`evaluate`): the task, the
- * candidate and the GPU's context are set up once. The same steps, events and records as
- * three children; each step's seconds run from the end of the one before to its record.
+ * The search's screen: the harness's cascade in one child (`evaluate`): the quick check, the
+ * full check and the timing, the task and the candidate loaded once. The harness decides which
+ * stage runs and where the cascade stops; here each record it wrote is a step's done event, and
+ * the stage the client says comes next a start. A step's seconds run from the end of the one
+ * before to its record.
  */
-async function inOneChild(
+async function screen(
   context: Context,
   candidate: string,
   { static: checked, built }: Checked,
@@ -267,26 +265,16 @@ async function inOneChild(
   const { task, options } = context;
   const beside = await baselineBeside(context, bench);
   return context.gpu(async () => {
-    const staged: Staged = { quick: null, verify: null, bench: null };
-    const steps = ["quick", "verify", "bench"] as const;
+    const seconds: Partial<Record<client.EvaluateStage, number>> = {};
     let since = performance.now();
-    let next = 0;
-    let stopped = false;
-    context.emit({ type: "start", step: "quick", candidate });
-    const report = (step: (typeof steps)[number], record: VerifyRecord | BenchRecord) => {
-      if (stopped || step !== steps[next]) return; // each step once, in order
-      const seconds = (performance.now() - since) / 1000;
-      const detail = describeRecord(record);
-      context.emit({ type: "done", step, candidate, ok: record.ok, seconds, detail });
-      if (record.kind === "bench") staged.bench = { record, seconds };
-      else if (step !== "bench") staged[step] = { record, seconds };
-      next += 1;
-      stopped = !record.ok || next === steps.length;
+    context.emit({ type: "start", step: client.EVALUATE_STAGES[0], candidate });
+    const report: client.OnStageRecord = (step, record, next) => {
+      const took = (performance.now() - since) / 1000;
+      seconds[step] = took;
       since = performance.now();
-      const following = steps[next];
-      if (!stopped && following !== undefined) {
-        context.emit({ type: "start", step: following, candidate });
-      }
+      const detail = describeRecord(record);
+      context.emit({ type: "done", step, candidate, ok: record.ok, seconds: took, detail });
+      if (next !== null) context.emit({ type: "start", step: next, candidate });
     };
     const records = await context.calls.evaluate(task, candidate, {
       artifact: built.artifact,
@@ -305,29 +293,15 @@ async function inOneChild(
         : { benchTimeoutMs: options.timeouts.benchMs }),
       onRecord: report,
     });
-    // what a stand-in returned without reporting it, and a failed record for a step it left out
-    for (const step of steps) {
-      if (stopped) break;
-      const given = records[step];
-      const known = context.gpuCall.knownDevice;
-      const where = { task, candidate, ...(known === undefined ? {} : { device: known }) };
-      const record =
-        given ??
-        (step === "bench"
-          ? failedBench(noRecord(step), where)
-          : failedVerify(noRecord(step), where));
-      report(step, record);
-    }
-    return staged;
+    const timed = <T>(record: T | null, step: client.EvaluateStage): Timed<T> | null =>
+      record === null ? null : { record, seconds: seconds[step] ?? 0 };
+    return {
+      quick: timed(records.quick, "quick"),
+      verify: timed(records.verify, "verify"),
+      bench: timed(records.bench, "bench"),
+    };
   });
 }
-
-type BenchOptions = {
-  baseline?: string;
-  compile?: boolean;
-  budgetS?: number;
-  race?: Readonly<Record<string, number>>;
-};
 
 /** The baseline, built (shared by every candidate through the pool), to time beside. */
 async function baselineBeside(

@@ -1,7 +1,7 @@
 // The real Evaluator on stand-in harness calls: the cascade's order (quick check before the
 // full one, timing beside the baseline without torch.compile), the stage that ends a
-// failing candidate, fitness, and the final checks (held-out, torch.compile on); in one
-// harness child per candidate and in three, with the same results on the stand-in harness.
+// failing candidate, fitness, and the final checks (held-out, torch.compile on); the
+// cascade is the harness's, in one child per candidate (`evaluate`).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,10 +91,7 @@ function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = 
   return calls;
 }
 
-describe.each([
-  ["in one harness child", true],
-  ["in three harness children", false],
-])("the harness evaluator, %s", (_name, oneChild) => {
+describe("the harness evaluator", () => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "evokernel-evaluator-"));
@@ -118,7 +115,6 @@ describe.each([
       workDir: dir,
       pool,
       harness: calls.harness,
-      oneChild,
     });
   }
 
@@ -210,7 +206,7 @@ describe.each([
   });
 });
 
-describe("one harness child against three, on the stand-in harness", () => {
+describe("the harness's cascade in one child, on the stand-in harness", () => {
   const fakeHarness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
   let dir: string;
   let server: client.ForkServer;
@@ -242,8 +238,8 @@ describe("one harness child against three, on the stand-in harness", () => {
     crashBench: "// fake-harness: crash-in=bench\n__global__ void k() {}\n",
   };
 
-  async function evaluateAll(oneChild: boolean) {
-    const cache = join(dir, oneChild ? "one" : "three");
+  async function evaluateAll() {
+    const cache = join(dir, "cache");
     await mkdir(cache, { recursive: true });
     const commands: string[] = [];
     const runner: client.HarnessRunner = (request, timeoutMs) => {
@@ -258,7 +254,6 @@ describe("one harness child against three, on the stand-in harness", () => {
       baseline: join(dir, "kernel.cu"),
       workDir: join(dir, "work"), // one file per source, for both
       server: logged,
-      oneChild,
       pool: createBuildPool({
         build: (candidate, defines, flags) =>
           client.build(candidate, {
@@ -286,14 +281,24 @@ describe("one harness child against three, on the stand-in harness", () => {
     return { evaluations, events, commands: [...new Set(commands)].sort() };
   }
 
-  it("gives the same evaluations and events, candidate by candidate", async () => {
+  it("gives each candidate's evaluation and events, stopping where the harness stopped", async () => {
     await writeFile(join(dir, "kernel.cu"), "__global__ void softmax_kernel(float* x) {}\n");
-    const three = await evaluateAll(false);
-    const one = await evaluateAll(true);
-    expect(one.evaluations).toEqual(three.evaluations);
-    expect(one.events).toEqual(three.events);
+    const one = await evaluateAll();
     expect(one.commands).toEqual(["build", "evaluate", "static"]);
-    expect(three.commands).toEqual(["bench", "build", "static", "verify"]);
+    const gpu = (line: string) => /^(start|done) (quick|verify|bench)/.test(line);
+    // fast, slow: the three stages; rejected: the quick check only; static, broken: none;
+    // crashQuick: quick; crashVerify: quick, verify; crashBench: all three
+    expect(one.events.filter(gpu).map((line) => line.split(" ").slice(0, 3).join(" "))).toEqual([
+      ...Array.from({ length: 2 }, () => [
+        ...["start quick", "done quick true", "start verify", "done verify true"],
+        ...["start bench", "done bench true"],
+      ]).flat(),
+      ...["start quick", "done quick false"],
+      ...["start quick", "done quick false"],
+      ...["start quick", "done quick true", "start verify", "done verify false"],
+      ...["start quick", "done quick true", "start verify", "done verify true"],
+      ...["start bench", "done bench false"],
+    ]);
     expect(one.evaluations["fast"]).toMatchObject({ ok: true, stage: "done" });
     expect(one.evaluations["fast"]?.fitness).toBeCloseTo(1 / 0.7, 6);
     expect(one.evaluations["slow"]?.fitness).toBeCloseTo(1 / 1.25, 6);

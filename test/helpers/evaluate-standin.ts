@@ -28,13 +28,13 @@ export function evaluateFrom(
       quick: true,
       heldout: false,
     });
-    onRecord?.("quick", records.quick);
+    onRecord?.("quick", records.quick, records.quick.ok ? "verify" : null);
     if (!records.quick.ok) return records;
     records.verify = await calls.verify(task, candidate, {
       ...verifyOptions,
       ...(heldout === undefined ? {} : { heldout }),
     });
-    onRecord?.("verify", records.verify);
+    onRecord?.("verify", records.verify, records.verify.ok ? "bench" : null);
     if (!records.verify.ok) return records;
     records.bench = await calls.bench(task, {
       ...shared,
@@ -47,7 +47,7 @@ export function evaluateFrom(
       ...(options.compile === undefined ? {} : { compile: options.compile }),
       ...(options.budgetS === undefined ? {} : { budgetS: options.budgetS }),
     });
-    onRecord?.("bench", records.bench);
+    onRecord?.("bench", records.bench, null);
     return records;
   };
 }

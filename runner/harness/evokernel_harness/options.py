@@ -4,7 +4,10 @@ Namespace from the same grammar: its fields are these options, camelCased."""
 
 import argparse
 
-STAGES = ("quick", "verify", "bench")  # evaluate's cascade, in order: one record (--<stage>-out) each
+from .schemas import enum
+
+# evaluate's cascade, in order (the contract's EVALUATE_STAGES): one record (--<stage>-out) each
+STAGES = tuple(enum("evaluate-stage.schema.json"))
 # Options whose value is JSON text on the command line and a JSON value in a typed request.
 JSON_VALUED = ("reference_ops", "race", "static")
 

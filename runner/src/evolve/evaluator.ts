@@ -11,6 +11,7 @@ import {
   evaluateCandidates,
   type CandidateResult,
   type EvaluateOptions,
+  type GpuSteps,
   type EvaluationEvent,
   type HarnessCalls,
 } from "../evaluate.js";
@@ -45,11 +46,6 @@ export type HarnessEvaluatorOptions = {
   onEvent?: (event: EvaluationEvent) => void;
   timeouts?: EvaluateOptions["timeouts"];
   /**
-   * A search candidate's quick check, full check and timing in one harness child (on by
-   * default; false: three children, as before).
-   */
-  oneChild?: boolean;
-  /**
    * Seconds of timing per configuration while searching (0.5): a screen, since the winner is
    * timed again at the harness's full budget before it is called one.
    */
@@ -65,7 +61,7 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
   const pool = options.pool ?? createBuildPool();
   const gpu = options.gpu ?? createGpuQueue();
   const benchCall = options.harness?.bench ?? client.bench;
-  const shared: EvaluateOptions = {
+  const shared: Omit<EvaluateOptions, keyof GpuSteps> = {
     pool,
     gpu,
     // one search, one task: its static context is asked once, not with torch per candidate
@@ -99,16 +95,14 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
 
   return {
     async evaluate(variant, _signal, race) {
-      const oneChild = options.oneChild ?? true;
+      // the search's screen: the harness's cascade (quick → verify → bench) in one child
       const result = await cascade(variant, {
         quick: true,
-        oneChild,
         bench: {
           baseline: options.baseline,
           compile: false,
           budgetS: options.searchBudgetS ?? SEARCH_BUDGET_S,
-          // the screen races in the one child (evaluate); a bench of its own times everything
-          ...(race === undefined || !oneChild ? {} : { race }),
+          ...(race === undefined ? {} : { race }),
         },
       });
       return toEvaluation(result);

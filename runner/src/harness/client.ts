@@ -36,7 +36,11 @@ import {
   type TaskInfo,
   type VerifyRecord,
 } from "../../../src/shared/contract/records.js";
-import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
+import {
+  EVALUATE_STAGES,
+  type EvaluateStage,
+  type HarnessCommand,
+} from "../../../src/shared/contract/harness-request.js";
 import { readText, removeAll } from "../workspace/files.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";
@@ -289,7 +293,17 @@ function timing(options: Omit<BenchOptions, keyof CallOptions | "candidate" | "a
   };
 }
 
-export type EvaluateStage = "quick" | "verify" | "bench";
+export { EVALUATE_STAGES, type EvaluateStage };
+
+/**
+ * A stage's record, as `evaluate` wrote it; `next`: the stage the harness runs after it, null
+ * where the cascade stopped (after a record that is not ok, or the last stage).
+ */
+export type OnStageRecord = (
+  stage: EvaluateStage,
+  record: VerifyRecord | BenchRecord,
+  next: EvaluateStage | null,
+) => void;
 
 /** What `evaluate` wrote, stage by stage: null for a stage after one that was not ok. */
 export type EvaluateRecords = {
@@ -308,12 +322,10 @@ export type EvaluateOptions = Omit<CallOptions, "timeoutMs"> &
      * Each stage's record as it ends, in order (seen by polling while the child runs; a
      * failed record for the stage a crash or a timeout interrupted comes after the child).
      */
-    onRecord?: (stage: EvaluateStage, record: VerifyRecord | BenchRecord) => void;
+    onRecord?: OnStageRecord;
     /** How often the records' files are looked for while the child runs (100 ms). */
     pollMs?: number;
   };
-
-const EVALUATE_STAGES: readonly EvaluateStage[] = ["quick", "verify", "bench"];
 
 /**
  * The search's cascade in one harness child: the quick check (smallest configuration), the
@@ -358,7 +370,7 @@ export async function evaluate(
     else if (stage !== "bench") records[stage] = record;
     next += 1;
     stopped = !record.ok;
-    options.onRecord?.(stage, record);
+    options.onRecord?.(stage, record, stopped ? null : (EVALUATE_STAGES[next] ?? null));
   }
   function failed(stage: EvaluateStage, failure: Failure): VerifyRecord | BenchRecord {
     if (stage === "bench") return failedBench(failure, where);

@@ -52,6 +52,14 @@ const timed = {
   race: z.record(z.string(), z.number()).optional(),
 };
 
+/**
+ * The stages of `evaluate`, the search's cascade, in the order the harness runs them; it stops
+ * after the first record that is not ok. Each has its record's file (`<stage>Out`).
+ */
+export const EVALUATE_STAGES = ["quick", "verify", "bench"] as const;
+export const evaluateStageSchema = z.enum(EVALUATE_STAGES);
+export type EvaluateStage = z.infer<typeof evaluateStageSchema>;
+
 /** One harness command and its options. */
 export const harnessCommandSchema = z.discriminatedUnion("command", [
   z.strictObject({ command: z.literal("device"), ...out }),

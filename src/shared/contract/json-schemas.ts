@@ -6,6 +6,7 @@ import { z } from "zod";
 import { DTYPES, FLOAT_DTYPES, INITS, TASK_DTYPES } from "./dtypes.js";
 import { CANDIDATE_FORMATS, FORMAT_DETECTION_CASES, TASK_FORMATS } from "./formats.js";
 import {
+  EVALUATE_STAGES,
   harnessCommandSchema,
   harnessRequestSchema,
   harnessResponseSchema,
@@ -49,6 +50,7 @@ export function contractJsonSchemas(): Record<string, unknown> {
       z.union([harnessResponseSchema, harnessStartedSchema, harnessWaitingSchema]),
       "fork server answer (started, waiting, or the child's end)",
     ),
+    "evaluate-stage.schema.json": enumOf(EVALUATE_STAGES, "evaluate's stages, in order"),
     "candidate-format.schema.json": enumOf(CANDIDATE_FORMATS, "candidate format"),
     "task-format.schema.json": enumOf(TASK_FORMATS, "task format"),
     "dtype.schema.json": enumOf(DTYPES, "dtype the harness names"),
