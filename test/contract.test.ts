@@ -9,8 +9,10 @@ import {
   detectCandidateFormat,
   FORMAT_DETECTION_CASES,
 } from "../src/shared/contract/formats.js";
+import { EXPRESSION_CASES } from "../src/shared/contract/expressions.js";
 import { contractFileText, contractJsonSchemas } from "../src/shared/contract/json-schemas.js";
 import { HACK_CLASSES, REASONS } from "../src/shared/contract/reasons.js";
+import { parseExpression } from "../runner/src/tasks/expression.js";
 import { repo } from "./helpers/cli.js";
 
 const folder = join(repo, "runner", "harness", "evokernel_harness", "contract");
@@ -48,6 +50,18 @@ describe("candidate formats", () => {
   it("reads TORCH_LIBRARY as a torch extension, as the harness does", () => {
     expect(detectCandidateFormat("k.cu", "TORCH_LIBRARY(ops, m) {}")).toBe("torch-ext");
   });
+});
+
+describe("task.json's expressions", () => {
+  // the harness's exprs.py is held to the same cases (test_contract.py)
+  it.each(EXPRESSION_CASES.map((entry) => [JSON.stringify(entry.source), entry]))(
+    "%s",
+    (_source, entry) => {
+      const value = () => parseExpression(entry.source).evaluate(entry.dims);
+      if ("error" in entry) expect(value).toThrow();
+      else expect(value()).toBe(entry.value);
+    },
+  );
 });
 
 describe("reasons and hack classes", () => {

@@ -21,7 +21,7 @@ import unittest
 
 import jsonschema
 
-from evokernel_harness import env, inputs, options, verify
+from evokernel_harness import env, exprs, inputs, options, verify
 from evokernel_harness.candidates import CandidateError, detect_format
 from evokernel_harness.command_request import BadRequest, fields, parse_command
 
@@ -224,6 +224,26 @@ class ListsTest(unittest.TestCase):
                 else:
                     self.assertIn(case["format"], formats)
                     self.assertEqual(detect_format(case["file"], case["source"]), case["format"])
+
+
+class ExpressionGrammarTest(unittest.TestCase):
+    """task.json's arithmetic is the contract's grammar (expression-grammar.json): exprs.py
+    gives what the runner's parser gives (test/contract.test.ts) on every shared case."""
+
+    def test_each_case_gives_its_value_or_an_error(self):
+        for case in schema("expression-cases.json")["cases"]:
+            with self.subTest(source=case["source"]):
+                if "error" in case:
+                    with self.assertRaises(exprs.ExprError):
+                        exprs.evaluate(case["source"], case["dims"])
+                else:
+                    self.assertEqual(exprs.evaluate(case["source"], case["dims"]), case["value"])
+
+    def test_the_cases_use_every_operator_of_the_grammar(self):
+        grammar = schema("expression-grammar.json")
+        declared = {op for level in grammar["binary"] for op in level} | {grammar["power"], grammar["unary"]}
+        valid = [case["source"] for case in schema("expression-cases.json")["cases"] if "value" in case]
+        self.assertEqual(sorted(op for op in declared if not any(op in source for source in valid)), [])
 
 
 class RequestGrammarTest(unittest.TestCase):

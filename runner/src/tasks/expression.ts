@@ -1,5 +1,8 @@
 // Arithmetic over dimension names ("N/2", "2*K+1", "5*M*N"), as task.json allows in shapes,
-// randint bounds and the flops/bytes estimates: + - * / // % ** and parentheses.
+// randint bounds and the flops/bytes estimates. The grammar is the contract's
+// (src/shared/contract/expressions.ts), which the harness reads too (exprs.py).
+import { EXPRESSION_GRAMMAR as GRAMMAR } from "../../../src/shared/contract/expressions.js";
+
 export type Expression = {
   readonly source: string;
   /** Dimension names the expression uses. */
@@ -13,8 +16,17 @@ type Node =
   | { type: "negate"; operand: Node }
   | { type: "binary"; operator: string; left: Node; right: Node };
 
-const TOKEN =
-  /\s*(?:(\d+(?:\.\d+)?(?:e[+-]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)|(\*\*|\/\/|[-+*/%()]))/y;
+const OPERATORS = [...new Set([...GRAMMAR.binary.flat(), GRAMMAR.unary, GRAMMAR.power, "(", ")"])]
+  .sort((a, b) => b.length - a.length) // ** before *, // before /
+  .map((operator) => operator.replace(/[-+*/%()]/g, "\\$&"))
+  .join("|");
+const TOKEN = new RegExp(
+  `${GRAMMAR.space}(?:(${GRAMMAR.number})|(${GRAMMAR.name})|(${OPERATORS}))`,
+  "y",
+);
+const ONLY_SPACE = new RegExp(`^${GRAMMAR.space}$`);
+const NUMBER = new RegExp(`^${GRAMMAR.number}$`);
+const NAME = new RegExp(`^${GRAMMAR.name}$`);
 
 export class ExpressionError extends Error {}
 
@@ -38,36 +50,36 @@ export function parseExpression(source: string): Expression {
     }
     return left;
   }
-  function sum(): Node {
-    return binaryLevel(["+", "-"], product);
-  }
-  function product(): Node {
-    return binaryLevel(["*", "/", "//", "%"], unary);
+  /** The binary operators' levels, loosest first, then unary minus. */
+  function level(index: number): Node {
+    const operators = GRAMMAR.binary[index];
+    if (operators === undefined) return unary();
+    return binaryLevel(operators, () => level(index + 1));
   }
   function unary(): Node {
-    if (peek() !== "-") return power();
+    if (peek() !== GRAMMAR.unary) return power();
     at++;
     return { type: "negate", operand: unary() };
   }
   function power(): Node {
     const base = atom();
-    if (peek() !== "**") return base;
+    if (peek() !== GRAMMAR.power) return base;
     at++;
-    return { type: "binary", operator: "**", left: base, right: unary() };
+    return { type: "binary", operator: GRAMMAR.power, left: base, right: unary() };
   }
   function atom(): Node {
     const token = take();
     if (token === "(") {
-      const inner = sum();
+      const inner = level(0);
       if (take() !== ")") throw new ExpressionError(`"${source}" is missing a ")"`);
       return inner;
     }
-    if (/^\d/.test(token)) return { type: "number", value: Number(token) };
-    if (/^[A-Za-z_]/.test(token)) return { type: "name", name: token };
+    if (NUMBER.test(token)) return { type: "number", value: Number(token) };
+    if (NAME.test(token)) return { type: "name", name: token };
     throw new ExpressionError(`"${source}" has "${token}" where a number or name belongs`);
   }
 
-  const tree = sum();
+  const tree = level(0);
   if (at < tokens.length) {
     throw new ExpressionError(`"${source}" has "${tokens[at]}" where the expression should end`);
   }
@@ -85,7 +97,7 @@ function tokenize(source: string): string[] {
     const start = TOKEN.lastIndex;
     const match = TOKEN.exec(source);
     if (match === null) {
-      if (source.slice(start).trim() === "") break;
+      if (ONLY_SPACE.test(source.slice(start))) break;
       throw new ExpressionError(
         `"${source}" has "${source.slice(start).trim()}" that is not arithmetic`,
       );

@@ -4,6 +4,7 @@
 // default may be absent).
 import { z } from "zod";
 import { DTYPES, FLOAT_DTYPES, INITS, TASK_DTYPES } from "./dtypes.js";
+import { EXPRESSION_CASES, EXPRESSION_GRAMMAR } from "./expressions.js";
 import { CANDIDATE_FORMATS, FORMAT_DETECTION_CASES, TASK_FORMATS } from "./formats.js";
 import {
   EVALUATE_STAGES,
@@ -59,6 +60,14 @@ export function contractJsonSchemas(): Record<string, unknown> {
     "init.schema.json": enumOf(INITS, "input initialisation"),
     "reason.schema.json": enumOf(REASONS, "verdict reason code"),
     "hack-classes.schema.json": schemaOf(hackClassesSchema, "hack class of each hack reason"),
+    "expression-grammar.json": {
+      $comment: `generated from ${SOURCE}/expressions.ts: task.json's arithmetic (tokens, operators by level)`,
+      ...EXPRESSION_GRAMMAR,
+    },
+    "expression-cases.json": {
+      $comment: `generated from ${SOURCE}/expressions.ts: each source gives value, or an error`,
+      cases: EXPRESSION_CASES,
+    },
     "format-detection.json": {
       $comment: `generated from ${SOURCE}/formats.ts: each source must be detected as format (null: refused)`,
       cases: FORMAT_DETECTION_CASES,
