@@ -14,6 +14,13 @@ const NO_APP = {
   message: "The runner never imports the app: share code through src/shared.",
 };
 
+// The runner reaches src/ through package.json's "imports" (#shared/…, #report/…,
+// #process/…), which name the layer, never by a path that climbs out of runner/.
+const NO_DEEP_SRC = {
+  group: ["**/src/shared", "**/src/shared/**", "**/src/report/**", "**/src/process/**"],
+  message: "The runner imports src/ as #shared/…, #report/… or #process/… (package.json imports).",
+};
+
 const NO_FS = {
   group: ["fs", "fs/*", "node:fs", "node:fs/*"],
   message:
@@ -88,14 +95,16 @@ export default tseslint.config(
   },
   {
     files: ["runner/**/*.ts"],
-    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP] }] },
+    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP, NO_DEEP_SRC] }] },
   },
   {
     // The runner's files enter through runner/src/workspace (tasks read once, candidates,
     // the checkout, artifacts); the modules in FS_EXCEPTIONS keep files of their own.
     files: ["runner/src/**/*.ts"],
     ignores: ["runner/src/workspace/**", ...Object.keys(FS_EXCEPTIONS)],
-    rules: { "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP, NO_FS] }] },
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [NO_SPAWN, NO_APP, NO_DEEP_SRC, NO_FS] }],
+    },
   },
   {
     // The contracts and renderers both sides import: pure, so the app and the runner (and

@@ -8,6 +8,10 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 // CommonJS dependencies call require(), which an ES module does not have.
+// The runner imports src/ through package.json's "imports" (#shared/…): from the TypeScript
+// sources here, from dist/ where the compiled files run.
+const SOURCE_CONDITIONS = ["evokernel-source"];
+
 const requireBanner =
   "import { createRequire as __evkCreateRequire } from 'node:module';" +
   "const require = __evkCreateRequire(import.meta.url);";
@@ -21,6 +25,7 @@ export async function bundleCli(outfile) {
     format: "esm",
     target: "node20",
     banner: { js: requireBanner },
+    conditions: SOURCE_CONDITIONS,
     logLevel: "warning",
   });
   return outfile;
@@ -35,6 +40,7 @@ export async function bundleApp(outfile) {
     format: "esm",
     target: "node20",
     banner: { js: requireBanner },
+    conditions: SOURCE_CONDITIONS,
     logLevel: "error",
   });
   return outfile;
@@ -50,6 +56,7 @@ export async function bundleSandboxProbe(outfile) {
     format: "esm",
     target: "node20",
     banner: { js: requireBanner },
+    conditions: SOURCE_CONDITIONS,
     logLevel: "warning",
   });
   return outfile;

@@ -20,6 +20,7 @@ try {
     platform: "node",
     format: "esm",
     absWorkingDir: root,
+    conditions: ["evokernel-source"], // the runner imports src/ as #shared/… (package.json)
     logLevel: "warning",
   });
   const { examples } = await import(pathToFileURL(outfile).href);

@@ -11,6 +11,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const OPTIONS: ts.CompilerOptions = {
   module: ts.ModuleKind.NodeNext,
   moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  // the runner's #shared/… imports (package.json "imports") resolve to the sources, as in tsc
+  customConditions: ["evokernel-source"],
 };
 
 function sources(dir: string): string[] {
@@ -89,5 +91,15 @@ describe("import circles", () => {
     expect(graph.size).toBeGreaterThan(100);
     const named = circles(graph).map((circle) => circle.map((file) => relative(root, file)).sort());
     expect(named).toEqual([]);
+  });
+
+  it("follows the runner's imports of src/ (#shared/…, #report/…, #process/…)", () => {
+    const files = ["src", "runner/src"].flatMap((dir) => sources(join(root, dir)));
+    const into = [...importGraph(files)]
+      .filter(([file]) => relative(root, file).startsWith("runner/"))
+      .flatMap(([, imported]) =>
+        imported.filter((to) => !relative(root, to).startsWith("runner/")),
+      );
+    expect(into.length).toBeGreaterThan(50);
   });
 });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pythonInvocation, runProcess } from "../src/harness/exec.js";
 import { allowRead } from "../src/sandbox/sandbox.js";
-import { spawnProcess } from "../../src/process/spawn.js";
+import { spawnProcess } from "#process/spawn.js";
 
 const CANARY = "EVK-CANARY";
 const probeDir = resolve(process.argv[2] ?? "test/security/fixtures");

@@ -2,7 +2,7 @@
 // contract (src/shared/contract), never by hand; test/contract.test.ts fails on drift.
 import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { contractFileText, contractJsonSchemas } from "../../src/shared/contract/json-schemas.js";
+import { contractFileText, contractJsonSchemas } from "#shared/contract/json-schemas.js";
 import { repoRoot } from "../src/paths.js";
 
 const dir = join(repoRoot(), "runner", "harness", "evokernel_harness", "contract");

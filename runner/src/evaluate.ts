@@ -22,7 +22,7 @@ import type {
   StaticRecord,
   VerifyRecord,
   VerifyStatus,
-} from "../../src/shared/contract/records.js";
+} from "#shared/contract/records.js";
 import { createLimit, type Limit } from "./util/limit.js";
 
 export type Step = "static" | "build" | "quick" | "verify" | "bench";

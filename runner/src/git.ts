@@ -2,8 +2,8 @@
 // repository: refs are resolved and files read out of commits (`git show`), never checked
 // out, so the working tree and the index stay as the user left them.
 import { UsageError } from "./errors.js";
-import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../src/shared/git-safety.js";
-import { spawnProcess } from "../../src/process/spawn.js";
+import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "#shared/git-safety.js";
+import { spawnProcess } from "#process/spawn.js";
 
 export type Git = {
   /** The repository's top folder. */

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { extname, resolve } from "node:path";
 import { build as harnessBuild, type Defines } from "../harness/client.js";
-import type { BuildRecord } from "../../../src/shared/contract/records.js";
+import type { BuildRecord } from "#shared/contract/records.js";
 import { createLimit } from "../util/limit.js";
 import { readBytes } from "../workspace/files.js";
 

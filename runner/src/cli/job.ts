@@ -1,7 +1,7 @@
 // evokernel job: runs one job spec (what the app dispatched) in a checkout of its SHA and
 // writes the review result. The GitHub Action and the app's local backend run exactly this.
 import { resolve } from "node:path";
-import { decodeJobInputs } from "../../../src/shared/job.js";
+import { decodeJobInputs } from "#shared/job.js";
 import { UsageError } from "../errors.js";
 import { openGit } from "../git.js";
 import { runJob } from "../jobs/run-job.js";

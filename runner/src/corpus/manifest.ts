@@ -3,7 +3,7 @@
 // `evokernel selftest` and the GPU tests.
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
-import { candidateFormatSchema } from "../../../src/shared/contract/formats.js";
+import { candidateFormatSchema } from "#shared/contract/formats.js";
 import { readText } from "../workspace/files.js";
 
 export const corpusEntrySchema = z.object({

@@ -4,7 +4,7 @@
 import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { evoConfigSchema, spreadSchema, usageSchema } from "../../../src/shared/result.js";
+import { evoConfigSchema, spreadSchema, usageSchema } from "#shared/result.js";
 import { UsageError } from "../errors.js";
 import type { Evaluation, Individual, Usage } from "./types.js";
 

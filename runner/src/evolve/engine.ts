@@ -9,7 +9,7 @@
 // proposer told of them, in proposal order; survivors are chosen over everything so far.
 // Nothing depends on the order in which parallel work finishes, so a run that resumes its
 // archive ends where the uninterrupted run would have. With P = 1 it is the sequential loop.
-import type { StoppedBy } from "../../../src/shared/result.js";
+import type { StoppedBy } from "#shared/result.js";
 import { TaskError } from "../errors.js";
 import { assertResumable, type Archive, type ArchiveEntry } from "./archive.js";
 import { fingerprint, type Language } from "./fingerprint.js";

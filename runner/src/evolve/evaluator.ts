@@ -17,7 +17,7 @@ import {
 } from "../evaluate.js";
 import { createGpuQueue, type GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
-import type { BenchRecord, Device, Profile, Stat } from "../../../src/shared/contract/records.js";
+import type { BenchRecord, Device, Profile, Stat } from "#shared/contract/records.js";
 import { judgeSpeedup } from "./noise.js";
 import type {
   ConfigTiming,

@@ -1,8 +1,8 @@
 // The result of a run, as the app will post it (src/shared/result.ts): built from the
 // search, the final checks and the original kernel, and parsed against the shared schema
 // before anyone sees it.
-import { unifiedDiff as sharedUnifiedDiff } from "../../../src/report/patch.js";
-import { resultSchema, type Result, type ResultConfig } from "../../../src/shared/result.js";
+import { unifiedDiff as sharedUnifiedDiff } from "#report/patch.js";
+import { resultSchema, type Result, type ResultConfig } from "#shared/result.js";
 import type { EngineResult } from "./engine.js";
 import type { Final } from "./final.js";
 import type { Language } from "./fingerprint.js";

@@ -1,7 +1,7 @@
 // What a proposal is told about the task: its reference, its visible configurations and the
 // machine. Held-out configurations are left out here, once: they exist to catch kernels
 // fitted to the shapes they were shown.
-import type { Device, TaskInfo } from "../../../src/shared/contract/records.js";
+import type { Device, TaskInfo } from "#shared/contract/records.js";
 import type { ProposalContext } from "./types.js";
 
 export function proposalTask(

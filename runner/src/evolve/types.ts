@@ -1,10 +1,10 @@
 // The contract of the evolution loop (issue 3): what a proposer is given, what it returns,
 // and what the evaluator says of a candidate. Proposers (llm, tuner, …) implement
 // `Proposer`; a new one is one new file in runner/src/proposers.
-import type { CandidateFormat } from "../../../src/shared/contract/formats.js";
-import type { Spread } from "../../../src/shared/result.js";
+import type { CandidateFormat } from "#shared/contract/formats.js";
+import type { Spread } from "#shared/result.js";
 
-export type { Spread } from "../../../src/shared/result.js";
+export type { Spread } from "#shared/result.js";
 
 /** Timing of one configuration, in milliseconds (median and spread as the harness reports). */
 export type ConfigTiming = {

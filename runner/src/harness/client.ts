@@ -35,12 +35,12 @@ import {
   type StaticRecord,
   type TaskInfo,
   type VerifyRecord,
-} from "../../../src/shared/contract/records.js";
+} from "#shared/contract/records.js";
 import {
   EVALUATE_STAGES,
   type EvaluateStage,
   type HarnessCommand,
-} from "../../../src/shared/contract/harness-request.js";
+} from "#shared/contract/harness-request.js";
 import { readText, removeAll } from "../workspace/files.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";

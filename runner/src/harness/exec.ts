@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
-import { HARNESS_SETTINGS, MACHINE_ENV, pickEnv } from "../../../src/shared/environment.js";
-import { spawnProcess } from "../../../src/process/spawn.js";
+import { HARNESS_SETTINGS, MACHINE_ENV, pickEnv } from "#shared/environment.js";
+import { spawnProcess } from "#process/spawn.js";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir, harnessDir } from "../paths.js";
 import {

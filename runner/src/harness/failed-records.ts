@@ -7,7 +7,7 @@ import type {
   StaticRecord,
   VerifyRecord,
   VerifyStatus,
-} from "../../../src/shared/contract/records.js";
+} from "#shared/contract/records.js";
 
 export type Failure = {
   status: Exclude<VerifyStatus, "passed" | "rejected" | "compile-error">;

@@ -8,7 +8,7 @@ import {
   type HarnessCommand,
   type HarnessRequest,
   type HarnessResponse,
-} from "../../../src/shared/contract/harness-request.js";
+} from "#shared/contract/harness-request.js";
 import { HarnessError } from "../errors.js";
 import { startHarness, type LineProcess } from "./exec.js";
 import type { HarnessOutcome } from "./outcome.js";

@@ -1,6 +1,6 @@
 // How one harness run ended, whether it ran in its own process or in a fork-server child,
 // and what that ending means for the record it was meant to write.
-import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
+import type { HarnessCommand } from "#shared/contract/harness-request.js";
 import type { Failure } from "./failed-records.js";
 
 export type HarnessOutcome = {

@@ -3,8 +3,8 @@
 // repository's `.github/evokernel.yml` as the default branch has it.
 import { basename } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { parseConfig, type EvokernelConfig } from "../../../src/shared/config.js";
-import type { JobSpec } from "../../../src/shared/job.js";
+import { parseConfig, type EvokernelConfig } from "#shared/config.js";
+import type { JobSpec } from "#shared/job.js";
 import { UsageError } from "../errors.js";
 import type { Git } from "../git.js";
 

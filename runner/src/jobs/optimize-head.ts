@@ -3,8 +3,8 @@
 // default, so a job searches exactly as a user's run does. Its archive and outputs stay in
 // the job's own folder.
 import { join } from "node:path";
-import type { JobBudget } from "../../../src/shared/job.js";
-import { resultSchema, type Result } from "../../../src/shared/result.js";
+import type { JobBudget } from "#shared/job.js";
+import { resultSchema, type Result } from "#shared/result.js";
 import { DEFAULTS } from "../evolve/engine.js";
 import { runOptimize } from "../pipeline/optimize.js";
 import type { Target } from "../workspace/target.js";

@@ -2,11 +2,11 @@
 // head (and base) written out of git, the tasks discovered there, and the ones whose files
 // changed between them (or the ones the job names).
 import { join, relative, sep } from "node:path";
-import { selectChangedTasks } from "../../../src/shared/changed-tasks.js";
-import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
-import type { JobSpec } from "../../../src/shared/job.js";
+import { selectChangedTasks } from "#shared/changed-tasks.js";
+import { DEFAULT_CONFIG } from "#shared/config.js";
+import type { JobSpec } from "#shared/job.js";
 import type { Git } from "../git.js";
-import type { TaskFormat } from "../../../src/shared/contract/formats.js";
+import type { TaskFormat } from "#shared/contract/formats.js";
 import { discoverTasks, type DiscoveredTask } from "../workspace/discover.js";
 import { writeTree, type Tree } from "../workspace/checkout.js";
 

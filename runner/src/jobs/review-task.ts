@@ -2,21 +2,16 @@
 // time it beside the base kernel, eager PyTorch and torch.compile in one interleaved run,
 // optionally search for a faster one, and turn the records into the task's review.
 import { basename, isAbsolute, join, relative } from "node:path";
-import type { JobBudget } from "../../../src/shared/job.js";
-import { KERNEL_SOURCE, pathShapeProblem } from "../../../src/shared/suggestion-path.js";
-import type { Result } from "../../../src/shared/result.js";
-import type { TaskReview, TimingConfig, Verification } from "../../../src/shared/review.js";
-import {
-  compareSpreads,
-  isImprovement,
-  isRegression,
-  summarizeSpeedup,
-} from "../../../src/shared/speedup.js";
+import type { JobBudget } from "#shared/job.js";
+import { KERNEL_SOURCE, pathShapeProblem } from "#shared/suggestion-path.js";
+import type { Result } from "#shared/result.js";
+import type { TaskReview, TimingConfig, Verification } from "#shared/review.js";
+import { compareSpreads, isImprovement, isRegression, summarizeSpeedup } from "#shared/speedup.js";
 import { loadTarget } from "../workspace/target.js";
 import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
-import type { BenchConfig, Stat } from "../../../src/shared/contract/records.js";
+import type { BenchConfig, Stat } from "#shared/contract/records.js";
 import { isPlainFile, readText } from "../workspace/files.js";
 import type { Task } from "../tasks/schema.js";
 import type { Optimizer } from "./optimize-head.js";

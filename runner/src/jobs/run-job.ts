@@ -2,9 +2,9 @@
 // on this machine's GPU. `evokernel job` (the GitHub Action, the app's local backend) and
 // `evokernel review` both come through here.
 import { join } from "node:path";
-import { DEFAULT_CONFIG } from "../../../src/shared/config.js";
-import type { JobSpec } from "../../../src/shared/job.js";
-import type { ReviewResult, TaskReview } from "../../../src/shared/review.js";
+import { DEFAULT_CONFIG } from "#shared/config.js";
+import type { JobSpec } from "#shared/job.js";
+import type { ReviewResult, TaskReview } from "#shared/review.js";
 import { NO_GPU, type Session } from "../pipeline/session.js";
 import { EnvironmentError } from "../errors.js";
 import type { EvaluationEvent } from "../evaluate.js";

@@ -1,15 +1,10 @@
 // The files `evokernel review --out` leaves behind: exactly what the app would post (the
 // comment, the check run), the suggested change as a patch, and the full result.
 import { join } from "node:path";
-import type { ReviewResult } from "../../../src/shared/review.js";
-import { checkReviewResult } from "../../../src/shared/result-check.js";
+import type { ReviewResult } from "#shared/review.js";
+import { checkReviewResult } from "#shared/result-check.js";
 import { HarnessError } from "../errors.js";
-import {
-  renderCheckRun,
-  renderComment,
-  renderPatch,
-  type CheckRunOutput,
-} from "../../../src/report/index.js";
+import { renderCheckRun, renderComment, renderPatch, type CheckRunOutput } from "#report/index.js";
 import { makeFolder, writeData } from "../workspace/files.js";
 
 export type RenderedReview = { comment: string; checkRun: CheckRunOutput; patch: string };

@@ -4,12 +4,9 @@
 // and a job's optimize step (runner/src/jobs/optimize-head.ts) both call it.
 import { randomInt } from "node:crypto";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from "node:path";
-import {
-  detectCandidateFormat,
-  type CandidateFormat,
-} from "../../../src/shared/contract/formats.js";
-import type { TaskInfo } from "../../../src/shared/contract/records.js";
-import type { Result } from "../../../src/shared/result.js";
+import { detectCandidateFormat, type CandidateFormat } from "#shared/contract/formats.js";
+import type { TaskInfo } from "#shared/contract/records.js";
+import type { Result } from "#shared/result.js";
 import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "./session.js";
 import type { EvaluationEvent } from "../evaluate.js";

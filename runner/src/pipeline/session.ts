@@ -5,7 +5,7 @@ import { dirname, resolve } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
-import type { DeviceRecord } from "../../../src/shared/contract/records.js";
+import type { DeviceRecord } from "#shared/contract/records.js";
 import { gpuPossible } from "../gpu/presence.js";
 
 export const NO_GPU =

@@ -2,7 +2,7 @@
 // (median ± half the p20–p80 spread), the roofline floor, how close the candidate comes to
 // it, and speedups over each reference point. Launch-bound configurations (the reference
 // under 20 µs a call) are marked and left out of the headline speedup.
-import type { BenchConfig, BenchRecord, Stat } from "../../../src/shared/contract/records.js";
+import type { BenchConfig, BenchRecord, Stat } from "#shared/contract/records.js";
 import { formatMs, formatPercent, formatRatio, formatSeconds, formatStat } from "./format.js";
 import { renderTable } from "./table.js";
 

@@ -1,5 +1,5 @@
 // What `evokernel device` prints: the GPU and the versions around it.
-import type { DeviceRecord } from "../../../src/shared/contract/records.js";
+import type { DeviceRecord } from "#shared/contract/records.js";
 
 export function renderDevice(record: DeviceRecord): string {
   const { device: info } = record;

@@ -1,6 +1,6 @@
 // Number formats shared by the reports: fixed decimals that keep three significant digits
 // for times, scientific notation for errors that span many orders of magnitude.
-import type { Stat } from "../../../src/shared/contract/records.js";
+import type { Stat } from "#shared/contract/records.js";
 
 function decimalsFor(ms: number): number {
   if (ms >= 100) return 1;

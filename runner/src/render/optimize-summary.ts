@@ -1,7 +1,7 @@
 // What a person reads after `evokernel optimize`: the verdict, the final timing per
 // configuration, how the search went (candidates, stages, best-so-far, tokens and money)
 // and the winner's provenance.
-import type { Result, Spread } from "../../../src/shared/result.js";
+import type { Result, Spread } from "#shared/result.js";
 import { formatMs, formatPercent, formatRatio, formatSeconds } from "./format.js";
 import { renderTable } from "./table.js";
 

@@ -1,7 +1,7 @@
 // What a person reads after `evokernel tasks`: one row per task, then what is wrong with
 // each task that is not usable as written.
-import type { TaskInfo } from "../../../src/shared/contract/records.js";
-import type { TaskFormat } from "../../../src/shared/contract/formats.js";
+import type { TaskInfo } from "#shared/contract/records.js";
+import type { TaskFormat } from "#shared/contract/formats.js";
 import { renderTable } from "./table.js";
 
 export type TaskRow = {

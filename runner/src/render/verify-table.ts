@@ -1,6 +1,6 @@
 // What a person reads after `evokernel verify`: the verdict, a row per configuration, and
 // for a failure the reason, the first mismatch and the failed checks.
-import type { Mismatch, StaticRecord, VerifyRecord } from "../../../src/shared/contract/records.js";
+import type { Mismatch, StaticRecord, VerifyRecord } from "#shared/contract/records.js";
 import { formatError, formatSeconds, indent } from "./format.js";
 import { renderTable } from "./table.js";
 

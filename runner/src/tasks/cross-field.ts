@@ -3,7 +3,7 @@
 // what to fix, at the path where the fix goes.
 import { parseConstraint } from "../proposers/constraints.js";
 import { parseExpression, type Expression } from "./expression.js";
-import { FLOAT_DTYPES } from "../../../src/shared/contract/dtypes.js";
+import { FLOAT_DTYPES } from "#shared/contract/dtypes.js";
 import type { TaskShape } from "./fields.js";
 
 type Path = (string | number)[];

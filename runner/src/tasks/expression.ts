@@ -1,7 +1,7 @@
 // Arithmetic over dimension names ("N/2", "2*K+1", "5*M*N"), as task.json allows in shapes,
 // randint bounds and the flops/bytes estimates. The grammar is the contract's
 // (src/shared/contract/expressions.ts), which the harness reads too (exprs.py).
-import { EXPRESSION_GRAMMAR as GRAMMAR } from "../../../src/shared/contract/expressions.js";
+import { EXPRESSION_GRAMMAR as GRAMMAR } from "#shared/contract/expressions.js";
 
 export type Expression = {
   readonly source: string;

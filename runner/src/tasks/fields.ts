@@ -3,7 +3,7 @@
 // Every message says what to fix, and the issue path says where.
 import { z } from "zod";
 import { ExpressionError, parseExpression } from "./expression.js";
-import { FLOAT_DTYPES, INITS, TASK_DTYPES as DTYPES } from "../../../src/shared/contract/dtypes.js";
+import { FLOAT_DTYPES, INITS, TASK_DTYPES as DTYPES } from "#shared/contract/dtypes.js";
 
 function strict<T extends z.ZodRawShape>(what: string, shape: T) {
   const allowed = Object.keys(shape);

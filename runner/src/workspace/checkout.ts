@@ -1,7 +1,7 @@
 // A commit's task folders, written out of git into a folder of our own (never the user's
 // working tree), so base and head can sit side by side while the harness reads them.
 import { dirname, join } from "node:path";
-import { isUnder } from "../../../src/shared/glob.js";
+import { isUnder } from "#shared/glob.js";
 import type { Git } from "../git.js";
 import { makeFolder, writeData } from "./files.js";
 

@@ -3,7 +3,7 @@
 // backward task, named `folder#backward`), a KernelBench .py file.
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
-import type { TaskFormat } from "../../../src/shared/contract/formats.js";
+import type { TaskFormat } from "#shared/contract/formats.js";
 import { kernelsDir } from "../paths.js";
 import { kindOf, listFolder, readText } from "./files.js";
 
