@@ -5,9 +5,8 @@
 // asked), or, for the search's screen (`quick`), the harness's own cascade in one child
 // (`evaluate`: quick → verify → bench, each stage and where it stops the harness's decision).
 // The static check runs once: its record goes with the GPU steps, which carry its findings.
-import { availableParallelism } from "node:os";
-import { createBuildPool, type BuildPool } from "./build/pool.js";
-import { createGpuQueue, type GpuQueue } from "./gpu/queue.js";
+import type { BuildPool } from "./build/pool.js";
+import type { GpuQueue } from "./gpu/queue.js";
 import * as client from "./harness/client.js";
 import {
   failedBench,
@@ -23,7 +22,8 @@ import type {
   VerifyRecord,
   VerifyStatus,
 } from "#shared/contract/records.js";
-import { createLimit, type Limit } from "./util/limit.js";
+import { createResources } from "./pipeline/resources.js";
+import type { Limit } from "./util/limit.js";
 
 export type Step = "static" | "build" | "quick" | "verify" | "bench";
 
@@ -115,9 +115,7 @@ export async function evaluateCandidates(
     task,
     options,
     calls,
-    pool: options.pool ?? createBuildPool(),
-    gpu: options.gpu ?? createGpuQueue(),
-    cpu: options.cpu ?? createLimit(availableParallelism()),
+    ...createResources(pick(options, "pool", "gpu", "cpu")),
     staticContexts: options.staticContexts ?? client.createStaticContexts(),
     emit: options.onEvent ?? (() => undefined),
     gpuCall: {

@@ -3,8 +3,6 @@
 import { join, relative, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
-import { createBuildPool } from "../build/pool.js";
-import { createGpuQueue } from "../gpu/queue.js";
 import {
   meetsExpectation,
   readManifest,
@@ -15,6 +13,7 @@ import { repoRoot } from "../paths.js";
 import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
+import { createResources } from "../pipeline/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
 
 const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolation/manifest.json"];
@@ -59,8 +58,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     return withSession(
       async function selftestWithServer(session) {
         requireGpu(session);
-        const pool = createBuildPool();
-        const gpu = createGpuQueue();
+        const { pool, gpu } = createResources();
         const started = performance.now();
         // one cascade per (task, check); all share the pool and the GPU queue, so every
         // build starts at once and the GPU never waits for a compile it could skip

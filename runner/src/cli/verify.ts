@@ -1,19 +1,16 @@
 // evokernel verify: the full cascade for each candidate of one task, or of every task of a
 // manifest (--manifest): all builds start at once on the machine's build pool, the GPU
 // takes one candidate at a time.
-import { availableParallelism } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { createBuildPool } from "../build/pool.js";
 import { readCandidateList } from "../corpus/manifest.js";
 import { EnvironmentError, UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "../evaluate.js";
-import { createGpuQueue } from "../gpu/queue.js";
 import { repoRoot } from "../paths.js";
 import { renderCandidates } from "../render/candidates.js";
 import { renderStatic } from "../render/verify-table.js";
-import { createLimit } from "../util/limit.js";
 import { flag, printJson, stringOption, stringsOption, type Command, type Io } from "./command.js";
 import { createProgress } from "./progress.js";
+import { createResources } from "../pipeline/resources.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 
@@ -153,9 +150,8 @@ async function verifyManifests(
       staticOnly: noGpu,
       knownDevice: session.device.device,
       server: session.server,
-      pool: createBuildPool(),
-      gpu: createGpuQueue(),
-      cpu: createLimit(availableParallelism()),
+      // one build pool, GPU queue and static-check limit for every candidate of the command
+      ...createResources(),
       onEvent: createProgress(run.io),
     };
     const started = performance.now();

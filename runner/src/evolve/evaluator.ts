@@ -6,7 +6,7 @@
 // timing of another candidate.
 import { createHash } from "node:crypto";
 import { extname, join } from "node:path";
-import { createBuildPool, type BuildPool } from "../build/pool.js";
+import type { BuildPool } from "../build/pool.js";
 import {
   evaluateCandidates,
   type CandidateResult,
@@ -15,8 +15,9 @@ import {
   type EvaluationEvent,
   type HarnessCalls,
 } from "../evaluate.js";
-import { createGpuQueue, type GpuQueue } from "../gpu/queue.js";
+import type { GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
+import { createResources } from "../pipeline/resources.js";
 import type { BenchRecord, Device, Profile, Stat } from "#shared/contract/records.js";
 import { judgeSpeedup } from "./noise.js";
 import type {
@@ -58,8 +59,11 @@ export const SEARCH_BUDGET_S = 0.5;
 const MESSAGE_LIMIT = 4000;
 
 export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evaluator & Rechecker {
-  const pool = options.pool ?? createBuildPool();
-  const gpu = options.gpu ?? createGpuQueue();
+  // the static checks' limit stays each evaluation's own, as evaluateCandidates makes it
+  const { pool, gpu } = createResources({
+    ...(options.pool === undefined ? {} : { pool: options.pool }),
+    ...(options.gpu === undefined ? {} : { gpu: options.gpu }),
+  });
   const benchCall = options.harness?.bench ?? client.bench;
   const shared: Omit<EvaluateOptions, keyof GpuSteps> = {
     pool,
