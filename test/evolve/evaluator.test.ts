@@ -284,7 +284,8 @@ describe("the harness's cascade in one child, on the stand-in harness", () => {
   it("gives each candidate's evaluation and events, stopping where the harness stopped", async () => {
     await writeFile(join(dir, "kernel.cu"), "__global__ void softmax_kernel(float* x) {}\n");
     const one = await evaluateAll();
-    expect(one.commands).toEqual(["build", "evaluate", "static"]);
+    // the task's static context in a child of the fork server (torch imported there already)
+    expect(one.commands).toEqual(["build", "evaluate", "static", "static-context"]);
     const gpu = (line: string) => /^(start|done) (quick|verify|bench)/.test(line);
     // fast, slow: the three stages; rejected: the quick check only; static, broken: none;
     // crashQuick: quick; crashVerify: quick, verify; crashBench: all three

@@ -115,6 +115,13 @@ const COMMANDS = {
     notes: [],
     probe: null,
   }),
+  "static-context": (request) => ({
+    schema: 1,
+    kind: "static-context",
+    task: basename(request.task ?? "softmax"),
+    referenceOps: [],
+    libraries: "allow",
+  }),
   static: (request) => {
     const code = marked(request.candidate, "static");
     const findings =

@@ -65,11 +65,18 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
     ...(options.gpu === undefined ? {} : { gpu: options.gpu }),
   });
   const benchCall = options.harness?.bench ?? client.bench;
+  const { server } = options;
   const shared: Omit<EvaluateOptions, keyof GpuSteps> = {
     pool,
     gpu,
-    // one search, one task: its static context is asked once, not with torch per candidate
-    staticContexts: client.createStaticContexts(),
+    // one search, one task: its static context is asked once, not with torch per candidate;
+    // in a child of the fork server, which has torch imported (a process of its own imported
+    // it again: 5-8 s before the baseline's first step on the H100)
+    staticContexts: client.createStaticContexts(
+      server === undefined
+        ? undefined
+        : (task) => client.staticContext(task, { runner: server.run }),
+    ),
     ...(options.server === undefined ? {} : { server: options.server }),
     ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
     ...(options.harness === undefined ? {} : { harness: options.harness }),
