@@ -185,6 +185,70 @@ describe("finalize", () => {
     expect(final.win).toBe(true);
   });
 
+  it("with every contender passed over for a shape, the baseline's figures are the last one's timing", async () => {
+    // each contender faster overall, slower beyond the noise on 8192x16384; the last timed
+    // beside a baseline of its own figures, so whose they are shows
+    const { rechecker, calls } = fakeRechecker({
+      time: (source) => {
+        const base = source?.includes("k5") ? 2 : 1;
+        return {
+          ok: true,
+          reason: null,
+          message: "",
+          configs: [
+            {
+              ...finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
+              baseline: spread(base, base, base),
+            },
+            {
+              ...finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
+              baseline: spread(1, 0.99, 1.01),
+            },
+          ],
+        };
+      },
+    });
+    const population = [
+      individual("c8", "k8 speed=1.3"),
+      individual("c5", "k5 speed=1.1"),
+      baseline,
+    ];
+    const final = await finalize({ population, baseline, rechecker });
+    // no timing of the baseline alone: it was just timed beside c5, at the same budget
+    expect(calls).toEqual([
+      "verify k8 speed=1.3",
+      "time k8 speed=1.3",
+      "verify k5 speed=1.1",
+      "time k5 speed=1.1",
+    ]);
+    expect(final.candidate).toBeNull();
+    expect(final.win).toBe(false);
+    expect(final.rejected.map((r) => r.id)).toEqual(["c8", "c5"]);
+    expect(final.timing.configs.map((config) => config.candidate)).toEqual([null, null]);
+    expect(final.timing.configs[0]?.baseline).toEqual(spread(2, 2, 2));
+    expect(final.timing.configs[0]?.eager).toEqual(finalConfig("x", null).eager);
+    expect(final.verdict).toMatch(/^no candidate passed its final checks \(c8: slower/);
+  });
+
+  it("with every contender failing its verification, times the baseline alone", async () => {
+    const { rechecker, calls } = fakeRechecker({
+      verify: () => ({
+        ok: false,
+        status: "rejected",
+        reason: "mismatch",
+        message: "",
+        configs: [],
+      }),
+    });
+    const final = await finalize({
+      population: [individual("c8", "k8 speed=1.3"), baseline],
+      baseline,
+      rechecker,
+    });
+    expect(calls).toEqual(["verify k8 speed=1.3", "time baseline"]);
+    expect(final.candidate).toBeNull();
+  });
+
   it("with nothing faster than the baseline, times the baseline alone", async () => {
     const { rechecker, calls } = fakeRechecker();
     const slower = individual("c2", "k2 speed=0.9");
