@@ -90,6 +90,28 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
     }
   });
 
+  it("builds the kernel to beat while the harness starts", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
+    try {
+      // the stand-in's server is ready only once a build has written its artifact (as
+      // torch's import outlasts a build), else after 60 s; it says which
+      const env = {
+        ...noKey,
+        EVOKERNEL_PYTHON: fakeHarness,
+        EVOKERNEL_SANDBOX: "off",
+        EVOKERNEL_CACHE: dir,
+        EVOKERNEL_FAKE_READY_AFTER_BUILD: "60",
+      };
+      const args = ["optimize", "softmax", "--proposer", "tuner", "--seed", "1"];
+      const archive = join(dir, "archive.jsonl");
+      const run = await runCli([...args, "--candidates", "1", "--archive", archive], { env });
+      expect(run.exitCode, run.stderr).not.toBe(4);
+      expect(await readFile(join(dir, "fake-serve-ready.txt"), "utf8")).toBe("after a build");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("searches, re-checks the best, writes the result, and resumes from its archive", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {

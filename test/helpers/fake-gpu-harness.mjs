@@ -14,8 +14,9 @@
 // __global__ function. `evaluate` writes the quick, verify and bench records to their own
 // files and stops after the first that is not ok.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { basename } from "node:path";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createInterface } from "node:readline";
 
 const device = {
@@ -283,6 +284,19 @@ const launch = isolated === "-I" && code === "-c" && source?.includes("evokernel
 if (!launch && process.argv.includes("-c")) process.exit(0);
 if (!launch) process.exit(2);
 if (argv[0] === "serve") {
+  // EVOKERNEL_FAKE_READY_AFTER_BUILD=S: the server is ready once a build has written its
+  // artifact (or S seconds have passed), as torch's import outlasts a build; it writes which
+  // in $EVOKERNEL_CACHE/fake-serve-ready.txt
+  const waitS = Number(process.env.EVOKERNEL_FAKE_READY_AFTER_BUILD ?? 0);
+  const cache = process.env.EVOKERNEL_CACHE;
+  if (waitS > 0 && cache !== undefined) {
+    const built = () =>
+      existsSync(cache) && readdirSync(cache).some((f) => /^fake-[0-9a-f]+\.json$/.test(f));
+    const deadline = Date.now() + waitS * 1000;
+    while (!built() && Date.now() < deadline) await sleep(20);
+    const ready = built() ? "after a build" : "before any build";
+    writeFileSync(join(cache, "fake-serve-ready.txt"), ready);
+  }
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {
     const request = JSON.parse(line);

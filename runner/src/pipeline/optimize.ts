@@ -9,6 +9,7 @@ import type { TaskInfo } from "#shared/contract/records.js";
 import type { Result } from "#shared/result.js";
 import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "./session.js";
+import { createBuildPool } from "../build/pool.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
 import { DEFAULTS, runEngine } from "../evolve/engine.js";
@@ -117,6 +118,10 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   });
 
   const interrupt = options.interruptSignal?.();
+  // The kernel to beat is built while the harness starts: its first step after the static
+  // check, and the pool shares the build (or the harness's cache has it) when it gets there.
+  const pool = createBuildPool();
+  const beside = () => void pool.build(start).catch(() => undefined);
   return withSession(
     async function optimizeWithServer(session) {
       requireGpu(session);
@@ -127,6 +132,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
         task: target.task.path,
         baseline: start,
         workDir: candidatesDir,
+        pool,
         server: session.server,
         knownDevice: device,
         ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
@@ -199,7 +205,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
       const written = await writeOutputs(result, options.out, io.cwd, start);
       return { interrupted: false, result, written };
     },
-    { say },
+    { say, beside },
   );
 }
 

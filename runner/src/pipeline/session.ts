@@ -19,6 +19,11 @@ export type SessionOptions = {
   needGpu?: boolean;
   /** Where the line that says the harness is starting goes (stderr). */
   say?: (line: string) => void;
+  /**
+   * Started as the harness starts (the fork server imports torch first: 10-30 s), never
+   * waited for: work that needs no fork server, such as a build.
+   */
+  beside?: () => void;
 };
 
 /** Runs `work` with a fork server open, and closes it however the work ends. */
@@ -30,6 +35,7 @@ export async function withSession<T>(
   await requireWritableCache();
   options.say?.("starting the harness: Python imports torch (10–30 s) …");
   const server = new ForkServer();
+  options.beside?.();
   try {
     const record = await device({ runner: server.run });
     return await work({ server, device: record });
