@@ -1,9 +1,9 @@
-// Before a candidate is called a win: re-verified on every configuration, held-out ones
-// included (they never reached a proposal), then re-timed beside the baseline, eager
-// PyTorch and torch.compile, and judged against the noise (noise.ts). A candidate that fails
-// its final verification is passed over for the next best; a few at most. With none left, the
-// baseline's figures come from the timing of the last one passed over for a shape, else from a
-// timing of its own.
+// Before a candidate is called a win: re-timed beside the baseline, eager PyTorch and
+// torch.compile, judged against the noise (noise.ts), and re-verified on every configuration,
+// held-out ones included (they never reached a proposal). A candidate slower beyond the noise
+// on a shape, or that fails its final verification, is passed over for the next best; a few
+// at most. With none left, the baseline's figures come from the timing of the last one passed
+// over for a shape, else from a timing of its own.
 import { judgeSpeedup, type Judged } from "./noise.js";
 import type { FinalTiming, FinalVerification, Individual, Rechecker } from "./types.js";
 
@@ -37,11 +37,9 @@ export async function finalize(options: FinalOptions): Promise<Final> {
   /** The last timing of a contender passed over for a shape: the baseline, eager and compile beside it. */
   let timedBeside: FinalTiming | null = null;
   for (const candidate of contenders.slice(0, options.tries ?? 3)) {
-    const verification = await rechecker.verify(candidate, signal);
-    if (!verification.ok) {
-      rejected.push({ id: candidate.id, reason: verification.reason ?? verification.status });
-      continue;
-    }
+    // timed first: a contender that its timing passes over (slower beyond the noise on a
+    // shape, or not timed) cannot be the result whatever its verification says, so it is not
+    // verified; one that can be is verified before it is returned
     const timing = await rechecker.time(candidate, signal);
     if (!timing.ok) {
       rejected.push({ id: candidate.id, reason: timing.reason ?? "timing" });
@@ -60,6 +58,11 @@ export async function finalize(options: FinalOptions): Promise<Final> {
         id: candidate.id,
         reason: `slower beyond the noise on ${slower.join(", ")}`,
       });
+      continue;
+    }
+    const verification = await rechecker.verify(candidate, signal);
+    if (!verification.ok) {
+      rejected.push({ id: candidate.id, reason: verification.reason ?? verification.status });
       continue;
     }
     const win = judged?.win ?? false;
