@@ -16,7 +16,13 @@ import torch
 import torch.backends.cuda  # imported by torch itself; named for the type checker
 import torch.backends.cudnn
 
-# name -> (getter, setter); a flag this torch lacks is left out
+# name -> (getter, setter); a flag this torch lacks is left out. torch ≥ 2.9 has a second API
+# for the float32 precision (`fp32_precision` per backend and op), and the old flags
+# (`allow_tf32`, `set_float32_matmul_precision`) write through to it: there the harness keeps
+# the old matmul precision (a candidate may set it, and torch.compile reads it) and the new
+# per-op settings, and leaves the old TF32 booleans out (they are views of the new ones; reading
+# them after a mix of both APIs raises). The old one is applied first, so a new-API value set
+# after it wins.
 _FLAGS = {
     "torch.backends.cudnn.benchmark": (
         lambda: torch.backends.cudnn.benchmark,
@@ -29,14 +35,6 @@ _FLAGS = {
     "torch.backends.cudnn.enabled": (
         lambda: torch.backends.cudnn.enabled,
         lambda v: setattr(torch.backends.cudnn, "enabled", v),
-    ),
-    "torch.backends.cudnn.allow_tf32": (
-        lambda: torch.backends.cudnn.allow_tf32,
-        lambda v: setattr(torch.backends.cudnn, "allow_tf32", v),
-    ),
-    "torch.backends.cuda.matmul.allow_tf32": (
-        lambda: torch.backends.cuda.matmul.allow_tf32,
-        lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v),
     ),
     "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": (
         lambda: torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
@@ -55,13 +53,64 @@ _FLAGS = {
         lambda v: torch.use_deterministic_algorithms(v),
     ),
 }
+
+
+def _has_new_api() -> bool:
+    try:  # torch 1.x's matmul object raises AssertionError for an unknown name, not AttributeError
+        return isinstance(getattr(torch.backends.cuda.matmul, "fp32_precision"), str)
+    except (AttributeError, AssertionError):
+        return False
+
+
+_NEW_API = _has_new_api()
+
+
+def _attr_flag(path: str) -> tuple[Any, Any]:
+    """(getter, setter) of a dotted attribute under torch, e.g. torch.backends.cudnn.conv.fp32_precision."""
+    *owners, attr = path.split(".")[1:]
+
+    def owner() -> Any:
+        obj: Any = torch
+        for part in owners:
+            obj = getattr(obj, part)
+        return obj
+
+    return (lambda: getattr(owner(), attr)), (lambda v: setattr(owner(), attr, v))
+
+
+if _NEW_API:
+    for _path in (
+        "torch.backends.fp32_precision",
+        "torch.backends.cuda.matmul.fp32_precision",
+        "torch.backends.cudnn.fp32_precision",
+        "torch.backends.cudnn.conv.fp32_precision",
+        "torch.backends.cudnn.rnn.fp32_precision",
+    ):
+        _FLAGS[_path] = _attr_flag(_path)
+else:
+    _FLAGS["torch.backends.cudnn.allow_tf32"] = (
+        lambda: torch.backends.cudnn.allow_tf32,
+        lambda v: setattr(torch.backends.cudnn, "allow_tf32", v),
+    )
+    _FLAGS["torch.backends.cuda.matmul.allow_tf32"] = (
+        lambda: torch.backends.cuda.matmul.allow_tf32,
+        lambda v: setattr(torch.backends.cuda.matmul, "allow_tf32", v),
+    )
 PRECISION = {
     "torch.backends.cudnn.allow_tf32",
     "torch.backends.cuda.matmul.allow_tf32",
     "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
     "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
     "torch.float32_matmul_precision",
+    "torch.backends.fp32_precision",
+    "torch.backends.cuda.matmul.fp32_precision",
+    "torch.backends.cudnn.fp32_precision",
+    "torch.backends.cudnn.conv.fp32_precision",
+    "torch.backends.cudnn.rnn.fp32_precision",
 }
+# A getter torch refuses to answer (the old matmul precision after a candidate mixed the two
+# APIs): the value is unknown, never applied, and never reported as a change.
+UNREADABLE = "<unreadable>"
 
 
 def _readable():
@@ -77,20 +126,33 @@ def _readable():
 _AVAILABLE = {name: (get, set_) for name, (get, set_, _) in _readable().items()}
 
 
+def _read(get) -> Any:
+    try:
+        return get()
+    except RuntimeError:
+        return UNREADABLE
+
+
 def snapshot() -> dict[str, Any]:
-    return {name: get() for name, (get, _) in _AVAILABLE.items()}
+    return {name: _read(get) for name, (get, _) in _AVAILABLE.items()}
 
 
 def apply(values: dict[str, Any]) -> None:
     for name, value in values.items():
-        current = _AVAILABLE[name][0]()
-        if current != value:
-            _AVAILABLE[name][1](value)
+        if value == UNREADABLE:
+            continue
+        get, set_ = _AVAILABLE[name]
+        if _read(get) != value:
+            set_(value)
 
 
 def changed(base: dict[str, Any], now: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """The flags whose value in `now` differs from `base`: name -> (base value, new value)."""
-    return {name: (base[name], value) for name, value in now.items() if base.get(name) != value}
+    return {
+        name: (base[name], value)
+        for name, value in now.items()
+        if base.get(name) != value and UNREADABLE not in (value, base.get(name))
+    }
 
 
 class Scoped:

@@ -16,6 +16,7 @@ import tempfile
 import textwrap
 import types
 import unittest
+from unittest import mock
 
 import torch
 
@@ -257,6 +258,30 @@ class BackendFlagsTest(unittest.TestCase):
         scoped.leave()
         self.assertEqual(torch.get_float32_matmul_precision(), scoped.harness["torch.float32_matmul_precision"])
         self.assertIn("precision flag", " ".join(scoped.describe()))
+
+    def test_a_flag_torch_refuses_to_read_is_restored_and_not_reported(self):
+        # torch >= 2.9 raises on reading the old matmul precision after code mixed the old and
+        # new precision APIs (seen on the H100, torch 2.11): the harness must still restore its own
+        state = {"value": "highest", "mixed": False}
+
+        def get():
+            if state["mixed"]:
+                raise RuntimeError("you have used mix of the legacy and new APIs to set the matmul precision")
+            return state["value"]
+
+        def set_(value):
+            state.update(value=value, mixed=False)
+
+        with mock.patch.dict(backend_flags._AVAILABLE, {"fake.matmul_precision": (get, set_)}, clear=True):
+            scoped = backend_flags.Scoped()
+            scoped.enter()
+            state.update(value="high", mixed=True)  # what a candidate's module does at import
+            scoped.leave()
+            self.assertEqual(get(), "highest", "the reference must run with the harness's setting")
+            self.assertEqual(scoped.changes(), {})
+            scoped.enter()  # the candidate's unreadable setting is not applied (nor refused)
+            scoped.leave()
+            self.assertEqual(get(), "highest")
 
 
 GEMM = (
