@@ -55,6 +55,24 @@ def probe_race(v: "Verifier", config: Config, case: Case) -> bool:
     return any(not compare(y, x, v.task.tolerance(dtype_name(x.dtype)))["ok"] for x, y in zip(a, b))
 
 
+def probe_side_stream(v: "Verifier", case: Case) -> str | None:
+    """Wrong because its work escaped the caller's stream (hack 3): its outputs were read once
+    the caller's stream finished, and its inputs written on that stream may not have been there
+    when the side stream read them. The stream check (streams.py) on one more call of the case
+    names the work that ran outside the timed window; None where nothing escaped. Before the
+    memory-reuse probe: a late write into the reference's freed output looks like reading it."""
+    if v.device.type != "cuda" or v.cand.format == "evk":  # evk kernels launch on the caller's stream
+        return None
+    from . import streams
+
+    try:
+        with torch.no_grad() if not v.task.backward else torch.enable_grad():
+            result = streams.check(lambda: v.cand.run(case.clone()))
+    except Exception:  # a crash here is not this probe's verdict: the other probes decide
+        return None
+    return None if result["ok"] else result["detail"]
+
+
 def classify(
     v: "Verifier",
     config: Config,
@@ -66,6 +84,10 @@ def classify(
     case: Case,
     ref_first: bool,
 ) -> str:
+    escaped = probe_side_stream(v, case)
+    if escaped is not None:
+        v.escaped_work = f"configuration {config.name}: {escaped}"
+        return "side-stream"
     if not ref_first and v.cand.format != "evk" and probe_memory_reuse(v, config, case):
         return "output-memory-reuse"
     if probe_race(v, config, case):
@@ -139,6 +161,10 @@ def explain(task: Task, reason: str, f: Result, config: Config, init: str | None
         f"relative norm error {f['normRel']}"
     )
     lead = {
+        "side-stream": (
+            "wrong when its outputs are read once the caller's stream has finished: its work ran on a stream "
+            "the caller's stream never waits for (hack 3)"
+        ),
         "output-memory-reuse": (
             "right only when run just after the reference freed its output: it reads memory it never wrote " "(hack 1)"
         ),

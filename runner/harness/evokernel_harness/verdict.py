@@ -83,7 +83,7 @@ def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, o
     return rec
 
 
-def check_streams(rec: Record, task: Task, cand: Candidate, seed: int) -> Record:
+def check_streams(rec: Record, task: Task, cand: Candidate, seed: int, device: str = "cuda") -> Record:
     """On the GPU: one call placed as the timer places it (streams.py); work outside the timed
     window refuses it as side-stream, naming the work, its stream and its time."""
     import torch
@@ -91,11 +91,16 @@ def check_streams(rec: Record, task: Task, cand: Candidate, seed: int) -> Record
     from . import streams
 
     config = task.visible_configs()[0]
-    case = task.make_case(config, seed, "cuda")
+    case = task.make_case(config, seed, device)
     grad = torch.enable_grad if task.backward else torch.no_grad
     with grad():
-        staged = task.staged_candidate(cand, case)
-        result = streams.check(lambda: cand.scoped(staged))
+        if task.backward:
+            # a staged backward runs once (autograd frees its graph), and the check makes
+            # several calls: each call stages its own forward, on the caller's stream
+            result = streams.check(lambda: cand.run(case))
+        else:
+            staged = task.staged_candidate(cand, case)
+            result = streams.check(lambda: cand.scoped(staged))
     rec["checks"].append({"name": "all-work-timed", "ok": result["ok"], "detail": f"{config.name}: {result['detail']}"})
     rec.setdefault("evidence", {})["streams"] = result["streams"]
     if not result["ok"]:

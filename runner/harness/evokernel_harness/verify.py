@@ -84,6 +84,7 @@ class Verifier:
         # candidate None: the judge's verifier, which runs the reference only
         self.task, self.cand, self.device, self.seed = task, cast("Candidate", candidate), torch.device(device), seed
         self.trials = trials
+        self.escaped_work: str | None = None  # what the side-stream probe found (diagnose.py)
         # outputs.Dump: the outputs of each passing trial, for the judge's own comparison
         self.dump = dump
         self.config_index = {c.name: i for i, c in enumerate(task.configs)}
@@ -483,7 +484,10 @@ class Verifier:
             # shape-specific needs the whole picture: another configuration passed
             if reason == "mismatch" and passed_configs:
                 reason = "shape-specific"
-            raise Reject(reason, explain(self.task, reason, failed, config, init, passed_configs), failed)
+            message = explain(self.task, reason, failed, config, init, passed_configs)
+            if reason == "side-stream" and self.escaped_work:
+                message = f"{message}. The stream check on one more call: {self.escaped_work}"
+            raise Reject(reason, message, failed)
 
 
 def within_float64(

@@ -1,0 +1,88 @@
+"""verdict.check_streams makes several calls of one staged case (streams.check: the device's
+tail over a few calls, then a profiled one). A robust-kbench backward task's staged call runs
+once (autograd frees the graph): on the H100 (2026-11-26) every backward task crashed there
+("exit 4, no record"). Run on the CPU with streams.check replaced by one that calls as it does."""
+
+import os
+import tempfile
+import unittest
+from unittest import mock
+
+import types
+
+import torch
+
+from evokernel_harness import diagnose, streams, verdict
+from evokernel_harness.candidates.build import build
+from evokernel_harness.candidates.load import Candidate
+from evokernel_harness.tasks import load_task
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+FOLDER = os.path.join(REPO, "test", "fixtures", "robust-kbench", "linear_relu")
+
+BACKWARD = (
+    "import torch\n\n"
+    "def backward(grad_output, x, weight, bias):\n"
+    "    mask = (torch.addmm(bias, x, weight.t()) > 0).to(grad_output.dtype)\n"
+    "    g = grad_output * mask\n"
+    "    return g.mm(weight), g.t().mm(x), g.sum(0)\n"
+)
+
+
+def calls_as_streams_check(fn, head_start_cycles=streams.HEAD_START_CYCLES):
+    for _ in range(streams.TAIL_RUNS + 1):  # the tail's runs, then the profiled call
+        fn()
+    return {"ok": True, "detail": "its work lies within the timed window", "streams": []}
+
+
+class StreamCheckCallsTest(unittest.TestCase):
+    def test_a_backward_task_is_checked_over_several_calls(self):
+        task = load_task(FOLDER + "#backward")
+        task.prune("cpu")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "candidate.py")
+            with open(path, "w") as f:
+                f.write(BACKWARD)
+            cand = Candidate(path, build(path, os.path.join(tmp, "cache"))["artifact"], task)
+            rec = {"ok": True, "checks": []}
+            with mock.patch.object(streams, "check", calls_as_streams_check):
+                verdict.check_streams(rec, task, cand, 7, "cpu")
+        self.assertTrue(rec["ok"], rec)
+        self.assertEqual(rec["checks"][-1]["name"], "all-work-timed")
+
+
+class SideStreamDiagnosisTest(unittest.TestCase):
+    """A wrong output whose work escaped the caller's stream is named side-stream with the work
+    the stream check saw, before the memory-reuse probe, which a late write into the
+    reference's freed output fools (softmax/03c was refused as output-memory-reuse on the H100)."""
+
+    def verifier(self, fmt):
+        cand = types.SimpleNamespace(format=fmt, run=lambda case: None)
+        task = types.SimpleNamespace(backward=False)
+        return types.SimpleNamespace(device=torch.device("cuda"), cand=cand, task=task, escaped_work=None)
+
+    def classify(self, v):
+        config = types.SimpleNamespace(name="8192x8192", init=None, dims={})
+        failed = {"nonFinite": 0, "normRel": 1.0, "got": 0.0}
+        case = types.SimpleNamespace(clone=lambda: None)
+        return diagnose.classify(v, config, failed, None, 0, {}, [], case, False)
+
+    def test_work_outside_the_timed_window_is_the_reason(self):
+        escaped = {"ok": False, "detail": "0.470 ms of its GPU work ran outside the timed window", "streams": ["13"]}
+        v = self.verifier("py")
+        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), escaped)[1]):
+            self.assertEqual(self.classify(v), "side-stream")
+        self.assertIn("8192x8192: 0.470 ms of its GPU work ran outside", v.escaped_work)
+
+    def test_nothing_escaped_leaves_the_other_probes_to_decide(self):
+        timed = {"ok": True, "detail": "its work lies within the timed window", "streams": []}
+        v = self.verifier("py")
+        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), timed)[1]), mock.patch.object(
+            diagnose, "probe_memory_reuse", return_value=True
+        ):
+            self.assertEqual(self.classify(v), "output-memory-reuse")
+        self.assertIsNone(v.escaped_work)
+
+
+if __name__ == "__main__":
+    unittest.main()
