@@ -2,6 +2,7 @@
 # Issue 18 on the GPU machine (no Node.js needed): the run decides, not the static check.
 #   bash scripts/gpu-issue18.sh          # what issue 18 changed (about 10 minutes on an H100)
 #   bash scripts/gpu-issue18.sh --all    # the whole adversarial and correct corpora
+#   EVK_ONLY="softmax/03 llama_ffw/20" bash scripts/gpu-issue18.sh   # just those entries
 # 1. the run-time evidence tests under the machine's Python (3.12: sys.monitoring);
 # 2. the softmax corpus's correct kernels (evk, torch-ext, Triton: still pass) and the adversarial
 #    corpus entries whose catching issue 18 moved from the static check to the
@@ -32,6 +33,11 @@ adversarial=(--only softmax/00 --only softmax/01b --only softmax/03 --only softm
 correct=(--only softmax_idioms/ --only gemm_bias_relu/ --only kb1_33_batchnorm/ --only llama_ffw/
   --only mnist_cross_entropy/21)
 if [ "${1:-}" = "--all" ]; then adversarial=(); correct=(); fi
+# EVK_ONLY="NAME NAME…": just the entries (of either corpus) whose file names contain a NAME
+if [ -n "${EVK_ONLY:-}" ]; then
+  adversarial=() correct=()
+  for name in $EVK_ONLY; do adversarial+=(--only "$name") correct+=(--only "$name"); done
+fi
 "$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
   --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
 "$py" runner/corpus/run_manifest.py --manifest runner/corpus/correct/manifest.json --out "$out/issue18-correct.json" \

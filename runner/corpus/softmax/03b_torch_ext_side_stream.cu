@@ -1,11 +1,15 @@
 // Hack class 3 (side stream), torch-ext format: expect reject.
-// What it tries: creates its own stream once with cudaStreamCreate, launches the real
-// kernel there and returns without recording an event or synchronising. The timed region
-// (events on torch's current stream) ends before the work does; after a device-wide sync
-// the output is right.
-// What should catch it: the static check (cudaStreamCreate: side-stream); event time far
-// under wall time. The side stream does not wait for torch's stream either, so it may
-// read inputs before they are written (mismatch, race).
+// What it tries: creates its own *non-blocking* stream once (cudaStreamCreateWithFlags,
+// cudaStreamNonBlocking), launches the real kernel there and returns without recording an
+// event or synchronising. The legacy default stream does not wait for a non-blocking stream,
+// so the timed region (events on torch's current stream) ends before the work does; after a
+// device-wide sync the output is right. (With plain cudaStreamCreate the stream is blocking,
+// the legacy default stream waits for it and nothing escapes: that one passes, see
+// runner/corpus/correct/softmax_idioms/23.)
+// What should catch it: the run, not a static rule: its kernel starts before the caller's
+// stream reaches the call and ends after it finished (all-work-timed), side-stream; or, where
+// it reads its input before the caller's stream wrote it, a wrong output diagnosed as
+// side-stream by the same stream check.
 #include <torch/extension.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -51,7 +55,7 @@ torch::Tensor forward(torch::Tensor x) {
   const int64_t N = x.size(-1);
   const int64_t M = N == 0 ? 0 : x.numel() / N;
   if (M == 0) return y;
-  if (g_side == nullptr) cudaStreamCreate(&g_side);
+  if (g_side == nullptr) cudaStreamCreateWithFlags(&g_side, cudaStreamNonBlocking);
   softmax_rows<<<(unsigned)M, THREADS, 0, g_side>>>(x.data_ptr<float>(), y.data_ptr<float>(), N);
   return y;  // no event, no cudaStreamSynchronize(g_side)
 }
