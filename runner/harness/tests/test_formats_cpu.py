@@ -156,6 +156,15 @@ class LoadFailureRecordTest(unittest.TestCase):
         )
         self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)
 
+    def test_python_candidate_raising_on_import_is_a_load_error(self):
+        # on the H100 (2026-11-26) this was "the harness failed (exit 4)": the candidate's
+        # exception left the harness as its own
+        rec = verify_source(
+            os.path.join(FIX, "kernelbench", "23_Softmax.py"), "raises.py", "raise RuntimeError('no kernel today')\n"
+        )
+        self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)
+        self.assertIn("RuntimeError: no kernel today", rec["message"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -168,6 +168,16 @@ class Candidate:
         self.evidence.phase = "verify"
 
     def _load(self, artifact, task):
+        """Load the built artifact; whatever the candidate's own code raises on import is its
+        verdict (load-error, its words), never a harness failure."""
+        try:
+            self._import(artifact, task)
+        except CandidateError:
+            raise
+        except Exception as err:
+            raise CandidateError(f"loading the candidate raised {type(err).__name__}: {str(err)[:2000]}") from None
+
+    def _import(self, artifact, task):
         if self.format == "evk":
             self.entry = EvkFunction(artifact, task.entry)
         elif self.format == "torch-ext":
