@@ -17,6 +17,13 @@ const PROBE_DIR = resolve("test/security/fixtures");
 const PROBE = join(PROBE_DIR, "hostile_probe.py");
 const CANARY = "EVK-CANARY";
 
+const COMPILE = [
+  "import py_compile, sys",
+  "py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)",
+  "src, pyc = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()",
+  "print('found' if any(b'EVK-CANARY' in b for b in (src, pyc)) else 'clean')",
+].join("\n");
+
 type Probe = { leaks: string[]; seen: { pids: number; uid: number; cap_eff: string | null } };
 
 let secretDir: string;
@@ -69,6 +76,21 @@ describe("a pull request's code in the sandbox", () => {
     expect(found.seen.pids).toBeLessThanOrEqual(3);
     expect(found.seen.cap_eff).toBe("0000000000000000");
     if (process.getuid?.() === 0) expect(found.seen.uid).not.toBe(0);
+  });
+
+  it("holds the canary neither in its source nor in its bytecode, so its own copies are no find", async () => {
+    // Python folds "EVK-" + "CANARY" into one constant in the .pyc: on the H100 (2026-11-26)
+    // the probe, loaded as a candidate, found its own cached bytecode and called it a leak
+    const dir = await mkdtemp(join(tmpdir(), "evk-pyc-"));
+    try {
+      const pyc = join(dir, "probe.pyc");
+      const python = process.env["EVOKERNEL_PYTHON"] ?? "python3";
+      const compiled = await execa(python, ["-I", "-c", COMPILE, PROBE, pyc], { reject: false });
+      expect(compiled.exitCode, compiled.stderr).toBe(0);
+      expect(compiled.stdout.trim()).toBe("clean");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("finds them all when the sandbox is switched off (the test can fail)", async () => {
