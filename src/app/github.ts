@@ -48,7 +48,7 @@ export interface Pull {
 }
 
 export type CheckConclusion =
-  "success" | "failure" | "neutral" | "cancelled" | "action_required" | "timed_out";
+  "success" | "failure" | "neutral" | "cancelled" | "action_required" | "timed_out" | "skipped";
 
 export interface CheckOutput {
   readonly title: string;
@@ -63,6 +63,8 @@ export interface CheckAction {
 }
 
 export interface CheckRunUpdate {
+  /** A new name (an update only): a twin's check run steps out of the job's name. */
+  readonly name?: string;
   readonly status?: "queued" | "in_progress" | "completed";
   readonly conclusion?: CheckConclusion;
   readonly detailsUrl?: string;
@@ -79,6 +81,11 @@ export interface CheckRun {
   readonly externalId: string | null;
   readonly detailsUrl: string | null;
   readonly appId: number | null;
+}
+
+export interface CheckRunFilter {
+  readonly checkName: string;
+  readonly appId?: number;
 }
 
 export interface ReviewComment {
@@ -123,7 +130,11 @@ export interface GitHub {
   createCheckRun(name: string, headSha: string, update: CheckRunUpdate): Promise<number>;
   updateCheckRun(id: number, update: CheckRunUpdate): Promise<void>;
   getCheckRun(id: number): Promise<CheckRun>;
-  listCheckRuns(ref: string): Promise<CheckRun[]>;
+  /**
+   * The check runs of a commit; with `only`, those of one name (and one app), every one of
+   * them: GitHub's default lists only the latest run of each name.
+   */
+  listCheckRuns(ref: string, only?: CheckRunFilter): Promise<CheckRun[]>;
   dispatchWorkflow(
     workflow: string,
     ref: string,
@@ -465,9 +476,22 @@ export function createGitHub(
       );
       return toCheckRun(checkRunSchema.parse(data));
     },
-    async listCheckRuns(ref) {
+    async listCheckRuns(ref, only) {
+      const filter =
+        only === undefined
+          ? {}
+          : {
+              check_name: only.checkName,
+              filter: "all" as const,
+              ...(only.appId === undefined ? {} : { app_id: only.appId }),
+            };
       const runs = await call(`list the check runs of ${ref}`, () =>
-        octokit.paginate(octokit.rest.checks.listForRef, { ...base, ref, per_page: 100 }),
+        octokit.paginate(octokit.rest.checks.listForRef, {
+          ...base,
+          ref,
+          ...filter,
+          per_page: 100,
+        }),
       );
       return z.array(checkRunSchema).parse(runs).map(toCheckRun);
     },
@@ -963,6 +987,7 @@ export async function listInstalledRepos(
 
 function checkFields(update: CheckRunUpdate) {
   return {
+    ...(update.name === undefined ? {} : { name: update.name }),
     ...(update.status === undefined ? {} : { status: update.status }),
     ...(update.conclusion === undefined ? {} : { conclusion: update.conclusion }),
     ...(update.detailsUrl === undefined ? {} : { details_url: update.detailsUrl }),

@@ -16,6 +16,7 @@ import {
   REPO,
   commentPayload,
   kernelPatch,
+  mockJobStart,
   pullRequestPayload,
   requestedActionPayload,
   reviewFixture,
@@ -79,31 +80,50 @@ function mockConfig(scope: nock.Scope, text = CONFIG): nock.Scope {
   return scope.get(CONFIG_PATH).reply(200, text, { "content-type": "text/plain; charset=utf-8" });
 }
 
+/** Starting a job (mockJobStart) on PR 7, its bodies recorded as checkCreate and checkLink. */
+function mockStart(
+  scope: nock.Scope,
+  options: {
+    id: number;
+    sha?: string;
+    name?: string;
+    head?: string;
+    fork?: boolean;
+    link?: boolean;
+    existing?: unknown[];
+  },
+): nock.Scope {
+  return mockJobStart(scope, {
+    id: options.id,
+    ...(options.sha === undefined ? {} : { sha: options.sha }),
+    ...(options.name === undefined ? {} : { name: options.name }),
+    ...(options.existing === undefined ? {} : { existing: options.existing }),
+    pull: pull({ head: options.head ?? options.sha ?? HEAD, fork: options.fork ?? false }),
+    created: record("checkCreate"),
+    ...(options.link === true ? { linked: record("checkLink") } : {}),
+  });
+}
+
 /** A PR event that starts a job through Actions, with run 4242; returns the job id. */
 async function openPullWithJob(): Promise<string> {
-  mockConfig(github())
+  const scope = mockConfig(github())
     .get(`${R}/pulls/7/files`)
     .query({ per_page: 100 })
     .reply(200, KERNEL_FILES)
-    .post(`${R}/check-runs`, record("checkCreate"))
-    .reply(201, { id: 900 })
-    // Looked for first: a job of this delivery started already (a redelivery).
-    .get(`${R}/commits/${HEAD}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
     .reply(200, {
       workflow_run_id: 4242,
       run_url: `${API}${R}/actions/runs/4242`,
       html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/4242`,
     });
+  mockStart(scope, { id: 900, link: true });
   await harness.receive("pull_request", pullRequestPayload("opened"));
   const dispatched = bodies.dispatch?.[0] as { inputs: { spec: string } };
   return (JSON.parse(dispatched.inputs.spec) as { id: string }).id;
 }
 
 describe("pull requests", () => {
-  it("dispatches a review job on the head SHA, then a check run linked to the run", async () => {
+  it("creates the job's check run, dispatches a review job on the head SHA, then links the run", async () => {
     const jobId = await openPullWithJob();
     expect(jobId).toMatch(/^review-7-aaaaaaa-[0-9a-f]{6}$/);
     const dispatch = bodies.dispatch?.[0] as {
@@ -114,7 +134,8 @@ describe("pull requests", () => {
     expect(dispatch.ref).toBe("main");
     expect(dispatch.return_run_details).toBe(true);
     expect(stable(JSON.parse(dispatch.inputs.spec))).toMatchSnapshot("job spec");
-    expect(stable(bodies.checkCreate)).toMatchSnapshot("check run, linked to the run");
+    expect(stable(bodies.checkCreate)).toMatchSnapshot("check run, created as the job's claim");
+    expect(stable(bodies.checkLink)).toMatchSnapshot("check run, linked to the run");
   });
 
   it("stays quiet when no kernel task changed", async () => {
@@ -177,19 +198,9 @@ describe("pull requests", () => {
   });
 
   it("starts nothing for a redelivery another instance, or the app before a restart, handled", async () => {
-    mockConfig(github())
-      .get(`${R}/pulls/7/files`)
-      .query({ per_page: 100 })
-      .reply(200, KERNEL_FILES)
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-      .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 900 });
-    await harness.receive("pull_request", pullRequestPayload("opened"), "delivery-77");
-    const check = bodies.check?.[0] as { external_id: string };
+    const jobId = await openPullWithJob();
+    const check = bodies.checkLink?.[0] as { external_id: string };
+    expect(check.external_id).toContain(jobId);
     // The same delivery again, to an instance that never saw it (its memory is its own).
     const other = await startHarness();
     mockConfig(github())
@@ -197,7 +208,7 @@ describe("pull requests", () => {
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
       .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
       .reply(200, {
         total_count: 1,
         check_runs: [
@@ -212,10 +223,101 @@ describe("pull requests", () => {
         ],
       });
     const unmatched = watchUnmatched();
-    await other.receive("pull_request", pullRequestPayload("opened"), "delivery-77");
+    await other.receive("pull_request", pullRequestPayload("opened"));
     // No second dispatch, no second check run.
     expect(unmatched()).toEqual([]);
     expect(bodies.dispatch).toHaveLength(1);
+  });
+
+  it("two instances on one delivery at the same moment: the later check run stands down", async () => {
+    // This instance's look found nothing, but a twin created the job's check run (900)
+    // before this one's (901): the lowest id runs the job, this one dispatches nothing.
+    const delivery = "delivery-twin";
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/check-runs`, record("checkCreate"))
+      .reply(201, { id: 901 })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, () => {
+        const ours = bodies.checkCreate?.[0] as { external_id: string };
+        return {
+          total_count: 2,
+          check_runs: [
+            // The twin's: the same job id (the same delivery), the same external_id.
+            {
+              id: 900,
+              name: "evokernel",
+              head_sha: HEAD,
+              status: "queued",
+              external_id: ours.external_id,
+            },
+            {
+              id: 901,
+              name: "evokernel",
+              head_sha: HEAD,
+              status: "queued",
+              external_id: ours.external_id,
+            },
+          ],
+        };
+      })
+      .patch(`${R}/check-runs/901`, record("standDown"))
+      .reply(200, { id: 901 });
+    const unmatched = watchUnmatched();
+    await harness.receive("pull_request", pullRequestPayload("opened"), delivery);
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toBeUndefined();
+    expect(bodies.standDown).toMatchSnapshot();
+  });
+
+  it("two events for one head at the same moment: the later one's job stands down", async () => {
+    // Another delivery (say `ready_for_review` beside `opened`) whose review job on the same
+    // head and tasks a twin instance created first and runs: nothing starts twice.
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`${R}/check-runs`, record("checkCreate"))
+      .reply(201, { id: 901 })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, () => {
+        const ours = (bodies.checkCreate?.[0] as { external_id: string }).external_id;
+        const key = ours.slice(ours.indexOf("+"));
+        return {
+          total_count: 2,
+          check_runs: [
+            {
+              id: 900,
+              name: "evokernel",
+              head_sha: HEAD,
+              status: "in_progress",
+              external_id: `review-7-aaaaaaa-0f0f0f@4141~${Math.floor(Date.now() / 1000) + 3600}${key}`,
+            },
+            { id: 901, name: "evokernel", head_sha: HEAD, status: "queued", external_id: ours },
+          ],
+        };
+      })
+      .patch(`${R}/check-runs/901`, record("standDown"))
+      .reply(200, { id: 901 });
+    const unmatched = watchUnmatched();
+    await harness.receive("pull_request", pullRequestPayload("ready_for_review"));
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toBeUndefined();
+    expect(bodies.standDown?.[0]).toMatchObject({
+      name: "evokernel (duplicate)",
+      conclusion: "skipped",
+      output: { title: "Already running" },
+    });
   });
 
   it("supersedes the old commit's job on a push: run cancelled, check run neutral", async () => {
@@ -257,37 +359,42 @@ describe("pull requests", () => {
     expect(bodies.superseded).toMatchSnapshot();
   });
 
-  it("marks an `opened` delivered after its PR's `synchronize` stale: no job on the old head", async () => {
-    mockConfig(github())
+  it("marks an `opened` delivered after its PR's `synchronize` stale, whichever instance gets it", async () => {
+    const scope = mockConfig(github())
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${NEW_HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(200, { workflow_run_id: 4343, html_url: "https://github.com/o/r/actions/runs/4343" })
-      .post(`${R}/check-runs`, record("newHead"))
-      .reply(201, { id: 901 });
+      // The push's old head: no job of the app's there to supersede.
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] });
+    mockStart(scope, { id: 901, sha: NEW_HEAD, link: true });
     await harness.receive(
       "pull_request",
       pullRequestPayload("synchronize", { head: NEW_HEAD, before: HEAD }),
     );
-    expect(bodies.newHead?.[0]).toMatchObject({ head_sha: NEW_HEAD, status: "in_progress" });
-    // The PR's `opened`, for the head the push replaced, comes last: no dispatch.
-    mockConfig(github())
-      .get(`${R}/pulls/7/files`)
-      .query({ per_page: 100 })
-      .reply(200, KERNEL_FILES)
-      .post(`${R}/check-runs`, record("oldHead"))
-      .reply(201, { id: 902 });
-    await harness.receive("pull_request", pullRequestPayload("opened"));
+    expect(bodies.checkLink?.[0]).toMatchObject({ status: "in_progress" });
+    // The PR's `opened`, for the head the push replaced, comes last, to another instance
+    // (or this one after a restart), which never saw the push: GitHub's head decides.
+    bodies = {};
+    const other = await startHarness();
+    mockStart(
+      mockConfig(github())
+        .get(`${R}/pulls/7/files`)
+        .query({ per_page: 100 })
+        .reply(200, KERNEL_FILES),
+      { id: 902, head: NEW_HEAD },
+    )
+      .patch(`${R}/check-runs/902`, record("oldHead"))
+      .reply(200, { id: 902 });
+    const unmatched = watchUnmatched();
+    await other.receive("pull_request", pullRequestPayload("opened"));
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toBeUndefined();
+    expect(bodies.checkCreate?.[0]).toMatchObject({ head_sha: HEAD });
     expect(bodies.oldHead?.[0]).toMatchObject({
-      head_sha: HEAD,
       status: "completed",
       conclusion: "neutral",
       output: { title: "Superseded", summary: expect.stringContaining("cccccc") as unknown },
@@ -295,18 +402,15 @@ describe("pull requests", () => {
   });
 
   it("fails the check run with what to do when the workflow cannot be dispatched", async () => {
-    mockConfig(github())
+    const scope = mockConfig(github())
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
       .reply(404, { message: "Not Found" })
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 904 });
+      .patch(`${R}/check-runs/904`, record("check"))
+      .reply(200, { id: 904 });
+    mockStart(scope, { id: 904 });
     await harness.receive("pull_request", pullRequestPayload("opened"));
     expect(stable(bodies.check)).toMatchSnapshot();
   });
@@ -530,20 +634,15 @@ describe("results from a workflow run", () => {
   });
 
   it("finds the job by the result's id when GitHub gave no run details", async () => {
-    mockConfig(github())
+    const scope = mockConfig(github())
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-      .reply(204)
-      .post(`${R}/check-runs`, record("checkCreate"))
-      .reply(201, { id: 907 });
+      .reply(204);
+    mockStart(scope, { id: 907, link: true });
     await harness.receive("pull_request", pullRequestPayload("opened"));
-    expect((bodies.checkCreate?.[0] as { details_url?: string }).details_url).toBeUndefined();
+    expect((bodies.checkLink?.[0] as { details_url?: string }).details_url).toBeUndefined();
     const spec = JSON.parse((bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec) as {
       id: string;
     };
@@ -586,18 +685,13 @@ describe("results from a workflow run", () => {
   });
 
   it("lets no other run claim a job dispatched without run details, whatever its result says", async () => {
-    mockConfig(github())
+    const scope = mockConfig(github())
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-      .reply(204)
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 907 });
+      .reply(204);
+    mockStart(scope, { id: 907, link: true });
     await harness.receive("pull_request", pullRequestPayload("opened"));
     const spec = JSON.parse((bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec) as {
       id: string;
@@ -690,8 +784,9 @@ describe("commands", () => {
     expect(unmatched()).toEqual([]);
   });
 
-  it("binds /optimize to the head SHA at the command, once per comment and per command+SHA", async () => {
-    mockResolve(
+  it("binds /optimize to the head SHA at the command; the same command runs once at a time, across instances", async () => {
+    const command = `/optimize softmax --budget 12 --proposer tuner @${HEAD.slice(0, 7)}`;
+    const scope = mockResolve(
       mockWriter()
         .get(`${R}/pulls/7`)
         .reply(200, pull({ fork: true })),
@@ -700,20 +795,11 @@ describe("commands", () => {
     )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true }))
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-      .reply(204)
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 906 });
+      .reply(204);
+    mockStart(scope, { id: 906, name: "evokernel optimize", fork: true, link: true });
     mockConfig(github());
-    await harness.receive(
-      "issue_comment",
-      commentPayload(`/optimize softmax --budget 12 --proposer tuner @${HEAD.slice(0, 7)}`),
-    );
+    await harness.receive("issue_comment", commentPayload(command));
     const spec = JSON.parse(
       (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec,
     ) as Record<string, unknown>;
@@ -721,21 +807,63 @@ describe("commands", () => {
     expect(spec.sha).toBe(HEAD);
 
     // The same comment redelivered under a new delivery id: nothing.
-    await harness.receive(
-      "issue_comment",
-      commentPayload(`/optimize softmax --budget 12 --proposer tuner @${HEAD.slice(0, 7)}`),
-    );
-    // The same command on the same commit from another comment: acknowledged, not re-run.
-    mockWriter()
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true }));
-    mockConfig(github())
-      .post(`${R}/issues/comments/503/reactions`, { content: "eyes" })
-      .reply(201, {});
-    await harness.receive(
+    await harness.receive("issue_comment", commentPayload(command));
+
+    // The same command on the same commit from another comment, heard by another instance
+    // while the job runs: GitHub's open check run says so; a reply, no second job.
+    const running = {
+      id: 906,
+      name: "evokernel optimize",
+      head_sha: HEAD,
+      status: "in_progress",
+      external_id: (bodies.checkLink?.[0] as { external_id: string }).external_id,
+      details_url: "https://github.com/octo/kernels/actions/runs/4242",
+    };
+    const other = await startHarness();
+    const again = (id: number, checkRuns: unknown[]) =>
+      mockWriter()
+        .get(`${R}/pulls/7`)
+        .reply(200, pull({ fork: true }))
+        .get(`${R}/commits/${HEAD}/check-runs`)
+        .query({ check_name: "evokernel optimize", filter: "all", per_page: 100 })
+        .reply(200, { total_count: checkRuns.length, check_runs: checkRuns })
+        .post(`${R}/issues/comments/${id}/reactions`, { content: "eyes" })
+        .reply(201, {});
+    again(503, [running])
+      .post(`${R}/issues/7/comments`, record("alreadyRunning"))
+      .reply(201, { id: 9 });
+    mockConfig(github());
+    const unmatched = watchUnmatched();
+    await other.receive(
       "issue_comment",
       commentPayload(`/optimize @${HEAD} --proposer tuner softmax --budget 12`, { id: 503 }),
     );
+    expect(unmatched()).toEqual([]);
+    expect(bodies.dispatch).toHaveLength(1);
+    expect(bodies.alreadyRunning).toMatchSnapshot("the same command while it runs");
+
+    // Once it has finished, asking again runs it again.
+    const finished = { ...running, status: "completed" };
+    const rerun = mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }))
+      .post(`${R}/issues/comments/504/reactions`, { content: "rocket" })
+      .reply(201, {})
+      .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
+      .reply(204);
+    mockStart(rerun, {
+      id: 908,
+      name: "evokernel optimize",
+      fork: true,
+      link: true,
+      existing: [finished],
+    });
+    mockConfig(github());
+    await other.receive(
+      "issue_comment",
+      commentPayload(`/optimize @${HEAD} --proposer tuner softmax --budget 12`, { id: 504 }),
+    );
+    expect(bodies.dispatch).toHaveLength(2);
   });
 
   it("runs a fork's code only for the commit the command names, while it is the head", async () => {
@@ -763,48 +891,48 @@ describe("commands", () => {
   });
 
   it("starts nothing for a command another instance, or the app before a restart, started", async () => {
-    const mockCommand = (checkRuns: unknown[]) =>
-      mockWriter()
-        .get(`${R}/pulls/7`)
-        .reply(200, pull())
-        .post(`${R}/issues/comments/601/reactions`, { content: "rocket" })
-        .reply(201, {})
-        .get(`${R}/commits/${HEAD}/check-runs`)
-        .query({ per_page: 100 })
-        .reply(200, { total_count: checkRuns.length, check_runs: checkRuns });
-    mockCommand([])
+    const scope = mockWriter()
       .get(`${R}/pulls/7`)
       .reply(200, pull())
+      .post(`${R}/issues/comments/601/reactions`, { content: "rocket" })
+      .reply(201, {})
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-      .reply(204)
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 907 });
+      .reply(204);
+    mockStart(scope, { id: 907, name: "evokernel bench", link: true });
     mockConfig(github());
     await harness.receive("issue_comment", commentPayload("/bench softmax", { id: 601 }));
-    const check = bodies.check?.[0] as { name: string; external_id: string };
+    const check = bodies.checkLink?.[0] as { external_id: string };
     // The same comment again, to an instance that never saw it (its memory is its own).
     const other = await startHarness();
-    mockCommand([
-      {
-        id: 907,
-        name: check.name,
-        head_sha: HEAD,
-        status: "queued",
-        external_id: check.external_id,
-        details_url: null,
-      },
-    ]);
+    mockWriter()
+      .get(`${R}/pulls/7`)
+      .reply(200, pull())
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel bench", filter: "all", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 907,
+            name: "evokernel bench",
+            head_sha: HEAD,
+            status: "queued",
+            external_id: check.external_id,
+            details_url: null,
+          },
+        ],
+      });
     mockConfig(github());
     const unmatched = watchUnmatched();
     await other.receive("issue_comment", commentPayload("/bench softmax", { id: 601 }));
-    // No second dispatch, no second check run.
+    // No second dispatch, no second check run, no reply.
     expect(unmatched()).toEqual([]);
     expect(bodies.dispatch).toHaveLength(1);
-    expect(bodies.check).toHaveLength(1);
+    expect(bodies.checkCreate).toHaveLength(1);
   });
 
   it("runs nothing when a fork's head moved between the command and the dispatch", async () => {
-    mockResolve(
+    const scope = mockResolve(
       mockWriter()
         .get(`${R}/pulls/7`)
         .reply(200, pull({ fork: true })),
@@ -813,15 +941,12 @@ describe("commands", () => {
     )
       .post(`${R}/issues/comments/501/reactions`, { content: "rocket" })
       .reply(201, {})
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .get(`${R}/pulls/7`)
-      .reply(200, pull({ fork: true, head: NEW_HEAD }))
-      .post(`${R}/check-runs`, record("check"))
-      .reply(201, { id: 903 });
+      .patch(`${R}/check-runs/903`, record("check"))
+      .reply(200, { id: 903 });
+    mockStart(scope, { id: 903, name: "evokernel bench", fork: true, head: NEW_HEAD });
     mockConfig(github());
     await harness.receive("issue_comment", commentPayload(`/bench softmax @${HEAD.slice(0, 7)}`));
+    expect(bodies.dispatch).toBeUndefined();
     expect(stable(bodies.check)).toMatchSnapshot();
   });
 
@@ -900,7 +1025,7 @@ describe("Re-run on a check run", () => {
   }
 
   it("starts the same kind of job again on the PR's head", async () => {
-    github()
+    const scope = github()
       .get(`${R}/collaborators/maintainer/permission`)
       .reply(200, { permission: "write" })
       .get(`${R}/pulls/7`)
@@ -908,15 +1033,12 @@ describe("Re-run on a check run", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      .get(`${R}/pulls/7`)
-      .reply(200, pull())
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
       .reply(200, {
         workflow_run_id: 4444,
         html_url: "https://github.com/octo/kernels/actions/runs/4444",
-      })
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 910 });
+      });
+    mockStart(scope, { id: 910, name: "evokernel bench", link: true });
     mockConfig(github());
     await harness.receive("check_run", rerunPayload("bench-7-aaaaaaa-123456@4242"));
     const spec = JSON.parse(

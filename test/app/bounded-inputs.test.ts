@@ -19,6 +19,8 @@ import {
   strictNock,
   workflowRunPayload,
   type Harness,
+  mockJobStart,
+  BASE,
 } from "../helpers/app-harness.js";
 
 const R = `/repos/${OWNER}/${REPO}`;
@@ -47,14 +49,18 @@ async function openPullWithJob(): Promise<void> {
     .get(`${R}/pulls/7/files`)
     .query({ per_page: 100 })
     .reply(200, KERNEL_FILES)
-    // Looked for first: a job of this delivery started already (a redelivery).
-    .get(`${R}/commits/${HEAD}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
-    .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
-    .post(`${R}/check-runs`)
-    .reply(201, { id: 900 });
+    .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" });
+  mockJobStart(nock(API), {
+    id: 900,
+    pull: {
+      number: 7,
+      state: "open",
+      head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+      base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+    },
+    linked: () => undefined,
+  });
   await harness.receive("pull_request", pullRequestPayload("opened"));
 }
 

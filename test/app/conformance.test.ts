@@ -211,6 +211,20 @@ const CALLS: [string, (github: GitHub) => Promise<unknown>][] = [
   ],
   ["getCheckRun", (g) => g.getCheckRun(1)],
   ["listCheckRuns", (g) => g.listCheckRuns(SHA)],
+  [
+    "listCheckRuns (one name, every run: a job's claim)",
+    (g) => g.listCheckRuns(SHA, { checkName: "evokernel bench", appId: 1 }),
+  ],
+  [
+    "updateCheckRun (a twin stands down)",
+    (g) =>
+      g.updateCheckRun(1, {
+        name: "evokernel (duplicate)",
+        status: "completed",
+        conclusion: "skipped",
+        output: { title: "t", summary: "s" },
+      }),
+  ],
   ["dispatchWorkflow", (g) => g.dispatchWorkflow("evokernel.yml", "main", { spec: "{}" })],
   ["findDispatchedRun", (g) => g.findDispatchedRun("evokernel.yml", "review-7", new Date())],
   ["cancelWorkflowRun", (g) => g.cancelWorkflowRun(1)],

@@ -13,7 +13,9 @@ import {
   HEAD,
   OWNER,
   REPO,
+  BASE,
   kernelPatch,
+  mockJobStart,
   pullRequestPayload,
   strictNock,
 } from "../helpers/app-harness.js";
@@ -21,6 +23,18 @@ import {
 const GHES = "https://ghe.corp.example";
 const R = `/api/v3/repos/${OWNER}/${REPO}`;
 const CONFIG_PATH = /^\/api\/v3\/repos\/octo\/kernels\/contents\/\.github(%2F|\/)evokernel\.yml$/;
+
+/** PR 7 as GitHub answers it: open, its head still HEAD. */
+function pullOf() {
+  const repo = { full_name: `${OWNER}/${REPO}` };
+  return {
+    number: 7,
+    state: "open",
+    draft: false,
+    head: { sha: HEAD, ref: "faster-softmax", repo },
+    base: { sha: BASE, ref: "main", repo },
+  };
+}
 
 let mocks: { done(): void };
 let probot: Probot;
@@ -63,10 +77,6 @@ it("dispatches without return_run_details and finds the run by its job id", asyn
     ])
     .get("/api/v3/meta")
     .reply(200, { installed_version: "3.19.2", verifiable_password_authentication: false })
-    // Looked for first: a job of this delivery started already (a redelivery).
-    .get(`${R}/commits/${HEAD}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, (body: Record<string, unknown>) => {
       bodies.dispatch = body;
       jobId = (JSON.parse((body.inputs as { spec: string }).spec) as { id: string }).id;
@@ -102,12 +112,15 @@ it("dispatches without return_run_details and finds the run by its job id", asyn
           display_title: "evokernel review review-3-bbbbbbb-000000",
         },
       ],
-    }))
-    .post(`${R}/check-runs`, (body: Record<string, unknown>) => {
+    }));
+  mockJobStart(nock(GHES), {
+    id: 900,
+    repoPath: R,
+    pull: pullOf(),
+    linked: (body) => {
       bodies.check = body;
-      return true;
-    })
-    .reply(201, { id: 900 });
+    },
+  });
   await probot.receive({
     id: "d1",
     name: "pull_request",
@@ -118,6 +131,6 @@ it("dispatches without return_run_details and finds the run by its job id", asyn
   expect(bodies.check).toMatchObject({
     details_url: `${GHES}/${OWNER}/${REPO}/actions/runs/12`,
     // The job's deadline follows (jobs/finish.ts, jobs/recover.ts).
-    external_id: expect.stringMatching(new RegExp(`^${jobId}@12~\\d+$`)) as unknown,
+    external_id: expect.stringMatching(new RegExp(`^${jobId}@12~\\d+\\+[0-9a-f]{8}$`)) as unknown,
   });
 });

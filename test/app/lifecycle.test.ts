@@ -17,6 +17,7 @@ import {
   HEAD,
   OWNER,
   REPO,
+  mockJobStart,
   pullRequestPayload,
   reviewFixture,
   startHarness,
@@ -44,6 +45,15 @@ function record(body: nock.Body): boolean {
   return true;
 }
 
+function openPull() {
+  return {
+    number: 7,
+    state: "open",
+    head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+    base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+  };
+}
+
 async function openPullWithJob(): Promise<string> {
   let spec = "";
   nock(API)
@@ -56,10 +66,6 @@ async function openPullWithJob(): Promise<string> {
       { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
     ])
-    // Looked for first: a job of this delivery started already (a redelivery).
-    .get(`${R}/commits/${HEAD}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
     .post(
       `${R}/actions/workflows/evokernel.yml/dispatches`,
       (body: { inputs: { spec: string } }) => {
@@ -67,9 +73,8 @@ async function openPullWithJob(): Promise<string> {
         return true;
       },
     )
-    .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" })
-    .post(`${R}/check-runs`)
-    .reply(201, { id: 900 });
+    .reply(200, { workflow_run_id: 4242, html_url: "https://github.com/o/r/actions/runs/4242" });
+  mockJobStart(nock(API), { id: 900, pull: openPull(), linked: () => undefined });
   await harness.receive("pull_request", pullRequestPayload("opened"));
   return (JSON.parse(spec) as { id: string }).id;
 }
@@ -156,8 +161,8 @@ describe("a result", () => {
   });
 });
 
-describe("a run that ends before its check run exists", () => {
-  it("is matched to its job once the job is registered, not left to the deadline", async () => {
+describe("a run that ends before its job knows its run", () => {
+  it("is matched to its job once the dispatch names the run, not left to the deadline", async () => {
     // The dispatch answers only when the test says: the run ends in between.
     let answer: () => void = () => undefined;
     const dispatched = new Promise<void>((resolve) => (answer = resolve));
@@ -175,18 +180,24 @@ describe("a run that ends before its check run exists", () => {
         cancel: () => Promise.resolve(),
       },
     });
-    nock(API)
-      .get(CONFIG_PATH)
-      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
-      .get(`${R}/pulls/7/files`)
-      .query({ per_page: 100 })
-      .reply(200, [
-        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
-        { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
-      ])
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] });
+    const pull = {
+      number: 7,
+      state: "open",
+      head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+      base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+    };
+    mockJobStart(
+      nock(API)
+        .get(CONFIG_PATH)
+        .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+        .get(`${R}/pulls/7/files`)
+        .query({ per_page: 100 })
+        .reply(200, [
+          { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+          { filename: "kernels/layernorm/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
+        ]),
+      { id: 900, pull },
+    );
     await harness.probot.receive({
       id: "early-pr",
       name: "pull_request",
@@ -208,32 +219,24 @@ describe("a run that ends before its check run exists", () => {
         .reply(200, writeZip({ "r.json": JSON.stringify(review) }), {
           "content-type": "application/zip",
         });
-    // The run's result comes while the job is between dispatch and check run: no job in
-    // memory, no check run on GitHub.
+    // The run's result comes while the dispatch has not answered: the job does not know its
+    // run yet, and the run's own run-name (the workflow sets its own) does not name the job.
     artifact()
       .get(CONFIG_PATH)
-      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] });
+      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" });
     await harness.probot.receive({
       id: "early-run",
       name: "workflow_run",
-      payload: workflowRunPayload(4242, "success", `evokernel review ${jobId}`),
+      payload: workflowRunPayload(4242, "success", "Kernel benchmarks"),
     } as never);
     // Only the pull request's work (waiting for its dispatch) is left.
     await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 600_000, interval: 5 });
-    // The check run is created, and the parked run is reported on it at once.
+    // The dispatch answers with the run: the check run is linked, the parked run reported.
     artifact()
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 900 })
+      .patch(`${R}/check-runs/900`)
+      .reply(200, { id: 900 })
       .get(`${R}/pulls/7`)
-      .reply(200, {
-        number: 7,
-        state: "open",
-        head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
-        base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
-      })
+      .reply(200, pull)
       .get(`${R}/issues/7/comments`)
       .query({ per_page: 100 })
       .reply(200, [
@@ -245,7 +248,7 @@ describe("a run that ends before its check run exists", () => {
       .reply(200, { id: 900 });
     answer();
     await harness.app.idle();
-    // The run's verdict (the fixture holds a wrong kernel), reported on the new check run.
+    // The run's verdict (the fixture holds a wrong kernel), reported on the job's check run.
     expect(bodies[0]).toMatchObject({
       status: "completed",
       conclusion: "failure",
@@ -373,29 +376,31 @@ describe("local jobs across a restart", () => {
 });
 
 describe("what a pull request may queue, and closing it", () => {
-  function startMocks(run: number, check: number): void {
-    nock(API)
-      .get(CONFIG_PATH)
-      .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
-      .get(`${R}/pulls/7/files`)
-      .query({ per_page: 100 })
-      .reply(200, [
-        { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
-      ])
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
-      .reply(200, { workflow_run_id: run, html_url: `https://github.com/o/r/actions/runs/${run}` })
-      .post(`${R}/check-runs`)
-      .reply(201, { id: check });
+  /** A review job of its own work: task `kernels/k<task>` changed. */
+  function startMocks(run: number, check: number, task: number): void {
+    mockJobStart(
+      nock(API)
+        .get(CONFIG_PATH)
+        .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
+        .get(`${R}/pulls/7/files`)
+        .query({ per_page: 100 })
+        .reply(200, [
+          { filename: `kernels/k${task}/kernel.cu`, status: "modified", patch: "@@ -1 +1 @@" },
+        ])
+        .post(`${R}/actions/workflows/evokernel.yml/dispatches`)
+        .reply(200, {
+          workflow_run_id: run,
+          html_url: `https://github.com/o/r/actions/runs/${run}`,
+        }),
+      { id: check, pull: openPull(), linked: () => undefined },
+    );
   }
 
   it("caps the jobs one pull request has running; the next says why and runs nothing", async () => {
     harness = await startHarness();
+    // Four jobs of different work (the same work twice is one job: jobs/claim.ts).
     for (let i = 0; i < 4; i++) {
-      startMocks(5000 + i, 950 + i);
+      startMocks(5000 + i, 950 + i, i);
       await harness.receive("pull_request", pullRequestPayload("reopened"));
     }
     nock(API)
@@ -407,7 +412,7 @@ describe("what a pull request may queue, and closing it", () => {
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       ])
       .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
       .reply(200, { total_count: 0, check_runs: [] })
       // No dispatch: a completed neutral check run that says why.
       .post(`${R}/check-runs`, record)
@@ -432,7 +437,7 @@ describe("what a pull request may queue, and closing it", () => {
         { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@" },
       ])
       .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
       .reply(200, { total_count: 0, check_runs: [] })
       // Another pull request of the same installation: no dispatch, a neutral check run.
       .post(`${R}/check-runs`, record)

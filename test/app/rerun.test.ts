@@ -14,6 +14,7 @@ import {
   OWNER,
   REPO,
   kernelPatch,
+  mockJobStart,
   requestedActionPayload,
   startHarness,
   strictNock,
@@ -106,8 +107,6 @@ describe("Re-run all checks (check_suite.rerequested)", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
-      .get(`${R}/pulls/7`)
-      .reply(200, pull())
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, (body: unknown) => {
         dispatched.push(body);
         return true;
@@ -115,9 +114,8 @@ describe("Re-run all checks (check_suite.rerequested)", () => {
       .reply(200, {
         workflow_run_id: 4444,
         html_url: "https://github.com/octo/kernels/actions/runs/4444",
-      })
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 910 });
+      });
+    mockJobStart(nock(API), { id: 910, pull: pull(), linked: () => undefined });
     await harness.receive("check_suite", suitePayload());
     expect(dispatched).toHaveLength(1);
     const spec = JSON.parse((dispatched[0] as { inputs: { spec: string } }).inputs.spec) as Record<

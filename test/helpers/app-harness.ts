@@ -243,3 +243,66 @@ export function stable(value: unknown): unknown {
       .replace(/~\d{9,12}\b/g, "~DEADLINE"),
   );
 }
+
+export interface JobStartMock {
+  /** The id GitHub gives the job's check run. */
+  readonly id: number;
+  /** The repository's API path (`/repos/octo/kernels`, under `/api/v3` on GHES). */
+  readonly repoPath?: string;
+  readonly sha?: string;
+  readonly name?: string;
+  /** The PR as GitHub answers it when the app reads the head again (absent: not read). */
+  readonly pull?: unknown;
+  /** Check runs of the name on the commit already (a finished job's). */
+  readonly existing?: readonly unknown[];
+  /** Sees the check run's creation. */
+  readonly created?: (body: Record<string, unknown>) => void;
+  /** Present: the check run is updated once more (linked to its run), and this sees it. */
+  readonly linked?: (body: Record<string, unknown>) => void;
+}
+
+/**
+ * What starting a job asks of GitHub (jobs/start.ts, jobs/claim.ts): the job's claim looked
+ * for (every check run of its name, not only the latest), its check run created, the claim
+ * read again (the list now holds the new run), the PR's head read again; with `linked`, the
+ * check run linked to its run after the dispatch.
+ */
+export function mockJobStart(scope: nock.Scope, options: JobStartMock): nock.Scope {
+  const repoPath = options.repoPath ?? `/repos/${OWNER}/${REPO}`;
+  const sha = options.sha ?? HEAD;
+  const name = options.name ?? "evokernel";
+  const list = `${repoPath}/commits/${sha}/check-runs`;
+  const query = { check_name: name, filter: "all", per_page: 100 };
+  const existing = options.existing ?? [];
+  let externalId: unknown;
+  scope
+    .get(list)
+    .query(query)
+    .reply(200, { total_count: existing.length, check_runs: existing })
+    .post(`${repoPath}/check-runs`, (body: Record<string, unknown>) => {
+      externalId = body.external_id;
+      options.created?.(body);
+      return true;
+    })
+    .reply(201, { id: options.id })
+    .get(list)
+    .query(query)
+    .reply(200, () => ({
+      total_count: existing.length + 1,
+      check_runs: [
+        ...existing,
+        { id: options.id, name, head_sha: sha, status: "queued", external_id: externalId },
+      ],
+    }));
+  if (options.pull !== undefined)
+    scope.get(`${repoPath}/pulls/7`).reply(200, options.pull as nock.Body);
+  const linked = options.linked;
+  if (linked !== undefined)
+    scope
+      .patch(`${repoPath}/check-runs/${options.id}`, (body: Record<string, unknown>) => {
+        linked(body);
+        return true;
+      })
+      .reply(200, { id: options.id });
+  return scope;
+}

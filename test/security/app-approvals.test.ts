@@ -15,6 +15,7 @@ import {
   startHarness,
   strictNock,
   type Harness,
+  mockJobStart,
 } from "../helpers/app-harness.js";
 
 const R = `/repos/${OWNER}/${REPO}`;
@@ -89,16 +90,17 @@ function runs(scope: nock.Scope, head: string, comment = 501): void {
     .reply(200, "pullRequests: bench\n", { "content-type": "text/plain; charset=utf-8" })
     .post(`${R}/issues/comments/${comment}/reactions`, { content: "rocket" })
     .reply(201, {})
-    // Whether this comment's job was started already (by another instance, or before a restart).
-    .get(`${R}/commits/${head}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
-    .get(`${R}/pulls/7`)
-    .reply(200, forkPull(head))
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
-    .reply(204)
-    .post(`${R}/check-runs`)
-    .reply(201, { id: 901 });
+    .reply(204);
+  // Whether this comment's job runs already (another instance, before a restart), its check
+  // run, the head checked again.
+  mockJobStart(scope, {
+    id: 901,
+    sha: head,
+    name: "evokernel bench",
+    pull: forkPull(head),
+    linked: () => undefined,
+  });
 }
 
 function dispatchedSha(): string {

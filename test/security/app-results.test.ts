@@ -20,6 +20,8 @@ import {
   strictNock,
   workflowRunPayload,
   type Harness,
+  mockJobStart,
+  BASE,
 } from "../helpers/app-harness.js";
 import { writeZip } from "../helpers/zip-writer.js";
 
@@ -243,14 +245,18 @@ describe("a result that does not add up, through the app", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, [{ filename: "kernels/softmax/kernel.cu", status: "modified" }])
-      // Looked for first: a job of this delivery started already (a redelivery).
-      .get(`${R}/commits/${HEAD}/check-runs`)
-      .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`${R}/check-runs`)
-      .reply(201, { id: 900 })
       .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
       .reply(200, { workflow_run_id: 4242 });
+    mockJobStart(nock(API), {
+      id: 900,
+      pull: {
+        number: 7,
+        state: "open",
+        head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
+        base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
+      },
+      linked: () => undefined,
+    });
     await harness.receive("pull_request", pullRequestPayload("opened"));
     const spec = (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec;
     const jobId = (JSON.parse(spec) as { id: string }).id;

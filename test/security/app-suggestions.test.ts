@@ -25,6 +25,7 @@ import {
   strictNock,
   workflowRunPayload,
   type Harness,
+  mockJobStart,
 } from "../helpers/app-harness.js";
 import { headTree, type HeadFile } from "../helpers/git-tree.js";
 import { writeZip } from "../helpers/zip-writer.js";
@@ -219,17 +220,12 @@ async function startJob(): Promise<string> {
     .reply(200, [
       { filename: "kernels/softmax/kernel.cu", status: "modified", patch: "@@ -1 +1 @@\n-a\n+b" },
     ])
-    // Looked for first: a job of this delivery started already (a redelivery).
-    .get(`${R}/commits/${HEAD}/check-runs`)
-    .query({ per_page: 100 })
-    .reply(200, { total_count: 0, check_runs: [] })
-    .post(`${R}/check-runs`)
-    .reply(201, { id: 900 })
     .post(`${R}/actions/workflows/evokernel.yml/dispatches`, record("dispatch"))
     .reply(200, {
       workflow_run_id: 4242,
       html_url: `https://github.com/${OWNER}/${REPO}/actions/runs/4242`,
     });
+  mockJobStart(nock(API), { id: 900, pull: pull(), linked: () => undefined });
   await harness.receive("pull_request", pullRequestPayload("opened"));
   const spec = (bodies.dispatch?.[0] as { inputs: { spec: string } }).inputs.spec;
   return (JSON.parse(spec) as { id: string }).id;

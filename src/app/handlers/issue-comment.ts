@@ -5,8 +5,8 @@
 import type { EvokernelConfig } from "../../shared/config.js";
 import type { AppState } from "../app-state.js";
 import { namedCommitProblem } from "../approvals.js";
-import { type Command, commandKey, HELP_TEXT, parseComment } from "../comment-commands.js";
-import type { GitHub, Pull } from "../github.js";
+import { type Command, HELP_TEXT, parseComment } from "../comment-commands.js";
+import type { CheckRun, GitHub, Pull } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
@@ -94,17 +94,7 @@ export async function handleIssueComment(
     );
     return;
   }
-  // The same command on the same commit is one job, whoever repeats it.
-  if (
-    !state.seen.first(
-      `command:${github.repo.owner}/${github.repo.repo}#${pr}:${commandKey(command)}:${pull.headSha}`,
-    )
-  ) {
-    await github.addReaction(event.comment.id, "eyes");
-    return;
-  }
-  await github.addReaction(event.comment.id, "rocket");
-  await startJob(state, {
+  const outcome = await startJob(state, {
     github,
     spec: buildJobSpec({
       kind:
@@ -130,6 +120,23 @@ export async function handleIssueComment(
     recheckHead: true,
     seeded: true,
   });
+  // Started, or refused with its check run saying why: the command was heard.
+  if (outcome.kind === "started" || outcome.kind === "refused") {
+    await github.addReaction(event.comment.id, "rocket");
+    return;
+  }
+  // The same command on the same commit runs once at a time, whoever repeats it and
+  // whichever instance hears it (GitHub holds the running job: jobs/claim.ts). A comment
+  // handled already (here or by a twin instance) gets nothing more.
+  if (outcome.kind === "running") {
+    await github.addReaction(event.comment.id, "eyes");
+    await github.createComment(pr, alreadyRunning(login, command, pull, outcome.rival));
+  }
+}
+
+function alreadyRunning(login: string, command: Command, pull: Pull, rival: CheckRun): string {
+  const where = rival.detailsUrl ? ` ([its run](${rival.detailsUrl}))` : "";
+  return `@${login} \`/${command.name}\` with these options is already running on ${pull.headSha.slice(0, 7)}${where}: its check run will have the result, so this comment starts nothing. Comment again once it has finished to run it again.`;
 }
 
 async function tasksFor(

@@ -11,7 +11,7 @@ import { checkName } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob } from "../jobs/start.js";
-import { cancelPull, supersededOutput, supersedeOldJobs } from "../jobs/stop.js";
+import { cancelPull, supersedeOldJobs } from "../jobs/stop.js";
 import type { PullRequestEvent } from "./payloads.js";
 
 export const PULL_REQUEST_ACTIONS = [
@@ -60,17 +60,6 @@ export async function handlePullRequest(
     });
     return;
   }
-  // A push replaced this head before its event arrived (`opened` after `synchronize`): its
-  // check run says so, and no job runs on a commit nobody looks at any more.
-  const newer = state.jobs.supersededBy(github.repo, pr.number, pr.head.sha);
-  if (newer !== undefined) {
-    await github.createCheckRun(checkName("review"), pr.head.sha, {
-      status: "completed",
-      conclusion: "neutral",
-      output: supersededOutput(newer),
-    });
-    return;
-  }
   await startJob(state, {
     github,
     spec: buildJobSpec({
@@ -85,7 +74,10 @@ export async function handlePullRequest(
     config: config.config,
     installationId: event.installation.id,
     defaultBranch: event.repository.default_branch,
-    recheckHead: false,
+    // A push may have replaced this head before its event arrived (`opened` after
+    // `synchronize`): the PR's head as GitHub has it now decides, the same for every
+    // instance and after a restart, and the check run says "Superseded".
+    recheckHead: true,
     seeded: delivery !== undefined,
   });
 }

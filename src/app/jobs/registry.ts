@@ -48,12 +48,20 @@ export const CHECK_NAME_PREFIX = "evokernel";
 
 /**
  * external_id: `<job id>` (a check run concluded at once), `<job id>~<deadline>` before the
- * run is known, `<job id>@<run id>~<deadline>` after; the deadline in epoch seconds.
+ * run is known, `<job id>@<run id>~<deadline>` after; the deadline in epoch seconds. A job
+ * that claims its work (jobs/claim.ts) ends in `+<claim key>`: which command on which
+ * commit it runs, so another instance (or a second comment) finds it running.
  */
-export function externalIdOf(jobId: string, runId?: number, deadline?: number): string {
+export function externalIdOf(
+  jobId: string,
+  runId?: number,
+  deadline?: number,
+  claim?: string,
+): string {
   const run = runId === undefined ? "" : `@${runId}`;
   const until = deadline === undefined ? "" : `~${Math.ceil(deadline / 1000)}`;
-  return `${jobId}${run}${until}`;
+  const key = claim === undefined ? "" : `+${claim}`;
+  return `${jobId}${run}${until}${key}`;
 }
 
 export interface ExternalIds {
@@ -61,13 +69,15 @@ export interface ExternalIds {
   readonly runId?: number;
   /** Epoch ms. */
   readonly deadline?: number;
+  readonly claim?: string;
 }
 
 export function parseExternalId(externalId: string | null): ExternalIds | undefined {
   if (!externalId) return undefined;
-  const match = /^([a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6})(?:@(\d{1,16}))?(?:~(\d{1,12}))?$/.exec(
-    externalId,
-  );
+  const match =
+    /^([a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6})(?:@(\d{1,16}))?(?:~(\d{1,12}))?(?:\+([0-9a-f]{8}))?$/.exec(
+      externalId,
+    );
   if (!match?.[1]) return undefined;
   const runId = match[2] === undefined ? undefined : Number(match[2]);
   const deadline = match[3] === undefined ? undefined : Number(match[3]) * 1000;
@@ -75,6 +85,7 @@ export function parseExternalId(externalId: string | null): ExternalIds | undefi
     jobId: match[1],
     ...(runId !== undefined && Number.isSafeInteger(runId) ? { runId } : {}),
     ...(deadline === undefined ? {} : { deadline }),
+    ...(match[4] === undefined ? {} : { claim: match[4] }),
   };
 }
 
@@ -110,6 +121,8 @@ export interface JobRegistry {
    * `done`, so a report that fails half-way leaves it to be ended again.
    */
   claim(jobId: string): ActiveJob | undefined;
+  /** Whether someone is ending the job now (it is claimed). */
+  ending(jobId: string): boolean;
   /** Ending it failed before its check run was concluded: it may be claimed again. */
   release(jobId: string): void;
   /** Its check run is concluded: the job leaves the books. */
@@ -118,24 +131,11 @@ export interface JobRegistry {
   countFor(installationId: number): number;
   /** Jobs of a pull request that nobody is ending. */
   forPull(repo: RepoRef, pr: number): ActiveJob[];
-  /** A push replaced `oldSha` on the pull request with `newSha` (a synchronize event). */
-  superseded(repo: RepoRef, pr: number, oldSha: string, newSha: string): void;
-  /**
-   * The commit that replaced `sha` on the pull request, if a push was seen doing so: an event
-   * for `sha` delivered after it (events arrive out of order) is stale.
-   */
-  supersededBy(repo: RepoRef, pr: number, sha: string): string | undefined;
   readonly size: number;
 }
 
-/** Pushes remembered per process (oldest forgotten first): enough for any backlog. */
-const SUPERSEDED_HEADS = 10_000;
-
 export function createJobRegistry(): JobRegistry {
   const jobs = new Map<string, ActiveJob>();
-  const replaced = new Map<string, string>();
-  const pushKey = (repo: RepoRef, pr: number, sha: string) =>
-    `${repo.owner}/${repo.repo}#${pr}:${sha}`;
   const runs = new Map<number, string>();
   const claimed = new Set<string>();
   return {
@@ -164,6 +164,9 @@ export function createJobRegistry(): JobRegistry {
       claimed.add(jobId);
       return job;
     },
+    ending(jobId) {
+      return claimed.has(jobId);
+    },
     release(jobId) {
       claimed.delete(jobId);
     },
@@ -183,16 +186,6 @@ export function createJobRegistry(): JobRegistry {
           job.repo.repo === repo.repo &&
           job.spec.pr === pr,
       );
-    },
-    superseded(repo, pr, oldSha, newSha) {
-      replaced.set(pushKey(repo, pr, oldSha), newSha);
-      if (replaced.size > SUPERSEDED_HEADS) {
-        const oldest = replaced.keys().next();
-        if (!oldest.done) replaced.delete(oldest.value);
-      }
-    },
-    supersededBy(repo, pr, sha) {
-      return replaced.get(pushKey(repo, pr, sha));
     },
     countFor(installationId) {
       let count = 0;

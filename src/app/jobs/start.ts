@@ -1,20 +1,19 @@
-// Starting a job: its check run first (so a person sees it at once), the head SHA checked
-// again (a push between the event or command and now supersedes it), then the dispatch,
-// and the run linked from the check run.
+// Starting a job: its check run first (so a person sees it at once, and as the job's claim
+// on GitHub: jobs/claim.ts), the head SHA checked again (a push between the event or command
+// and now supersedes it), then the dispatch, and the run linked from the check run.
 import type { EvokernelConfig } from "../../shared/config.js";
 import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { Dispatched, Dispatcher } from "../dispatch/types.js";
-import type { GitHub } from "../github.js";
-import { armDeadline, failJob } from "./finish.js";
+import type { CheckRun, GitHub } from "../github.js";
+import { claimKey, readClaim, standDown } from "./claim.js";
+import { armDeadline, failJob, finishJob } from "./finish.js";
 import {
   type ActiveJob,
-  CHECK_NAME_PREFIX,
   checkName,
   externalIdOf,
   MAX_JOBS_PER_INSTALLATION,
   MAX_JOBS_PER_PULL,
-  parseExternalId,
 } from "./registry.js";
 import { codeSpan } from "../../report/escape.js";
 import { supersededOutput } from "./stop.js";
@@ -28,22 +27,42 @@ export interface StartRequest {
   readonly defaultBranch: string;
   /**
    * Ask GitHub for the PR's head again before dispatch: a command (a person approved that
-   * commit, maybe minutes ago). A pull_request event carries its head fresh.
+   * commit, maybe minutes ago), or a pull_request event (events arrive out of order).
    */
   readonly recheckHead: boolean;
   /**
-   * The spec's id was derived from the webhook delivery (job-spec.ts `seed`): a job of that
-   * id on GitHub already means this delivery was handled, by another instance or before a
+   * The spec's id was derived from the webhook delivery or comment (job-spec.ts `seed`): a
+   * job of that id on GitHub already means it was handled, by another instance or before a
    * restart, and nothing starts.
    */
   readonly seeded?: boolean;
 }
 
-export async function startJob(state: AppState, request: StartRequest): Promise<void> {
+/** What became of a request to start a job. */
+export type StartOutcome =
+  | { readonly kind: "started" }
+  /** This delivery's (or comment's) job was started already, here or elsewhere. */
+  | { readonly kind: "handled" }
+  /** The same work is running on this commit (another comment, another event): its run. */
+  | { readonly kind: "running"; readonly rival: CheckRun }
+  /** Not started; its check run says why (no backend, a cap, a newer head, no dispatch). */
+  | { readonly kind: "refused" };
+
+const HANDLED: StartOutcome = { kind: "handled" };
+const REFUSED: StartOutcome = { kind: "refused" };
+
+export async function startJob(state: AppState, request: StartRequest): Promise<StartOutcome> {
   const { github, spec, config } = request;
-  if (request.seeded === true && (await startedBefore(state, github, spec))) {
-    state.log.info({ job: spec.id }, "this delivery's job was started already; not again");
-    return;
+  // A pull request's jobs are claimed on GitHub (jobs/claim.ts): one per request, and one
+  // per work on a commit while it runs, across instances. Looked for first, so the usual
+  // repeat (a redelivery, a second comment while the job runs) creates nothing.
+  const claims = spec.pr !== undefined || request.seeded === true;
+  if (claims) {
+    const claim = await readClaim(state, github, spec);
+    if (claim.holder === "rival") {
+      state.log.info({ job: spec.id, holder: claim.rival.id }, "the job runs already; not again");
+      return claim.sameJob ? HANDLED : { kind: "running", rival: claim.rival };
+    }
   }
   const dispatcher = state.dispatcherFor(config);
   if (typeof dispatcher === "string") {
@@ -51,7 +70,7 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
       title: "The job did not start",
       summary: dispatcher,
     });
-    return;
+    return REFUSED;
   }
   const busy = capReached(state, request);
   if (busy !== undefined) {
@@ -59,29 +78,80 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
       title: "Not started: too many jobs",
       summary: busy,
     });
-    return;
+    return REFUSED;
   }
-  if (request.recheckHead && spec.pr !== undefined) {
-    const pull = await github.getPull(spec.pr);
-    if (pull.headSha !== spec.sha) {
-      await completedCheck(github, spec, "neutral", supersededOutput(pull.headSha));
-      return;
+  // The check run first, whichever the backend: it is the claim, and a person sees it at once.
+  const deadline = Date.now() + state.jobTimeoutMs;
+  const key = claims ? claimKey(spec) : undefined;
+  const checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
+    status: "queued",
+    externalId: externalIdOf(spec.id, undefined, deadline, key),
+    output: {
+      title: dispatcher.name === "local" ? "Queued for the app's GPU" : "Starting",
+      summary: queuedSummary(spec),
+    },
+  });
+  const started: Started = { checkRunId, deadline, ...(key === undefined ? {} : { key }) };
+  try {
+    if (claims) {
+      const claim = await readClaim(state, github, spec, checkRunId);
+      if (claim.holder === "rival") {
+        await standDown(github, spec, checkRunId, claim.rival, claim.sameJob);
+        return claim.sameJob ? HANDLED : { kind: "running", rival: claim.rival };
+      }
     }
+    // Asked of GitHub, not taken from the event: events arrive out of order, and a push may
+    // have replaced the commit since (seen by another instance, or by this one before a
+    // restart).
+    if (request.recheckHead && spec.pr !== undefined) {
+      const pull = await github.getPull(spec.pr);
+      if (pull.headSha !== spec.sha) {
+        await github.updateCheckRun(checkRunId, {
+          status: "completed",
+          conclusion: "neutral",
+          output: supersededOutput(pull.headSha),
+        });
+        return REFUSED;
+      }
+    }
+  } catch (error) {
+    // Every check run the app opens ends: this one says why its job did not start.
+    state.log.warn({ err: error, job: spec.id }, "starting the job failed");
+    await github.updateCheckRun(checkRunId, {
+      status: "completed",
+      conclusion: "failure",
+      output: {
+        title: "The job did not start",
+        summary: `evokernel could not start job \`${spec.id}\` (${reasonOf(error)}). Comment \`/bench\` (or \`/optimize\`) to try again.`,
+      },
+    });
+    return REFUSED;
   }
-  if (dispatcher.name === "actions") await startRemote(state, request, dispatcher);
-  else await startLocal(state, request, dispatcher);
+  if (dispatcher.name === "actions") await startRemote(state, request, dispatcher, started);
+  else await startLocal(state, request, dispatcher, started);
+  return { kind: "started" };
+}
+
+/** The job's check run, created and claimed. */
+interface Started {
+  readonly checkRunId: number;
+  readonly deadline: number;
+  readonly key?: string;
 }
 
 /**
- * Actions: dispatch first (the GPU queue is what a person waits for), then one check run,
- * already linked to the run and holding its id in external_id.
+ * Actions: the job on the books, the workflow dispatched, then its check run linked to the
+ * run (external_id gains the run id). On the books before the dispatch, so a run that ends
+ * at once finds its job (by its run-name, until the run id is known).
  */
 async function startRemote(
   state: AppState,
   request: StartRequest,
   dispatcher: Dispatcher,
+  started: Started,
 ): Promise<void> {
   const { github, spec, config } = request;
+  const job = register(state, request, started);
   let dispatched: Dispatched;
   try {
     dispatched = await dispatcher.start({
@@ -92,85 +162,84 @@ async function startRemote(
     });
   } catch (error) {
     state.log.warn({ err: error, job: spec.id }, "dispatch failed");
-    const why = error instanceof Error ? error.message : String(error);
-    await completedCheck(github, spec, "failure", {
-      title: "The job did not start",
-      summary: `The workflow \`.github/workflows/${config.workflow}\` could not be started (${why}). Check that it exists on the default branch and has a \`workflow_dispatch\` trigger with a \`spec\` input, then push again or comment \`/bench\`.`,
-    });
+    await finishJob(state, github, job, "reporting the failed dispatch", () =>
+      github.updateCheckRun(started.checkRunId, {
+        status: "completed",
+        conclusion: "failure",
+        output: {
+          title: "The job did not start",
+          summary: `The workflow \`.github/workflows/${config.workflow}\` could not be started (${reasonOf(error)}). Check that it exists on the default branch and has a \`workflow_dispatch\` trigger with a \`spec\` input, then push again or comment \`/bench\`.`,
+        },
+      }),
+    );
     return;
   }
-  const deadline = Date.now() + state.jobTimeoutMs;
-  let checkRunId: number;
-  try {
-    checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
-      status: "in_progress",
-      externalId: externalIdOf(spec.id, dispatched.runId, deadline),
-      ...(dispatched.runUrl === undefined ? {} : { detailsUrl: dispatched.runUrl }),
-      output: {
-        title: "Running on a GPU runner",
-        summary: queuedSummary(spec) + (dispatched.runUrl ? `\n\nRun: ${dispatched.runUrl}` : ""),
-      },
-    });
-  } catch (error) {
-    // A run nobody can see the result of is GPU time wasted: stop it.
-    await dispatcher.cancel(spec.id, dispatched.runId, github).catch(() => undefined);
-    throw error;
+  state.jobs.setRun(spec.id, dispatched.runId, dispatched.runUrl);
+  // A result that came back meanwhile is ending the job: its check run is left to it.
+  if (state.jobs.get(spec.id) === job && !state.jobs.ending(spec.id)) {
+    try {
+      await github.updateCheckRun(started.checkRunId, {
+        status: "in_progress",
+        externalId: externalIdOf(spec.id, dispatched.runId, started.deadline, started.key),
+        ...(dispatched.runUrl === undefined ? {} : { detailsUrl: dispatched.runUrl }),
+        output: {
+          title: "Running on a GPU runner",
+          summary: queuedSummary(spec) + (dispatched.runUrl ? `\n\nRun: ${dispatched.runUrl}` : ""),
+        },
+      });
+    } catch (error) {
+      // The run reports all the same (the job is on the books; after a restart its run-name
+      // names the job): only the link is missing.
+      state.log.warn({ err: error, job: spec.id }, "linking the check run to its run failed");
+    }
   }
-  register(state, request, checkRunId, dispatched, deadline);
+  replayEarlyRun(state, job);
 }
 
-/** Local: the check run first (the job may wait for the GPU), then the job is queued. */
+/** Local: the job on the books, then queued for the app's GPU. */
 async function startLocal(
   state: AppState,
   request: StartRequest,
   dispatcher: Dispatcher,
+  started: Started,
 ): Promise<void> {
   const { github, spec } = request;
-  const deadline = Date.now() + state.jobTimeoutMs;
-  const checkRunId = await github.createCheckRun(checkName(spec.kind), spec.sha, {
-    status: "queued",
-    externalId: externalIdOf(spec.id, undefined, deadline),
-    output: { title: "Queued for the app's GPU", summary: queuedSummary(spec) },
-  });
-  const job = register(state, request, checkRunId, {}, deadline);
+  const job = register(state, request, started);
+  replayEarlyRun(state, job);
   try {
     await dispatcher.start({
       spec,
       github,
       workflow: request.config.workflow,
       ref: request.defaultBranch,
-      checkRun: { installationId: request.installationId, id: checkRunId },
+      checkRun: { installationId: request.installationId, id: started.checkRunId },
     });
   } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
     await failJob(
       state,
       github,
       job,
-      `The job could not be started on the app's machine (${why}); ask the app's operator.`,
+      `The job could not be started on the app's machine (${reasonOf(error)}); ask the app's operator.`,
     );
   }
 }
 
-function register(
-  state: AppState,
-  request: StartRequest,
-  checkRunId: number,
-  dispatched: Dispatched,
-  deadline: number,
-): ActiveJob {
+function register(state: AppState, request: StartRequest, started: Started): ActiveJob {
   const job: ActiveJob = {
     spec: request.spec,
     installationId: request.installationId,
     repo: request.github.repo,
-    checkRunId,
+    checkRunId: started.checkRunId,
     threshold: request.config.regressionThreshold,
-    deadline,
+    deadline: started.deadline,
   };
   state.jobs.add(job);
-  state.jobs.setRun(job.spec.id, dispatched.runId, dispatched.runUrl);
   armDeadline(state, job);
-  // Its run may have ended already, before this check run existed: handle it now.
+  return job;
+}
+
+/** Its run may have ended already, before the job was on the books: handle it now. */
+function replayEarlyRun(state: AppState, job: ActiveJob): void {
   const replay = state.earlyRuns.take({
     jobId: job.spec.id,
     ...(job.runId === undefined ? {} : { runId: job.runId }),
@@ -181,18 +250,10 @@ function register(
       replay,
       `installation:${job.installationId}`,
     );
-  return job;
 }
 
-/** A check run of the App's own for exactly this job id, on the job's commit. */
-async function startedBefore(state: AppState, github: GitHub, spec: JobSpec): Promise<boolean> {
-  const runs = await github.listCheckRuns(spec.sha);
-  return runs.some(
-    (run) =>
-      run.name.startsWith(CHECK_NAME_PREFIX) &&
-      (state.appId === undefined || run.appId === state.appId) &&
-      parseExternalId(run.externalId)?.jobId === spec.id,
-  );
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Why the job may not start now (a cap on queued jobs), or undefined. */

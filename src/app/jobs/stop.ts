@@ -88,7 +88,6 @@ export async function supersedeOldJobs(
   pull: { readonly number: number; readonly before: string | undefined },
   newSha: string,
 ): Promise<void> {
-  if (pull.before) state.jobs.superseded(github.repo, pull.number, pull.before, newSha);
   const handled = new Set<number>();
   for (const job of state.jobs.forPull(github.repo, pull.number)) {
     if (job.spec.sha === newSha) continue;
