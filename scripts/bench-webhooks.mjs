@@ -114,7 +114,7 @@ try {
   if (values["node-option"].length)
     say(`the app's Node options: ${values["node-option"].join(" ")}`);
   say(
-    "each webhook: pull_request.opened touching kernels/softmax -> config, files, workflow_dispatch, check run (4 API calls)",
+    "each webhook: pull_request.opened touching kernels/softmax -> config, files, the job's claim (list, check run, list), the PR's head, workflow_dispatch, the check run linked (8 API calls)",
   );
   say("");
 

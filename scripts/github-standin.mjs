@@ -192,8 +192,14 @@ export async function startStandin(state = {}) {
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/commits\/([^/]+)\/check-runs$/,
-      (m) => {
-        const runs = checkRuns.filter((r) => r.head_sha === m[3]).map(checkRunJson);
+      (m, _body, url) => {
+        // check_name and app_id filter as GitHub's do (every run is app 1's here).
+        const name = url.searchParams.get("check_name");
+        const app = url.searchParams.get("app_id");
+        const runs = checkRuns
+          .filter((r) => r.head_sha === m[3] && (name === null || r.name === name))
+          .filter(() => app === null || app === "1")
+          .map(checkRunJson);
         return [200, { total_count: runs.length, check_runs: runs }];
       },
     ],

@@ -1,8 +1,9 @@
 // Chaos against the loopback GitHub (issue 17.8): the bundled app as shipped, a real process
 // talking to scripts/github-standin.mjs, with the local backend in a real git repository.
 // The app is killed in the middle of a job and started again; GitHub answers 502s, a
-// secondary rate limit and a request that hangs while a job is reported. Each time every
-// check run ends and nothing is posted twice.
+// secondary rate limit and a request that hangs while a job is reported; two app processes
+// get the same deliveries at the same moment, the push's before the PR's `opened`. Each time
+// every check run ends and nothing is posted twice.
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,7 +21,7 @@ import {
   type Standin,
 } from "../../scripts/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
-import { makePrRepo } from "../helpers/pr-repo.js";
+import { git, makePrRepo } from "../helpers/pr-repo.js";
 
 const SECRET = "chaos-secret";
 const KEY = generateAppKey();
@@ -207,5 +208,83 @@ it("reports once, and ends its check run, through 502s, a secondary limit and a 
     conclusion: "failure",
     output: { title: "2 kernels: 1 wrong, 1 improvement" },
   });
+  expect(standin.unknown()).toEqual([]);
+});
+
+it("two instances get the same deliveries at once, a push's before `opened`: one job, one comment, nothing stale", async () => {
+  // A push on top of the PR's head: GitHub's PR now points at it.
+  git(repo, "checkout", "-q", "faster");
+  await writeFile(join(repo, "NOTES.md"), "a push after the PR was opened\n");
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "push");
+  const pushed = git(repo, "rev-parse", "HEAD");
+  git(repo, "checkout", "-q", "main");
+  const pull = pulls()[7];
+  standin = await startStandin({
+    repoDir: repo,
+    config: "pullRequests: bench\ndispatch: local\n",
+    pulls: { 7: { ...pull, head: pushed } },
+  });
+  const env = (state: string) => ({
+    EVOKERNEL_RUNNER_CMD: JSON.stringify([
+      process.execPath,
+      fileURLToPath(new URL("../helpers/fake-job-runner.mjs", import.meta.url)),
+    ]),
+    EVOKERNEL_FAKE_RESULT: fileURLToPath(
+      new URL("../fixtures/app/review-result.json", import.meta.url),
+    ),
+    EVOKERNEL_LOCAL_STATE: join(dir, state),
+  });
+  const twins = await Promise.all([start(env("twin-1")), start(env("twin-2"))]);
+  const push = pullRequestEvent({
+    number: 7,
+    head: pushed,
+    base,
+    headRef: "faster",
+    action: "synchronize",
+    before: head,
+  });
+  const opened = pullRequestEvent({ number: 7, head, base, headRef: "faster" });
+  // Each delivery to both instances at the same moment; the push's arrives first.
+  for (const [payload, id] of [
+    [push, "chaos-push"],
+    [opened, "chaos-opened"],
+  ] as const) {
+    const answers = await Promise.all(
+      twins.map((app) => sendWebhook(app.url, SECRET, "pull_request", payload, id)),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+  }
+  const named = (sha: string) =>
+    standin?.checkRuns.filter((run) => run.head_sha === sha && run.name === "evokernel") ?? [];
+  await standin.waitFor(
+    () =>
+      named(pushed).some((run) => run.status === "completed") &&
+      named(head).some((run) => run.status === "completed") &&
+      (standin?.checkRuns.every((run) => run.status === "completed") ?? false) &&
+      standin?.comments.length === 1,
+    600_000,
+    "the job on the pushed head to be reported, every check run ended",
+  );
+  for (const app of apps.splice(0)) await app.stop();
+
+  // One job on the PR's head, its verdict on its one check run.
+  expect(named(pushed)).toHaveLength(1);
+  expect(named(pushed)[0]).toMatchObject({
+    conclusion: "failure",
+    output: { title: "2 kernels: 1 wrong, 1 improvement" },
+  });
+  // The replaced head's `opened`: superseded, whichever instance took it; no job ran there.
+  expect(named(head)).toHaveLength(1);
+  expect(named(head)[0]).toMatchObject({
+    conclusion: "neutral",
+    output: { title: "Superseded" },
+  });
+  // A twin's check run for a request the other instance took: out of the name, skipped.
+  for (const run of standin.checkRuns.filter((run) => run.name !== "evokernel"))
+    expect(run).toMatchObject({ name: "evokernel (duplicate)", conclusion: "skipped" });
+  expect(standin.comments).toHaveLength(1);
+  expect(standin.reviews).toHaveLength(1);
+  expect(standin.reviews[0]).toMatchObject({ commit_id: pushed });
   expect(standin.unknown()).toEqual([]);
 });
