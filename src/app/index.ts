@@ -8,7 +8,7 @@ import type { JobSpec } from "../shared/job.js";
 import type { AppState } from "./app-state.js";
 import { createActionsDispatcher } from "./dispatch/actions.js";
 import { createLocalDispatcher } from "./dispatch/local.js";
-import type { Dispatcher, JobOutcome } from "./dispatch/types.js";
+import type { Dispatcher, JobOutcome, LostJob } from "./dispatch/types.js";
 import { type AppIdentity, createGitHub, listInstalledRepos } from "./github.js";
 import { handleRerun } from "./handlers/check-run-rerun.js";
 import { handleCheckRun } from "./handlers/check-run.js";
@@ -33,7 +33,7 @@ import { loadConfig } from "./load-config.js";
 import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
 import { createWorkQueue } from "./queue.js";
 import { createEarlyRuns } from "./jobs/early-runs.js";
-import { endJob } from "./jobs/finish.js";
+import { endJob, RETRY_END_MS } from "./jobs/finish.js";
 import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
@@ -109,14 +109,22 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
     if (local?.recover) {
       // Whatever recovery is set to: a runner the last process left would hold a GPU.
       const recover = local.recover.bind(local);
+      const forget = (jobId: string) => local.forget?.(jobId) ?? Promise.resolve();
+      const conclude = (lost: readonly LostJob[]) => {
+        current.queue.push("local jobs left by the last process", async () => {
+          const { concluded, left } = await concludeLostJobs(current, lost, forget);
+          log.info(
+            { lost: lost.length, concluded, left: left.length },
+            "start-up: local jobs of the last process failed",
+          );
+          // GitHub could not take some: tried again later (their records stay meanwhile).
+          if (left.length > 0)
+            setTimeout(() => conclude(left), settings.retryEndMs ?? RETRY_END_MS).unref();
+        });
+      };
       current.queue.push("local jobs left by the last process", async () => {
         const lost = await recover();
-        if (lost.length === 0) return;
-        const concluded = await concludeLostJobs(current, lost);
-        log.info(
-          { lost: lost.length, concluded },
-          "start-up: local jobs of the last process failed",
-        );
+        if (lost.length > 0) conclude(lost);
       });
     }
     if (settings.recover) {
@@ -142,9 +150,10 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       }).start(settings.nightly.tickMs);
     }
 
-    async function finishLocal(spec: JobSpec, outcome: JobOutcome): Promise<void> {
+    /** False while the job's check run is not concluded (its record then stays on disk). */
+    async function finishLocal(spec: JobSpec, outcome: JobOutcome): Promise<boolean> {
       const job = current.jobs.get(spec.id);
-      if (!job) return;
+      if (!job) return true;
       await endJob(
         current,
         await current.githubFor(job.installationId, job.repo),
@@ -152,6 +161,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         outcome,
         "local",
       );
+      return current.jobs.get(spec.id) === undefined;
     }
 
     /** Parse, de-duplicate by delivery id, enqueue: the webhook is answered before any work. */

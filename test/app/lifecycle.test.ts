@@ -2,7 +2,7 @@
 // check run with the reason; when even that fails the job stays on the books and is
 // concluded later; deadlines live in the check run's external_id, and a restarted app
 // concludes its own runs past theirs (and never another app's). Strict nock throughout.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
@@ -334,41 +334,96 @@ describe("deadlines", () => {
 });
 
 describe("local jobs across a restart", () => {
-  it("fail at start-up when the last process left them queued or running, with the reason", async () => {
+  /** A record the last process left: `extra` says how far its job got. */
+  async function leftRecord(stateDir: string, jobId: string, checkRunId: number, extra = {}) {
+    await writeFile(
+      join(stateDir, `${jobId}.json`),
+      JSON.stringify({ jobId, installationId: 1, owner: OWNER, repo: REPO, checkRunId, ...extra }),
+    );
+  }
+
+  function openCheckRun(id: number, jobId: string) {
+    return {
+      id,
+      name: "evokernel",
+      head_sha: HEAD,
+      status: "queued",
+      external_id: `${jobId}~${Math.floor(Date.now() / 1000) + 3600}`,
+    };
+  }
+
+  function localHarness(stateDir: string, extra = {}) {
+    return startHarness({
+      local: { repoDir: stateDir, runnerCommand: ["true"], gpus: 1, timeoutMs: 60_000, stateDir },
+      ...extra,
+    });
+  }
+
+  it("fail at start-up when the last process left them queued or running, each with its reason", async () => {
     const stateDir = await mkdtemp(join(tmpdir(), "evk-lost-"));
     try {
-      // The last process dispatched the job (its check run is 900) and died before the end.
-      await writeFile(
-        join(stateDir, "review-7-aaaaaaa-123456.json"),
-        JSON.stringify({
-          jobId: "review-7-aaaaaaa-123456",
-          installationId: 1,
-          owner: OWNER,
-          repo: REPO,
-          checkRunId: 900,
-        }),
-      );
-      nock(API)
-        .get(`${R}/check-runs/900`)
-        .reply(200, {
-          id: 900,
-          name: "evokernel",
-          head_sha: HEAD,
-          status: "queued",
-          external_id: `review-7-aaaaaaa-123456~${Math.floor(Date.now() / 1000) + 3600}`,
-        })
-        .patch(`${R}/check-runs/900`, record)
-        .reply(200, { id: 900 });
-      harness = await startHarness({
-        local: { repoDir: stateDir, runnerCommand: ["true"], gpus: 1, timeoutMs: 60_000, stateDir },
+      // The last process died: one job never ran, one ran (its runner is gone), one ended in
+      // a failure it could not report.
+      await leftRecord(stateDir, "review-7-aaaaaaa-123456", 900);
+      await leftRecord(stateDir, "bench-7-aaaaaaa-123456", 901, {
+        pid: 999_999_999,
+        specFile: "/nonexistent/spec.json",
       });
+      await leftRecord(stateDir, "verify-7-aaaaaaa-123456", 902, {
+        outcome: { kind: "failed", message: "the runner exited with 3 (no CUDA GPU)" },
+      });
+      const summaries = new Map<string, string>();
+      for (const [id, jobId] of [
+        [900, "review-7-aaaaaaa-123456"],
+        [901, "bench-7-aaaaaaa-123456"],
+        [902, "verify-7-aaaaaaa-123456"],
+      ] as const)
+        nock(API)
+          .get(`${R}/check-runs/${id}`)
+          .reply(200, openCheckRun(id, jobId))
+          .patch(`${R}/check-runs/${id}`, (body: { output: { summary: string } }) => {
+            summaries.set(jobId, body.output.summary);
+            return record(body);
+          })
+          .reply(200, { id });
+      harness = await localHarness(stateDir);
       await harness.app.idle();
-      // At once, not at the deadline an hour away.
-      expect(bodies[0]).toMatchObject({
-        status: "completed",
-        conclusion: "failure",
-        output: { summary: expect.stringContaining("evokernel restarted") as unknown },
-      });
+      // At once, not at the deadline an hour away; each saying how far it got.
+      expect(bodies).toHaveLength(3);
+      for (const body of bodies)
+        expect(body).toMatchObject({ status: "completed", conclusion: "failure" });
+      expect(summaries.get("review-7-aaaaaaa-123456")).toContain("it never ran");
+      expect(summaries.get("bench-7-aaaaaaa-123456")).toContain("the runner was stopped");
+      expect(summaries.get("verify-7-aaaaaaa-123456")).toBe(
+        "The job failed on the app's machine: the runner exited with 3 (no CUDA GPU)",
+      );
+      // Concluded: their records are gone.
+      expect(await readdir(stateDir)).toEqual([]);
+    } finally {
+      await rm(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it("keep a lost job's record until GitHub takes its conclusion, for the next start-up", async () => {
+    const stateDir = await mkdtemp(join(tmpdir(), "evk-lost-"));
+    try {
+      await leftRecord(stateDir, "review-7-aaaaaaa-654321", 903);
+      // GitHub is down while the app starts.
+      nock(API).get(`${R}/check-runs/903`).reply(502, { message: "Server Error" });
+      harness = await localHarness(stateDir, { retryEndMs: 3_600_000 });
+      await harness.app.idle();
+      expect(bodies).toEqual([]);
+      expect(await readdir(stateDir)).toEqual(["review-7-aaaaaaa-654321.json"]);
+      // The next start-up (or the retry) concludes it, and only then drops the record.
+      nock(API)
+        .get(`${R}/check-runs/903`)
+        .reply(200, openCheckRun(903, "review-7-aaaaaaa-654321"))
+        .patch(`${R}/check-runs/903`, record)
+        .reply(200, { id: 903 });
+      harness = await localHarness(stateDir);
+      await harness.app.idle();
+      expect(bodies[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+      expect(await readdir(stateDir)).toEqual([]);
     } finally {
       await rm(stateDir, { recursive: true, force: true });
     }

@@ -103,6 +103,7 @@ setInterval(() => {}, 1000);
       installationId: 1,
       repo: { owner: "octo", repo: "kernels" },
       checkRunId: 900,
+      stage: "running",
     },
   ]);
   await vi.waitFor(
@@ -112,7 +113,12 @@ setInterval(() => {}, 1000);
     },
     { timeout: 600_000, interval: 50 },
   );
-  // Nothing is left for a third start.
+  // Its record stays until its check run is concluded: a start that could not reach GitHub
+  // leaves it to the next. Once concluded, nothing is left for a third start.
+  expect((await createLocalDispatcher(options).recover?.())?.map((job) => job.jobId)).toEqual([
+    spec.id,
+  ]);
+  await after.forget?.(spec.id);
   expect(await createLocalDispatcher(options).recover?.()).toEqual([]);
   await before.idle?.();
 });
@@ -151,4 +157,45 @@ it("never kills a pid that is no longer a runner of its job", async () => {
   }).recover?.();
   expect(lost?.map((job) => job.checkRunId)).toEqual([901]);
   expect(await alive(pid)).toBe(true);
+});
+
+it("keeps a finished job's record, with what it came to, while its check run is not concluded", async () => {
+  const { repo, sha } = await repoWithCommit();
+  const stateDir = join(dir, "state");
+  const options = {
+    repoDir: repo,
+    // A runner that fails at once, writing no result.
+    runnerCommand: [process.execPath, "-e", "process.exit(3)", "--"],
+    gpus: 1,
+    timeoutMs: 600_000,
+    stateDir,
+    // GitHub was down: the app could not conclude the job's check run.
+    onDone: () => Promise.resolve(false),
+    onError: () => undefined,
+  };
+  const before = createLocalDispatcher(options);
+  await before.start({
+    spec: {
+      schema: 1,
+      id: "bench-7-aaaaaaa-222222",
+      kind: "bench",
+      repo: { owner: "octo", name: "kernels" },
+      sha,
+      tasks: [],
+    },
+    github: { repo: { owner: "octo", repo: "kernels" } } as GitHub,
+    workflow: "evokernel.yml",
+    ref: "main",
+    checkRun: { installationId: 1, id: 902 },
+  });
+  await before.idle?.();
+  // The app restarts: the job is there, with the runner's failure to conclude it with.
+  const lost = await createLocalDispatcher(options).recover?.();
+  expect(lost).toEqual([
+    expect.objectContaining({
+      checkRunId: 902,
+      stage: "failed",
+      message: expect.stringContaining("the runner exited with 3") as unknown,
+    }),
+  ]);
 });

@@ -3,8 +3,10 @@
 // app needs to conclude the job's check run and, once the runner runs, its pid and spec file.
 // At start-up the runners of files left over are killed with every process under them (a
 // pid is killed only while its command line still names the job's spec file, so a pid the
-// system gave to another process since is left alone), their folders removed, the files
-// deleted; the app then concludes those jobs' check runs (jobs/recover.ts).
+// system gave to another process since is left alone) and their folders removed; the app
+// then concludes those jobs' check runs (jobs/recover.ts), and only then are the files
+// deleted. A runner's outcome is written down before it is reported, so a job whose report a
+// restart cut short is concluded with what it came to.
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
@@ -21,6 +23,13 @@ export const localRecordSchema = z.object({
   specFile: z.string().optional(),
   /** The job's temporary folder (its worktree inside). */
   dir: z.string().optional(),
+  /** The runner ended and this is what it came to, written before it is reported. */
+  outcome: z
+    .discriminatedUnion("kind", [
+      z.object({ kind: z.literal("failed"), message: z.string() }),
+      z.object({ kind: z.literal("result") }),
+    ])
+    .optional(),
 });
 export type LocalRecord = z.infer<typeof localRecordSchema>;
 
@@ -29,7 +38,8 @@ export interface LocalRecords {
   remove(jobId: string): Promise<void>;
   /**
    * Every record an earlier process left: its runner's process tree killed, its folder
-   * handed to `removeDir`, its file deleted.
+   * handed to `removeDir`. The file stays until `remove` (its check run concluded), so a
+   * start-up that cannot reach GitHub leaves the job to the next.
    */
   reap(removeDir: (dir: string) => Promise<void>): Promise<LocalRecord[]>;
 }
@@ -59,14 +69,15 @@ export function createLocalRecords(stateDir: string): LocalRecords {
         const parsed = localRecordSchema.safeParse(
           JSON.parse(await readFile(file, "utf8").catch(() => "null")),
         );
-        if (parsed.success) {
-          const record = parsed.data;
-          if (record.pid !== undefined && record.specFile !== undefined)
-            await killTree(record.pid, record.specFile);
-          if (record.dir !== undefined) await removeDir(record.dir);
-          found.push(record);
+        if (!parsed.success) {
+          await rm(file, { force: true });
+          continue;
         }
-        await rm(file, { force: true });
+        const record = parsed.data;
+        if (record.pid !== undefined && record.specFile !== undefined)
+          await killTree(record.pid, record.specFile);
+        if (record.dir !== undefined) await removeDir(record.dir);
+        found.push(record);
       }
       return found;
     },

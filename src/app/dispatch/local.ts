@@ -8,7 +8,7 @@ import type { JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
 import { createLocalRecords, type LocalRecord } from "./local-records.js";
-import type { Dispatcher, JobOutcome } from "./types.js";
+import type { Dispatcher, JobOutcome, LostJob } from "./types.js";
 import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 import { runnerEnv } from "../../shared/environment.js";
@@ -23,8 +23,11 @@ export interface LocalOptions {
   readonly runnerCommand: readonly string[];
   /** GPUs on this machine: that many jobs at once, each with its own CUDA_VISIBLE_DEVICES. */
   readonly gpus: number;
-  /** Where a finished job's outcome goes (the app reports it to GitHub). */
-  readonly onDone: (spec: JobSpec, outcome: JobOutcome) => Promise<void>;
+  /**
+   * Where a finished job's outcome goes (the app reports it to GitHub). False: its check run
+   * could not be concluded yet, so its record stays for the next process to conclude.
+   */
+  readonly onDone: (spec: JobSpec, outcome: JobOutcome) => Promise<boolean | void>;
   readonly onError: (label: string, error: unknown) => void;
   /** Kill a runner after this long. */
   readonly timeoutMs: number;
@@ -45,6 +48,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
 
   async function runJob(spec: JobSpec, record: LocalRecord | undefined): Promise<void> {
+    let settled = true;
     try {
       if (cancelled.delete(spec.id)) return;
       const gpu = freeGpus.shift() ?? 0;
@@ -56,13 +60,24 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         };
         const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn);
         if (abort.signal.aborted) return;
-        await options.onDone(spec, outcome);
+        // What it came to, before it is reported: a restart in between concludes it with this.
+        if (record)
+          await records?.write({
+            ...record,
+            outcome:
+              outcome.kind === "failed"
+                ? { kind: "failed", message: outcome.message }
+                : { kind: "result" },
+          });
+        // Until the app says the job's check run is concluded, the record stays.
+        settled = false;
+        settled = (await options.onDone(spec, outcome)) !== false;
       } finally {
         running.delete(spec.id);
         freeGpus.push(gpu);
       }
     } finally {
-      if (record) await records?.remove(spec.id);
+      if (record && settled) await records?.remove(spec.id);
     }
   }
 
@@ -95,7 +110,11 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         installationId: record.installationId,
         repo: { owner: record.owner, repo: record.repo },
         checkRunId: record.checkRunId,
+        ...stageOf(record),
       }));
+    },
+    async forget(jobId) {
+      await records?.remove(jobId);
     },
     idle() {
       return queue.idle();
@@ -107,6 +126,13 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
       return Promise.resolve();
     },
   };
+}
+
+function stageOf(record: LocalRecord): Pick<LostJob, "stage" | "message"> {
+  if (record.outcome?.kind === "failed")
+    return { stage: "failed", message: record.outcome.message };
+  if (record.outcome?.kind === "result") return { stage: "finished" };
+  return { stage: record.pid === undefined ? "queued" : "running" };
 }
 
 async function runInWorktree(

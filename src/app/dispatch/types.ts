@@ -21,6 +21,12 @@ export interface LostJob {
   readonly installationId: number;
   readonly repo: RepoRef;
   readonly checkRunId: number;
+  /**
+   * How far it got: queued (its runner never started), running (stopped now), or ended with
+   * an outcome the process before could not report (a failure's message kept).
+   */
+  readonly stage: "queued" | "running" | "failed" | "finished";
+  readonly message?: string;
 }
 
 export interface Dispatched {
@@ -46,4 +52,6 @@ export interface Dispatcher {
    * the app and reports on its own).
    */
   recover?(): Promise<LostJob[]>;
+  /** A lost job's check run is concluded: its record goes (until then, each start finds it). */
+  forget?(jobId: string): Promise<void>;
 }

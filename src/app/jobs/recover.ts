@@ -11,6 +11,7 @@ import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
 import type { LostJob } from "../dispatch/types.js";
 import type { GitHub, InstalledRepo } from "../github.js";
+import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 import { recoveredSpec } from "./recovered-spec.js";
 import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
 
@@ -94,30 +95,53 @@ async function recoverRepo(
 /**
  * At start-up, the jobs the app's own machine had queued or running when the process before
  * this one ended (the local backend's records; their runners stopped already): nothing will
- * report them, so their check runs fail now, saying so, rather than at their deadline.
+ * report them, so their check runs fail now, saying how far each got, rather than at their
+ * deadline. A job's record goes (`forget`) once its check run is concluded; those GitHub
+ * could not take are returned, to be tried again (and the next start-up finds them too).
  */
-export async function concludeLostJobs(state: AppState, lost: readonly LostJob[]): Promise<number> {
+export async function concludeLostJobs(
+  state: AppState,
+  lost: readonly LostJob[],
+  forget: (jobId: string) => Promise<void>,
+): Promise<{ concluded: number; left: LostJob[] }> {
   let concluded = 0;
+  const left: LostJob[] = [];
   for (const job of lost) {
     try {
       const github = await state.githubFor(job.installationId, job.repo);
-      if ((await github.getCheckRun(job.checkRunId)).status === "completed") continue;
-      await github.updateCheckRun(job.checkRunId, {
-        status: "completed",
-        conclusion: "failure",
-        output: {
-          title: "The job did not finish",
-          summary:
-            "evokernel restarted while this job was queued or running on its machine; the runner was stopped and nothing came back. " +
-            "Comment `/bench` (or `/optimize`) to run it again.",
-        },
-      });
-      concluded++;
+      if ((await github.getCheckRun(job.checkRunId)).status !== "completed") {
+        await github.updateCheckRun(job.checkRunId, {
+          status: "completed",
+          conclusion: "failure",
+          output: {
+            title: "The job did not finish",
+            summary: trimTo(lostSummary(job), CHECK_OUTPUT_LIMIT),
+          },
+        });
+        concluded++;
+      }
+      await forget(job.jobId);
     } catch (error) {
       state.log.warn({ err: error, job: job.jobId }, "concluding a job lost in a restart failed");
+      left.push(job);
     }
   }
-  return concluded;
+  return { concluded, left };
+}
+
+function lostSummary(job: LostJob): string {
+  const again = "Comment `/bench` (or `/optimize`) to run it again.";
+  switch (job.stage) {
+    case "queued":
+      return `evokernel restarted while this job was queued on its machine; it never ran. ${again}`;
+    case "running":
+      return `evokernel restarted while this job was running on its machine; the runner was stopped and nothing came back. ${again}`;
+    case "failed":
+      // What the process before would have posted, had it lived to.
+      return `The job failed on the app's machine: ${job.message ?? "no reason was kept"}`;
+    case "finished":
+      return `The runner finished, but evokernel restarted before its result was reported, and the result is gone with that process. ${again}`;
+  }
 }
 
 function timedOutUpdate(runId: number | undefined, detailsUrl: string | null) {
