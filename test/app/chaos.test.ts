@@ -2,8 +2,8 @@
 // talking to scripts/github-standin.mjs, with the local backend in a real git repository.
 // The app is killed in the middle of a job and started again; GitHub answers 502s, a
 // secondary rate limit and a request that hangs while a job is reported; two app processes
-// get the same deliveries at the same moment, the push's before the PR's `opened`. Each time
-// every check run ends and nothing is posted twice.
+// get the same deliveries at the same moment, the push's before the PR's `opened`, and the
+// same command in two comments. Each time every check run ends and nothing is posted twice.
 import { once } from "node:events";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -286,5 +286,90 @@ it("two instances get the same deliveries at once, a push's before `opened`: one
   expect(standin.comments).toHaveLength(1);
   expect(standin.reviews).toHaveLength(1);
   expect(standin.reviews[0]).toMatchObject({ commit_id: pushed });
+  expect(standin.unknown()).toEqual([]);
+});
+
+it("two instances get the same command in two comments at once: one job, one reply that it runs", async () => {
+  standin = await startStandin({
+    repoDir: repo,
+    config: "pullRequests: off\ndispatch: local\n",
+    pulls: pulls(),
+  });
+  // The runner waits for the test's word, so the job is surely running when both comments
+  // have been handled, however loaded the machine.
+  const gate = join(dir, "gate");
+  const gated = join(dir, "gated-runner.cjs");
+  await writeFile(
+    gated,
+    `const { spawnSync } = require("node:child_process");
+const { existsSync } = require("node:fs");
+const [gate, runner, ...args] = process.argv.slice(2);
+(function wait() {
+  if (!existsSync(gate)) return void setTimeout(wait, 50);
+  process.exit(spawnSync(process.execPath, [runner, ...args], { stdio: "inherit" }).status ?? 1);
+})();
+`,
+  );
+  const env = (state: string) => ({
+    EVOKERNEL_RUNNER_CMD: JSON.stringify([
+      process.execPath,
+      gated,
+      gate,
+      fileURLToPath(new URL("../helpers/fake-job-runner.mjs", import.meta.url)),
+    ]),
+    EVOKERNEL_FAKE_RESULT: fileURLToPath(
+      new URL("../fixtures/app/review-result.json", import.meta.url),
+    ),
+    EVOKERNEL_LOCAL_STATE: join(dir, state),
+  });
+  const twins = await Promise.all([start(env("cmd-1")), start(env("cmd-2"))]);
+  const comment = (id: number) => ({
+    action: "created",
+    installation: { id: 1 },
+    repository: {
+      name: "kernels",
+      full_name: "octo/kernels",
+      owner: { login: "octo", type: "Organization" },
+      default_branch: "main",
+    },
+    issue: { number: 7, pull_request: { url: "https://github.invalid/octo/kernels/pull/7" } },
+    comment: { id, body: "/bench", user: { login: "maintainer", type: "User" } },
+    sender: { login: "maintainer", type: "User" },
+  });
+  const answers = await Promise.all(
+    twins.map((app, at) =>
+      sendWebhook(app.url, SECRET, "issue_comment", comment(801 + at), `chaos-comment-${at}`),
+    ),
+  );
+  expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+  const bench = () => standin?.checkRuns.filter((run) => run.name === "evokernel bench") ?? [];
+  const replies = () =>
+    standin?.comments.filter((c) => String(c.body).includes("already running")) ?? [];
+  await standin.waitFor(
+    () => replies().length === 1 && bench().length === 1,
+    600_000,
+    "one job and one reply that it runs",
+  );
+  await writeFile(gate, "");
+  await standin.waitFor(
+    () =>
+      bench()[0]?.status === "completed" &&
+      (standin?.checkRuns.every((run) => run.status === "completed") ?? false) &&
+      standin?.comments.length === 2,
+    600_000,
+    "the job to be reported",
+  );
+  for (const app of apps.splice(0)) await app.stop();
+
+  expect(bench()).toHaveLength(1);
+  expect(bench()[0]).toMatchObject({
+    conclusion: "failure",
+    output: { title: "2 kernels: 1 wrong, 1 improvement" },
+  });
+  for (const run of standin.checkRuns.filter((run) => run.name !== "evokernel bench"))
+    expect(run).toMatchObject({ name: "evokernel bench (duplicate)", conclusion: "skipped" });
+  expect(replies()).toHaveLength(1);
+  expect(standin.comments).toHaveLength(2);
+  expect(standin.reviews).toHaveLength(1);
   expect(standin.unknown()).toEqual([]);
 });
