@@ -238,9 +238,13 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         pid, forked, keep = run_candidate(lambda: in_process(args, outputs.Dump(folder)), claim_path)
         status = wait_and_stop(pid, keep)
         candidate_s = time.perf_counter() - forked
-        if os.WIFSIGNALED(status):  # as the command's own process would have ended
-            _log(f"the candidate's process was killed by signal {os.WTERMSIG(status)}")
-            _end_like(os.WTERMSIG(status))
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            _log(f"the candidate's process was killed by signal {sig}")
+            died = died_after_passing(args, folder, sig)
+            if died is not None:
+                return died
+            _end_like(sig)  # as the command's own process would have ended: a crash
         if os.WEXITSTATUS(status) != 0:
             raise SystemExit(os.WEXITSTATUS(status))
         claim = read_claim(claim_path)
@@ -265,6 +269,36 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         return rec
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def died_after_passing(args: argparse.Namespace, folder: str, sig: int) -> Record | None:
+    """A candidate whose process a signal ended (a segfault, an abort) after other
+    configurations passed only works for the shapes it was shown (issue 18.8): the record says
+    so, with the signal. None when none had passed (a plain crash)."""
+    from .tasks import load_task
+    from .verify import HACKS
+
+    try:
+        names = [c.name for c in load_task(args.task).configs]
+    except Exception:  # the task is the caller's; a crash stays a crash
+        return None
+    passed = outputs.passed_before_death(folder, names)
+    if not passed:
+        return None
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return {
+        **base_record(args, args.seed),
+        "status": "rejected",
+        "reason": "shape-specific",
+        "hack": HACKS.get("shape-specific"),
+        "message": (
+            f"right on {', '.join(passed)}, but its process was killed by {name} on the next configuration "
+            "(a crash, e.g. an out-of-bounds access): it only works for the shapes it was shown (hack 10)"
+        ),
+    }
 
 
 def _end_like(sig):

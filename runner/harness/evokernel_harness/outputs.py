@@ -94,6 +94,26 @@ class Dump:
             json.dump(header, f)
         return True
 
+    def passed(self, config_name: str) -> None:
+        """A configuration that passed, as it passes: what the judge can still say of a run
+        whose process a signal ended on a later one (shape-specific, not a bare crash)."""
+        with open(os.path.join(self.folder, PASSED), "a") as f:
+            f.write(config_name[:200].replace("\n", " ") + "\n")
+
+
+PASSED = "passed.txt"
+
+
+def passed_before_death(folder: str, names: Sequence[str]) -> list[str]:
+    """The configurations the candidate's process said had passed, among the task's own names
+    (the list is the candidate's word: it can only turn a crash into another refusal)."""
+    try:
+        with open(os.path.join(folder, PASSED), "rb") as f:
+            lines = f.read(1 << 16).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+    return [n for n in dict.fromkeys(lines) if n in names]
+
 
 def _dtype_name(dtype):
     return next((n for n, d in ALLOWED.items() if d == dtype), str(dtype))

@@ -409,6 +409,8 @@ class Verifier:
                     first_fail = failure
                 if entry["ok"]:
                     passed_configs.append(config.name)
+                    if self.dump is not None:
+                        self.dump.passed(config.name)
                 by_config[config.name] = entry
                 self.configs.append(entry)
                 self.log(f"config {config.name}: {'ok' if entry['ok'] else entry['reason']}")

@@ -77,6 +77,8 @@ RUNS = {
         "output_absurd_size",
         "output_wrong_dtype",
         "stray_rewriter",
+        "segfault_on_odd_rows",
+        "segfault_at_once",
     )
 }
 RUNS["honest"] = (PASSING,)
@@ -122,6 +124,21 @@ class HostileCandidatesTest(unittest.TestCase):
     def test_a_process_left_behind_cannot_rewrite_the_record_after_the_judge(self):
         record = self.refused("stray_rewriter", "mismatch")
         self.assertNotIn("FORGED", record["message"])
+
+
+class SignalDeathTest(unittest.TestCase):
+    def test_a_process_killed_after_a_shape_passed_is_shape_specific_naming_the_signal(self):
+        record, code, stderr = result("segfault_on_odd_rows")
+        self.assertEqual(code, 0, stderr[-3000:])
+        self.assertIsNotNone(record, stderr[-3000:])
+        self.assertEqual((record["ok"], record["status"], record["reason"]), (False, "rejected", "shape-specific"))
+        self.assertIn("right on 64x1000", record["message"])
+        self.assertIn("SIGSEGV", record["message"])
+
+    def test_a_process_killed_before_any_shape_passed_ends_as_the_crash_it_is(self):
+        record, code, stderr = result("segfault_at_once")
+        self.assertEqual(code, -11, stderr[-3000:])
+        self.assertIsNone(record)
 
 
 class HonestCandidateTest(unittest.TestCase):
