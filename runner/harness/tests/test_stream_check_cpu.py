@@ -74,6 +74,14 @@ class SideStreamDiagnosisTest(unittest.TestCase):
             self.assertEqual(self.classify(v), "side-stream")
         self.assertIn("8192x8192: 0.470 ms of its GPU work ran outside", v.escaped_work)
 
+    def test_an_evk_candidate_is_put_to_the_same_check(self):
+        # its evk_forward may launch on a stream of its own (the LLM stand-in's softmax/05 on the
+        # H100, 2026-11-26: refused as unwritten-output when the probe skipped evk candidates)
+        escaped = {"ok": False, "detail": "0.2 ms of its GPU work ran outside the timed window", "streams": ["13"]}
+        v = self.verifier("evk")
+        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), escaped)[1]):
+            self.assertEqual(self.classify(v), "side-stream")
+
     def test_nothing_escaped_leaves_the_other_probes_to_decide(self):
         timed = {"ok": True, "detail": "its work lies within the timed window", "streams": []}
         v = self.verifier("py")
