@@ -55,7 +55,7 @@ run_task() {
   local best=()
   [ -f "$dir/out/best.cu" ] && best=(--best "$dir/out/best.cu")
   node scripts/check-llm-run.mjs --script "$script" --requests "$dir/requests.jsonl" \
-    --archive "$dir/archive.jsonl" --result "$dir/out/result.json" "${best[@]}" | tee "$dir/check.txt"
+    --archive "$dir/archive.jsonl" --result "$dir/out/result.json" "${best[@]}" --real-gpu | tee "$dir/check.txt"
   local checked=${PIPESTATUS[0]}
   echo "check exit $checked $(date -u +%H:%M:%S)"
   return "$checked"
