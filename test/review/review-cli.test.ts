@@ -3,7 +3,7 @@
 // (test/helpers/fake-gpu-harness.mjs: a kernel's time follows `speed=` or BLOCK_SIZE in
 // its source), so the whole path runs on CI: git, the plan, the cascade, the renderers.
 import { execa } from "execa";
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -274,6 +274,9 @@ describe("evokernel job", () => {
     expect(result.job).toEqual(spec);
     expect(result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
     expect(run.stdout).toContain("`small_softmax` 50\u00A0% faster");
+    // the job built in a cache of its own, gone with it (issue 16.3): the configured cache
+    // holds nothing of it (the stand-in harness writes its builds there as fake-<hash>.json)
+    expect(await readdir(env["EVOKERNEL_CACHE"] ?? "")).toEqual([]);
   });
 
   it("refuses a spec it cannot trust, and a commit the checkout lacks", async () => {

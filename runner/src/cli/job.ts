@@ -8,7 +8,7 @@ import { runJob } from "../jobs/run-job.js";
 import { renderReview, writeJson } from "../jobs/write-review.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { withSession } from "../pipeline/session.js";
+import { withJobCache, withSession } from "../pipeline/session.js";
 import { readText } from "../workspace/files.js";
 
 export const jobCommand: Command = {
@@ -62,16 +62,19 @@ exit: 0 the check passes (or there was nothing to check), 1 a kernel is wrong or
     say(
       `job ${spec.id}: ${spec.kind} of ${spec.repo.owner}/${spec.repo.name} at ${spec.sha.slice(0, 7)}`,
     );
-    const review = await runJob(spec, {
-      git,
-      openSession: (work) => withSession(work, { say }),
-      say,
-      onEvent: createProgress(io),
-      onPlan(plan) {
-        for (const path of plan.ignored) say(`job ${spec.id}: ${path} holds no task; ignored`);
-        for (const task of plan.tasks) say(`job ${spec.id}: ${task.path} (${task.format})`);
-      },
-    });
+    // the job's own build cache: nothing its candidates write reaches the next job
+    const review = await withJobCache(() =>
+      runJob(spec, {
+        git,
+        openSession: (work) => withSession(work, { say }),
+        say,
+        onEvent: createProgress(io),
+        onPlan(plan) {
+          for (const path of plan.ignored) say(`job ${spec.id}: ${path} holds no task; ignored`);
+          for (const task of plan.tasks) say(`job ${spec.id}: ${task.path} (${task.format})`);
+        },
+      }),
+    );
     const out = stringOption(parsed, "out");
     if (out !== undefined) await writeJson(resolve(io.cwd, out), review);
     const rendered = renderReview(review);

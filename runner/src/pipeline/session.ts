@@ -1,7 +1,7 @@
 // One fork server per command run (torch imported once), and what it says about the machine.
 import { constants } from "node:fs";
-import { access, mkdir, stat } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { access, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
@@ -59,6 +59,28 @@ export async function requireWritableCache(cache = cacheDir()): Promise<void> {
       `the build cache ${setting}${cache} cannot be written (${why}): point EVOKERNEL_CACHE at a folder you can write`,
       { cause: error },
     );
+  }
+}
+
+/**
+ * Runs a job with a build cache of its own (issue 16.3: nothing a job's candidates write
+ * survives into the next job): a fresh folder under the configured cache, as
+ * $EVOKERNEL_CACHE for everything the job starts, removed when the job ends however it ends.
+ * The sandbox lets candidates write the cache (builds, load_inline), so a shared one would let
+ * one pull request's candidate plant an artifact, a probe entry or ceilings for another's.
+ */
+export async function withJobCache<T>(work: (cache: string) => Promise<T>): Promise<T> {
+  const base = cacheDir();
+  await requireWritableCache(base);
+  const cache = await mkdtemp(join(resolve(base), "job-"));
+  const before = process.env["EVOKERNEL_CACHE"];
+  process.env["EVOKERNEL_CACHE"] = cache;
+  try {
+    return await work(cache);
+  } finally {
+    if (before === undefined) delete process.env["EVOKERNEL_CACHE"];
+    else process.env["EVOKERNEL_CACHE"] = before;
+    await rm(cache, { recursive: true, force: true });
   }
 }
 
