@@ -62,13 +62,14 @@ function pathWithTrap(): { PATH: string; mark: string } {
 async function runStep(
   step: Step,
   env: Record<string, string>,
+  cwd = join(tmp, "workspace"),
 ): Promise<{ exitCode: number; output: string }> {
   const result = await execa("bash", ["-e", "-c", step.run ?? ""], {
     env: { ...env, HOME: process.env.HOME ?? "/tmp" },
     extendEnv: false,
     reject: false,
     all: true,
-    cwd: join(tmp, "workspace"),
+    cwd,
   });
   return { exitCode: result.exitCode ?? -1, output: result.all };
 }
@@ -171,6 +172,68 @@ describe("action.yml, run from the release's tree", () => {
     expect(readFileSync(output, "utf8")).toContain("exit-code=3");
     const result = readFileSync(join(env.RUNNER_TEMP, "evokernel-result/result.json"), "utf8");
     expect(result).toMatch(/GPU/);
+    expect(existsSync(mark)).toBe(false);
+  });
+
+  it("runs a dispatched job spec from the bundle with no npm (the stand-in harness for the GPU)", async () => {
+    // the workflow's checkout: a repository whose head makes the task's kernel faster
+    const repo = join(tmp, "job-checkout");
+    mkdirSync(join(repo, "kernels"), { recursive: true });
+    execFileSync("cp", [
+      "-r",
+      join(root, "test/fixtures/tasks/small_softmax"),
+      join(repo, "kernels"),
+    ]);
+    const inRepo = (...args: string[]) => git(repo, ...args).trim();
+    inRepo("init", "-q", "-b", "main");
+    inRepo("add", "-A");
+    inRepo("commit", "-q", "-m", "base");
+    const baseSha = inRepo("rev-parse", "HEAD");
+    const kernel = join(repo, "kernels/small_softmax/kernel.cu");
+    writeFileSync(kernel, `${readFileSync(kernel, "utf8")}\n// speed=0.5\n`);
+    inRepo("commit", "-q", "-am", "a faster kernel");
+    const sha = inRepo("rev-parse", "HEAD");
+    const spec = {
+      schema: 1,
+      id: "review-7-action",
+      kind: "review",
+      repo: { owner: "acme", name: "kernels" },
+      sha,
+      baseSha,
+      pr: 7,
+      tasks: ["kernels/small_softmax"],
+    };
+    const { PATH, mark } = pathWithTrap();
+    const output = join(tmp, "job-output");
+    writeFileSync(output, "");
+    const runnerTemp = join(tmp, "job-runner-temp");
+    mkdirSync(runnerTemp, { recursive: true });
+    const ran = await runStep(
+      run!,
+      {
+        PATH,
+        GITHUB_ACTION_PATH: join(released, "action"),
+        GITHUB_OUTPUT: output,
+        GITHUB_STEP_SUMMARY: join(tmp, "job-summary.md"),
+        RUNNER_TEMP: runnerTemp,
+        EVOKERNEL_CLI: join(released, "action/dist/evokernel.mjs"),
+        EVOKERNEL_PYTHON: join(root, "test/helpers/fake-gpu-harness.mjs"),
+        EVOKERNEL_SANDBOX: "off", // the stand-in harness is a Node script
+        EVOKERNEL_CACHE: join(tmp, "job-cache"),
+        INPUT_SPEC: JSON.stringify(spec),
+        INPUT_COMMAND: "bench",
+        INPUT_TASK: "",
+        INPUT_CANDIDATE: "",
+      },
+      repo,
+    );
+    expect(ran.exitCode, ran.output).toBe(0);
+    expect(readFileSync(output, "utf8")).toContain("exit-code=0");
+    const result = JSON.parse(
+      readFileSync(join(runnerTemp, "evokernel-result/result.json"), "utf8"),
+    ) as { job: unknown; tasks: { status: string; improvement: boolean }[] };
+    expect(result.job).toEqual(spec);
+    expect(result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
     expect(existsSync(mark)).toBe(false);
   });
 
