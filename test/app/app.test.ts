@@ -168,6 +168,9 @@ describe("pull requests", () => {
 
   it("explains an invalid config in a failing check run", async () => {
     mockConfig(github(), "pullRequests: always\nbudjet: 3\n")
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/check-runs`, record("check"))
       .reply(201, { id: 901 });
     await harness.receive("pull_request", pullRequestPayload("opened"));
@@ -179,10 +182,41 @@ describe("pull requests", () => {
       .get(`${R}/pulls/7/files`)
       .query({ per_page: 100 })
       .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/check-runs`, record("check"))
       .reply(201, { id: 902 });
     await harness.receive("pull_request", pullRequestPayload("opened", { fork: true }));
     expect(stable(bodies.check)).toMatchSnapshot();
+  });
+
+  it("posts a fork's notice once per head: a redelivery to another instance finds it", async () => {
+    // another instance (or this app before a restart) already posted it: only a list
+    mockConfig(github())
+      .get(`${R}/pulls/7/files`)
+      .query({ per_page: 100 })
+      .reply(200, KERNEL_FILES)
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, {
+        total_count: 1,
+        check_runs: [
+          {
+            id: 902,
+            name: "evokernel",
+            head_sha: HEAD,
+            status: "completed",
+            external_id: "notice:fork-waits",
+            details_url: null,
+            app: { id: 1 },
+          },
+        ],
+      });
+    const unmatched = watchUnmatched();
+    await harness.receive("pull_request", pullRequestPayload("opened", { fork: true }));
+    expect(unmatched()).toEqual([]);
+    expect(bodies.check).toBeUndefined();
   });
 
   it("handles a redelivery once", async () => {

@@ -192,6 +192,9 @@ describe("the config file", () => {
     nock(API)
       .get(CONFIG_PATH)
       .reply(200, bigConfig(192), { "content-type": "text/plain; charset=utf-8" })
+      .get(`${R}/commits/${HEAD}/check-runs`)
+      .query({ check_name: "evokernel", filter: "all", per_page: 100 })
+      .reply(200, { total_count: 0, check_runs: [] })
       .post(`${R}/check-runs`, (body: nock.Body) => {
         checks.push(body);
         return true;

@@ -3,9 +3,10 @@
 // changed files touch and start a review job on the head SHA; stay quiet when none changed.
 // Drafts wait until they are ready for review (GPU time is scarce; a command still runs on
 // a draft). A fork's code runs only on a maintainer's command: the check run says so.
+import { createHash } from "node:crypto";
 import type { AppState } from "../app-state.js";
 import { approvalCommand } from "../approvals.js";
-import type { GitHub } from "../github.js";
+import type { CheckRunUpdate, GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
 import { checkName } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
@@ -35,7 +36,8 @@ export async function handlePullRequest(
     await supersedeOldJobs(state, github, { number: pr.number, before: event.before }, pr.head.sha);
   if (pr.state !== "open" || pr.draft === true) return;
   if (!config.ok) {
-    await github.createCheckRun(checkName("review"), pr.head.sha, {
+    const errors = createHash("sha256").update(config.errors.join("\n")).digest("hex").slice(0, 8);
+    await postNotice(state, github, pr.head.sha, `config-invalid-${errors}`, {
       status: "completed",
       conclusion: "failure",
       output: invalidConfigOutput(config.errors),
@@ -47,7 +49,7 @@ export async function handlePullRequest(
   if (plan.kind === "none") return;
   const fork = pr.head.repo?.full_name !== pr.base.repo.full_name;
   if (fork) {
-    await github.createCheckRun(checkName("review"), pr.head.sha, {
+    await postNotice(state, github, pr.head.sha, "fork-waits", {
       status: "completed",
       conclusion: "neutral",
       output: {
@@ -80,6 +82,30 @@ export async function handlePullRequest(
     recheckHead: true,
     seeded: delivery !== undefined,
   });
+}
+
+/**
+ * A concluded check run that starts no job (an invalid config, a fork waiting for a
+ * maintainer), once per head and notice: a redelivery, another instance or the app after a
+ * restart finds the app's own by its external_id and posts nothing (issue 17.4). Two
+ * instances at the very same moment can still each post one, identical.
+ */
+async function postNotice(
+  state: AppState,
+  github: GitHub,
+  sha: string,
+  notice: string,
+  update: CheckRunUpdate,
+): Promise<void> {
+  const name = checkName("review");
+  const externalId = `notice:${notice}`;
+  const runs = await github.listCheckRuns(sha, {
+    checkName: name,
+    ...(state.appId === undefined ? {} : { appId: state.appId }),
+  });
+  const own = (appId: number | null) => state.appId === undefined || appId === state.appId;
+  if (runs.some((run) => run.externalId === externalId && own(run.appId))) return;
+  await github.createCheckRun(name, sha, { ...update, externalId });
 }
 
 /** Closed or merged: its jobs would only spend GPU time on results nobody reads. */
