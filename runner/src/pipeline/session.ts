@@ -1,12 +1,13 @@
 // One fork server per command run (torch imported once), and what it says about the machine.
 import { constants } from "node:fs";
-import { access, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
+import { access, mkdir, stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
 import { ForkServer, device } from "../harness/client.js";
 import type { DeviceRecord } from "#shared/contract/records.js";
 import { gpuPossible } from "../gpu/presence.js";
+import { makeTempFolder, removeAll } from "../workspace/files.js";
 
 export const NO_GPU =
   "no CUDA GPU on this machine: verification and timing need one " +
@@ -72,7 +73,7 @@ export async function requireWritableCache(cache = cacheDir()): Promise<void> {
 export async function withJobCache<T>(work: (cache: string) => Promise<T>): Promise<T> {
   const base = cacheDir();
   await requireWritableCache(base);
-  const cache = await mkdtemp(join(resolve(base), "job-"));
+  const cache = await makeTempFolder("job-", resolve(base));
   const before = process.env["EVOKERNEL_CACHE"];
   process.env["EVOKERNEL_CACHE"] = cache;
   try {
@@ -80,7 +81,7 @@ export async function withJobCache<T>(work: (cache: string) => Promise<T>): Prom
   } finally {
     if (before === undefined) delete process.env["EVOKERNEL_CACHE"];
     else process.env["EVOKERNEL_CACHE"] = before;
-    await rm(cache, { recursive: true, force: true });
+    await removeAll(cache);
   }
 }
 

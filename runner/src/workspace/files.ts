@@ -24,9 +24,9 @@ export async function makeFolder(path: string): Promise<void> {
   await mkdir(path, { recursive: true });
 }
 
-/** A new empty folder under the system's temporary folder. */
-export function makeTempFolder(prefix: string): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+/** A new empty folder under `parent` (the system's temporary folder unless given). */
+export function makeTempFolder(prefix: string, parent = tmpdir()): Promise<string> {
+  return mkdtemp(join(parent, prefix));
 }
 
 /** `rm -rf`. */

@@ -8,6 +8,7 @@ import type { AppState } from "../app-state.js";
 import { approvalCommand } from "../approvals.js";
 import type { CheckRunUpdate, GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
+import { ownCheckRuns } from "../jobs/claim.js";
 import { checkName } from "../jobs/registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
@@ -99,12 +100,8 @@ async function postNotice(
 ): Promise<void> {
   const name = checkName("review");
   const externalId = `notice:${notice}`;
-  const runs = await github.listCheckRuns(sha, {
-    checkName: name,
-    ...(state.appId === undefined ? {} : { appId: state.appId }),
-  });
-  const own = (appId: number | null) => state.appId === undefined || appId === state.appId;
-  if (runs.some((run) => run.externalId === externalId && own(run.appId))) return;
+  const runs = await ownCheckRuns(state, github, sha, name);
+  if (runs.some((run) => run.externalId === externalId)) return;
   await github.createCheckRun(name, sha, { ...update, externalId });
 }
 

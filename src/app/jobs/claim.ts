@@ -50,16 +50,10 @@ export async function readClaim(
   own?: number,
 ): Promise<Claim> {
   const key = claimKey(spec);
-  const name = checkName(spec.kind);
   const now = Date.now();
-  const runs = await github.listCheckRuns(spec.sha, {
-    checkName: name,
-    ...(state.appId === undefined ? {} : { appId: state.appId }),
-  });
   let first: { run: CheckRun; sameJob: boolean } | undefined;
-  for (const run of runs) {
-    if (run.name !== name || run.id === own) continue;
-    if (state.appId !== undefined && run.appId !== state.appId) continue;
+  for (const run of await ownCheckRuns(state, github, spec.sha, checkName(spec.kind))) {
+    if (run.id === own) continue;
     const ids = parseExternalId(run.externalId);
     if (ids === undefined) continue;
     const sameJob = ids.jobId === spec.id;
@@ -74,6 +68,22 @@ export async function readClaim(
   if (first === undefined || (own !== undefined && own < first.run.id))
     return own === undefined ? { holder: "none" } : { holder: "self" };
   return { holder: "rival", rival: first.run, sameJob: first.sameJob };
+}
+
+/** The app's own check runs of one name on a commit, every one of them (not only the latest). */
+export async function ownCheckRuns(
+  state: AppState,
+  github: GitHub,
+  sha: string,
+  name: string,
+): Promise<CheckRun[]> {
+  const runs = await github.listCheckRuns(sha, {
+    checkName: name,
+    ...(state.appId === undefined ? {} : { appId: state.appId }),
+  });
+  return runs.filter(
+    (run) => run.name === name && (state.appId === undefined || run.appId === state.appId),
+  );
 }
 
 /** The losing contender's check run: out of the job's name, skipped, naming the holder. */
