@@ -17,7 +17,7 @@
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
-#             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full)
+#             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full, issue18:adversarial or issue18:correct for one)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)

@@ -2,6 +2,7 @@
 # Issue 18 on the GPU machine (no Node.js needed): the run decides, not the static check.
 #   bash scripts/gpu-issue18.sh          # what issue 18 changed (about 10 minutes on an H100)
 #   bash scripts/gpu-issue18.sh --all    # the whole adversarial and correct corpora
+#   bash scripts/gpu-issue18.sh --adversarial   # the whole adversarial corpus only (--correct: the other)
 #   EVK_ONLY="softmax/03 llama_ffw/20" bash scripts/gpu-issue18.sh   # just those entries
 # 1. the run-time evidence tests under the machine's Python (3.12: sys.monitoring);
 # 2. the softmax corpus's correct kernels (evk, torch-ext, Triton: still pass) and the adversarial
@@ -32,15 +33,29 @@ adversarial=(--only softmax/00 --only softmax/01b --only softmax/03 --only softm
   --only softmax/10c --only softmax/11c --only softmax/12 --only kb_batchnorm/ --only kb_gemm_add_relu/)
 correct=(--only softmax_idioms/ --only gemm_bias_relu/ --only kb1_33_batchnorm/ --only llama_ffw/
   --only mnist_cross_entropy/21)
-if [ "${1:-}" = "--all" ]; then adversarial=(); correct=(); fi
+skip_adversarial= skip_correct=
+case ${1:-} in
+  --all) adversarial=() correct=() ;;
+  --adversarial) adversarial=() skip_correct=1 ;;
+  --correct) correct=() skip_adversarial=1 ;;
+  "") ;;
+  *) echo "usage: gpu-issue18.sh [--all|--adversarial|--correct]" >&2; exit 2 ;;
+esac
 # EVK_ONLY="NAME NAME…": just the entries (of either corpus) whose file names contain a NAME
 if [ -n "${EVK_ONLY:-}" ]; then
   adversarial=() correct=()
   for name in $EVK_ONLY; do adversarial+=(--only "$name") correct+=(--only "$name"); done
 fi
-"$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
-  --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
-"$py" runner/corpus/run_manifest.py --manifest runner/corpus/correct/manifest.json --out "$out/issue18-correct.json" \
-  --cache /tmp/evk-corpus-cache --timeout 900 "${correct[@]}" || rc=1
+if [ -z "$skip_adversarial" ]; then
+  echo "# $(date -u +%H:%M:%S) the adversarial corpus"
+  "$py" runner/corpus/run_manifest.py --manifest runner/corpus/manifest.json --out "$out/issue18-adversarial.json" \
+    --cache /tmp/evk-corpus-cache --timeout 600 "${adversarial[@]}" || rc=1
+fi
+if [ -z "$skip_correct" ]; then
+  echo "# $(date -u +%H:%M:%S) the correct corpus"
+  "$py" runner/corpus/run_manifest.py --manifest runner/corpus/correct/manifest.json --out "$out/issue18-correct.json" \
+    --cache /tmp/evk-corpus-cache --timeout 900 "${correct[@]}" || rc=1
+fi
+echo "# $(date -u +%H:%M:%S) done"
 echo "issue18: exit $rc"
 exit $rc
