@@ -18,6 +18,7 @@
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
 #             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full, issue18:adversarial or issue18:correct for one)
+#   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (scripts/stream-probe.py)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
@@ -75,6 +76,13 @@ run_step() {
               --change kernels/row_sum/kernel.cu=/tmp/e2e-kernels/row_sum_wrong.cu
           ;;
         issue18) bash scripts/gpu-issue18.sh ${arg:+--$arg} ;;
+        stream-probe)
+          for f in ${arg//,/ }; do
+            echo "== $f"
+            PYTHONPATH=runner/harness python3 -m evokernel_harness build --candidate "$f" --cache /tmp/evk-probe-cache --out "$dir/build.json" &&
+              python3 scripts/stream-probe.py kernels/softmax "$f" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["artifact"])' "$dir/build.json")"
+          done
+          ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
         action) bash scripts/gpu-action.sh ${arg:-softmax} ;;
         builds) bash scripts/bench-builds.sh ;;

@@ -24,13 +24,17 @@ import { evaluateFrom } from "../helpers/evaluate-standin.js";
 
 type Calls = { log: string[]; harness: HarnessCalls };
 
-/** A timing with the baseline beside the candidate on every configuration. */
-function timed() {
+/** A timing with the baseline beside the candidate on every configuration (and torch.compile
+ * where it was asked for). */
+function timed(compile = false) {
   const record = benchRecord();
   return {
     ...record,
     configs: record.configs.map((config) => ({
       ...config,
+      compile: compile
+        ? { medianMs: 0.04, p20Ms: 0.039, p80Ms: 0.041, minMs: 0.038, meanMs: 0.04, n: 40 }
+        : null,
       baseline: config.baseline ?? {
         medianMs: 0.05,
         p20Ms: 0.049,
@@ -81,7 +85,7 @@ function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = 
         return Promise.resolve(
           fail.bench
             ? benchRecord({ ok: false, reason: "below-floor", message: "under the floor" })
-            : timed(),
+            : timed(options?.compile === true),
         );
       },
     },
@@ -197,9 +201,24 @@ describe("the harness evaluator", () => {
     expect(timed.configs[0]?.candidate).not.toBeNull();
     const alone = await evaluator.time(null);
     expect(alone.ok).toBe(true);
+    // torch.compile is timed once a run: the later timing carries the first one's figures
+    expect(alone.configs.map((c) => c.compile)).toEqual(timed.configs.map((c) => c.compile));
+    expect(alone.configs.every((c) => c.compile !== null)).toBe(true);
     expect(calls.log).toEqual([
       "static",
       "verify-heldout",
+      "bench compile=true baseline=kernel.cu",
+      "bench compile=false baseline=kernel.cu",
+    ]);
+  });
+
+  it("times torch.compile again while no final timing has had it", async () => {
+    const calls = harness({ bench: true });
+    const evaluator = evaluatorWith(calls);
+    const failed = await evaluator.time({ source: "k", defines: {}, flags: [] });
+    expect(failed.ok).toBe(false);
+    await evaluator.time(null);
+    expect(calls.log).toEqual([
       "bench compile=true baseline=kernel.cu",
       "bench compile=true baseline=kernel.cu",
     ]);

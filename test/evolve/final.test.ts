@@ -144,12 +144,24 @@ describe("finalize", () => {
       individual("c4", "k4 speed=1.3"),
       baseline,
     ];
-    const final = await finalize({ population, baseline, rechecker });
+    const steps: string[] = [];
+    const final = await finalize({
+      population,
+      baseline,
+      rechecker,
+      onStep: (line) => steps.push(line.replace(/[0-9.]+ s/, "N s")),
+    });
     expect(calls).toEqual([
       "time k9 speed=1.8",
       "verify k9 speed=1.8",
       "time k4 speed=1.3",
       "verify k4 speed=1.3",
+    ]);
+    expect(steps).toEqual([
+      "  c9 timed in N s",
+      "  c9 verified in N s: shape-specific",
+      "  c4 timed in N s",
+      "  c4 verified in N s: passed",
     ]);
     expect(final.rejected).toEqual([{ id: "c9", reason: "shape-specific" }]);
     expect(final.candidate?.id).toBe("c4");

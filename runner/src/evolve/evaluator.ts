@@ -104,6 +104,14 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
     return result;
   }
 
+  /**
+   * torch.compile's times per configuration from the run's first final timing that had them:
+   * the reference, its configurations and the machine are the same for every contender, so a
+   * later one is timed beside the baseline and eager only and carries these (its bench skips
+   * torch.compile's warm-up, seconds in a fresh process). Null until a timing has them.
+   */
+  let compileTimes: Map<string, Spread> | null = null;
+
   return {
     async evaluate(variant, _signal, race) {
       // the search's screen: the harness's cascade (quick → verify → bench) in one child
@@ -140,12 +148,27 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
           ...(file === null ? {} : { candidate: file, artifact: built?.artifact ?? null }),
           baseline: options.baseline,
           baselineArtifact: baseline.ok ? baseline.artifact : null,
-          compile: true,
+          compile: compileTimes === null,
           ...(options.server === undefined ? {} : { runner: options.server.run }),
           ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
         }),
       );
-      return toFinalTiming(record);
+      const timing = toFinalTiming(record);
+      if (compileTimes !== null) {
+        const known = compileTimes;
+        return {
+          ...timing,
+          configs: timing.configs.map((c) => ({ ...c, compile: known.get(c.config) ?? null })),
+        };
+      }
+      if (
+        timing.ok &&
+        timing.configs.length > 0 &&
+        timing.configs.every((c) => c.compile !== null)
+      ) {
+        compileTimes = new Map(timing.configs.map((c) => [c.config, c.compile as Spread]));
+      }
+      return timing;
     },
   };
 }

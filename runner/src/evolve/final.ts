@@ -26,10 +26,13 @@ export type FinalOptions = {
   /** How many candidates may fail their final verification before we give up (3). */
   tries?: number;
   signal?: AbortSignal;
+  /** Told after each timing and verification, with its seconds (progress on a long step). */
+  onStep?: (line: string) => void;
 };
 
 export async function finalize(options: FinalOptions): Promise<Final> {
-  const { rechecker, baseline, signal } = options;
+  const { baseline, signal } = options;
+  const rechecker = timed(options.rechecker, options.onStep);
   const contenders = options.population.filter(
     (individual) => individual.hash !== baseline.hash && (individual.evaluation.fitness ?? 0) > 1,
   );
@@ -93,6 +96,34 @@ export async function finalize(options: FinalOptions): Promise<Final> {
     win: false,
     verdict,
     rejected,
+  };
+}
+
+/** The rechecker, saying what each step found and how long it took. */
+function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker {
+  if (onStep === undefined) return rechecker;
+  const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
+  const name = (variant: Parameters<Rechecker["time"]>[0]) =>
+    variant === null ? "the baseline" : ((variant as Partial<Individual>).id ?? "the candidate");
+  return {
+    async time(variant, signal) {
+      const since = performance.now();
+      const timing = await rechecker.time(variant, signal);
+      onStep(
+        `  ${name(variant)} timed in ${seconds(since)} s` +
+          (timing.ok ? "" : `: ${timing.reason ?? "not timed"}`),
+      );
+      return timing;
+    },
+    async verify(variant, signal) {
+      const since = performance.now();
+      const verification = await rechecker.verify(variant, signal);
+      onStep(
+        `  ${name(variant)} verified in ${seconds(since)} s: ` +
+          (verification.ok ? "passed" : (verification.reason ?? verification.status)),
+      );
+      return verification;
+    },
   };
 }
 

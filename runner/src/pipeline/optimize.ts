@@ -171,6 +171,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
         population: engine.population,
         baseline: engine.baseline,
         rechecker: evaluator,
+        onStep: say,
       });
       const file = relative(io.cwd, start);
       const result = buildResult({
