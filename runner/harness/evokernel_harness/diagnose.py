@@ -68,8 +68,11 @@ def probe_side_stream(v: "Verifier", case: Case) -> str | None:
     try:
         with torch.no_grad() if not v.task.backward else torch.enable_grad():
             result = streams.check(lambda: v.cand.run(case.clone()))
-    except Exception:  # a crash here is not this probe's verdict: the other probes decide
-        return None
+    except Exception as err:  # a crash here is not this probe's verdict: the other probes decide
+        result = {"ok": True, "detail": f"the probe's call raised {type(err).__name__}: {str(err)[:300]}"}
+    # what it saw goes in the record's checks either way: a failure the other probes name is
+    # then shown beside what the stream check found (or why it found nothing)
+    v.checks.append({"name": "stream-check-on-failure", "ok": bool(result["ok"]), "detail": result["detail"]})
     return None if result["ok"] else result["detail"]
 
 

@@ -59,7 +59,7 @@ class SideStreamDiagnosisTest(unittest.TestCase):
     def verifier(self, fmt):
         cand = types.SimpleNamespace(format=fmt, run=lambda case: None)
         task = types.SimpleNamespace(backward=False)
-        return types.SimpleNamespace(device=torch.device("cuda"), cand=cand, task=task, escaped_work=None)
+        return types.SimpleNamespace(device=torch.device("cuda"), cand=cand, task=task, escaped_work=None, checks=[])
 
     def classify(self, v):
         config = types.SimpleNamespace(name="8192x8192", init=None, dims={})
@@ -90,6 +90,20 @@ class SideStreamDiagnosisTest(unittest.TestCase):
         ):
             self.assertEqual(self.classify(v), "output-memory-reuse")
         self.assertIsNone(v.escaped_work)
+        self.assertEqual(v.checks[-1], {"name": "stream-check-on-failure", "ok": True, "detail": timed["detail"]})
+
+    def test_a_probe_that_raises_says_so_in_the_record(self):
+        # the evk side stream (softmax/03a) was named unwritten-output in verification on the
+        # H100 while the stream check alone, on the same kernel, found its escaped work: the
+        # record now shows what the probe met
+        def broken(fn, *a):
+            raise RuntimeError("profiler already enabled")
+
+        v = self.verifier("evk")
+        with mock.patch.object(streams, "check", broken), mock.patch.object(diagnose, "probe_race", return_value=True):
+            self.assertEqual(self.classify(v), "race")
+        self.assertEqual(v.checks[-1]["name"], "stream-check-on-failure")
+        self.assertIn("raised RuntimeError: profiler already enabled", v.checks[-1]["detail"])
 
 
 if __name__ == "__main__":
