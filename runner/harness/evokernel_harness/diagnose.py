@@ -67,7 +67,7 @@ def probe_side_stream(v: "Verifier", case: Case) -> str | None:
 
     try:
         with torch.no_grad() if not v.task.backward else torch.enable_grad():
-            result = streams.check(lambda: v.cand.run(case.clone()))
+            result = streams.check(lambda: v.cand.run(case.clone()), streams.PROBE_HEAD_START_CYCLES)
     except Exception as err:  # a crash here is not this probe's verdict: the other probes decide
         result = {"ok": True, "detail": f"the probe's call raised {type(err).__name__}: {str(err)[:300]}"}
     # what it saw goes in the record's checks either way: a failure the other probes name is

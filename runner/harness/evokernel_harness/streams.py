@@ -24,6 +24,14 @@ MARK = "spin_kernel"  # ATen's kernel behind torch.cuda._sleep
 EPS_US = 1.0  # clock alignment between streams
 HEAD_START_CYCLES = 1_000_000
 END_CYCLES = 1_000
+# The head start of the probe that asks why outputs were wrong (diagnose.py): about 10 ms on an
+# H100, longer than any host-side delay before a call's launches (allocating and poisoning a
+# 256 MB output took most of the 0.5 ms above on the H100, so an evk kernel launched on a stream
+# of its own started after the head start ended and, running beside the caller's copies, ended
+# inside the window: softmax/03a named unwritten-output on 8192x8192, side-stream on the others).
+# Work on a stream the caller's stream never waits for then starts while the caller's stream is
+# still asleep; work that waits for it cannot.
+PROBE_HEAD_START_CYCLES = 20_000_000
 
 
 def profile_call(

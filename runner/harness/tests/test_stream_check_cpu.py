@@ -79,8 +79,13 @@ class SideStreamDiagnosisTest(unittest.TestCase):
         # H100, 2026-11-26: refused as unwritten-output when the probe skipped evk candidates)
         escaped = {"ok": False, "detail": "0.2 ms of its GPU work ran outside the timed window", "streams": ["13"]}
         v = self.verifier("evk")
-        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), escaped)[1]):
+        asked = []
+        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), asked.extend(a), escaped)[2]):
             self.assertEqual(self.classify(v), "side-stream")
+        # with a head start longer than the host's work before the launches (allocating and
+        # poisoning the outputs): on the H100 the timer's 0.5 ms let 03a's kernel start after it
+        self.assertEqual(asked, [streams.PROBE_HEAD_START_CYCLES])
+        self.assertGreaterEqual(streams.PROBE_HEAD_START_CYCLES, 10 * streams.HEAD_START_CYCLES)
 
     def test_nothing_escaped_leaves_the_other_probes_to_decide(self):
         timed = {"ok": True, "detail": "its work lies within the timed window", "streams": []}
