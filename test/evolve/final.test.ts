@@ -168,6 +168,41 @@ describe("finalize", () => {
     expect(final.win).toBe(true);
   });
 
+  it("tries first the contenders the search's timing did not see slower on any shape", async () => {
+    const { rechecker, calls } = fakeRechecker();
+    const uneven: Individual = {
+      ...individual("c9", "k9 speed=1.8"),
+      evaluation: {
+        ...evaluationOf("k9 speed=1.8"),
+        timings: [
+          {
+            config: "8192x8192",
+            medianMs: 0.3,
+            p20Ms: 0.29,
+            p80Ms: 0.31,
+            baselineMs: 1,
+            baselineP20Ms: 0.99,
+            baselineP80Ms: 1.01,
+          },
+          {
+            config: "odd",
+            medianMs: 1.2,
+            p20Ms: 1.18,
+            p80Ms: 1.22,
+            baselineMs: 1,
+            baselineP20Ms: 0.99,
+            baselineP80Ms: 1.01,
+          },
+        ],
+      },
+    };
+    const even = individual("c4", "k4 speed=1.3");
+    const final = await finalize({ population: [uneven, even, baseline], baseline, rechecker });
+    expect(calls).toEqual(["time k4 speed=1.3", "verify k4 speed=1.3"]);
+    expect(final.candidate?.id).toBe("c4");
+    expect(final.win).toBe(true);
+  });
+
   it("passes over a candidate that is slower beyond the noise on one shape", async () => {
     const { rechecker, calls } = fakeRechecker({
       time: (source) => ({
