@@ -43,8 +43,12 @@ for name in order.split(","):
 print(json.dumps({k: round(v, 3) for k, v in out.items()}))
 """
 
-ORDERS = ["cuda,flops,flops,profiler,profiler", "cuda,profiler,profiler,flops,flops",
-          "imports,cuda,profiler,flops", "cuda,imports,profiler,flops"]
+ORDERS = [
+    "cuda,flops,flops,profiler,profiler",
+    "cuda,profiler,profiler,flops,flops",
+    "imports,cuda,profiler,flops",
+    "cuda,imports,profiler,flops",
+]
 
 for order in ORDERS:
     started = time.perf_counter()

@@ -23,9 +23,27 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 def bench(task, screen, cache):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.json")
-        argv = [sys.executable, "-m", "evokernel_harness", "bench", "--task", os.path.join(ROOT, "kernels", task),
-                "--candidate", os.path.join(ROOT, "kernels", task, "kernel.cu"), "--budget", "0.5", "--no-compile",
-                "--cache", cache, "--ceilings", os.path.join(cache, "ceilings.json"), "--seed", "11", "--out", out]
+        argv = [
+            sys.executable,
+            "-m",
+            "evokernel_harness",
+            "bench",
+            "--task",
+            os.path.join(ROOT, "kernels", task),
+            "--candidate",
+            os.path.join(ROOT, "kernels", task, "kernel.cu"),
+            "--budget",
+            "0.5",
+            "--no-compile",
+            "--cache",
+            cache,
+            "--ceilings",
+            os.path.join(cache, "ceilings.json"),
+            "--seed",
+            "11",
+            "--out",
+            out,
+        ]
         if screen:
             argv.append("--screen")
         env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "runner", "harness")}
@@ -41,9 +59,12 @@ def main(argv):
     if "--json" in argv:
         i = argv.index("--json")
         dump = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    tasks = argv or sorted(d for d in os.listdir(os.path.join(ROOT, "kernels"))
-                           if os.path.exists(os.path.join(ROOT, "kernels", d, "task.json")))
+        argv = argv[:i] + argv[i + 2 :]
+    tasks = argv or sorted(
+        d
+        for d in os.listdir(os.path.join(ROOT, "kernels"))
+        if os.path.exists(os.path.join(ROOT, "kernels", d, "task.json"))
+    )
     cache = os.environ.get("EVOKERNEL_CACHE", os.path.join(tempfile.gettempdir(), "evokernel-cache"))
     os.makedirs(cache, exist_ok=True)
     rows, ratios, saved = [], [], []
@@ -60,20 +81,34 @@ def main(argv):
             s = [r["configs"][ci]["candidate"]["medianMs"] for r in screen]
             ratio = statistics.median(s) / statistics.median(f)
             ratios.append(ratio)
-            rows.append({"task": task, "config": config["name"], "bench": f, "screen": s, "ratio": ratio,
-                         "benchSpread": max(f) / min(f) - 1})
-            print(f"{task:18s} {config['name']:10s} bench {f[0]:.4f} {f[1]:.4f} ms  screen {s[0]:.4f} {s[1]:.4f} ms  "
-                  f"screen/bench {ratio:.3f}  (bench runs differ {max(f) / min(f) - 1:.1%})")
+            rows.append(
+                {
+                    "task": task,
+                    "config": config["name"],
+                    "bench": f,
+                    "screen": s,
+                    "ratio": ratio,
+                    "benchSpread": max(f) / min(f) - 1,
+                }
+            )
+            print(
+                f"{task:18s} {config['name']:10s} bench {f[0]:.4f} {f[1]:.4f} ms  screen {s[0]:.4f} {s[1]:.4f} ms  "
+                f"screen/bench {ratio:.3f}  (bench runs differ {max(f) / min(f) - 1:.1%})"
+            )
         tf = statistics.median(r["phases"].get("timing", 0.0) for r in full)
         ts = statistics.median(r["phases"].get("timing", 0.0) for r in screen)
         retimed = sorted({c for r in screen for c in r.get("headStart", {}).get("retimed", [])})
         saved.append((tf, ts))
-        print(f"{task:18s} timing s: bench {tf:.2f}, screen {ts:.2f}"
-              + (f"; timed again with the full head start: {', '.join(retimed)}" if retimed else ""))
+        print(
+            f"{task:18s} timing s: bench {tf:.2f}, screen {ts:.2f}"
+            + (f"; timed again with the full head start: {', '.join(retimed)}" if retimed else "")
+        )
     if not ratios:
         raise SystemExit("nothing was timed (no CUDA GPU here?)")
-    print(f"screen/bench medians: median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; "
-          f"timing s summed: bench {sum(t for t, _ in saved):.1f}, screen {sum(t for _, t in saved):.1f}")
+    print(
+        f"screen/bench medians: median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; "
+        f"timing s summed: bench {sum(t for t, _ in saved):.1f}, screen {sum(t for _, t in saved):.1f}"
+    )
     if dump:
         with open(dump, "w") as f:
             json.dump({"rows": rows, "timing": dict(zip(tasks, saved))}, f, indent=1)

@@ -38,8 +38,18 @@ import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 HARNESS = os.path.join(ROOT, "runner", "harness")
-ORDER = ["softmax", "layernorm", "rmsnorm", "cross_entropy", "row_sum", "softmax_bf16", "layernorm_bf16",
-         "fused_elementwise", "rmsnorm_backward", "gemm_bias_relu"]
+ORDER = [
+    "softmax",
+    "layernorm",
+    "rmsnorm",
+    "cross_entropy",
+    "row_sum",
+    "softmax_bf16",
+    "layernorm_bf16",
+    "fused_elementwise",
+    "rmsnorm_backward",
+    "gemm_bias_relu",
+]
 
 
 # --- the space -------------------------------------------------------------------------------
@@ -56,9 +66,32 @@ def constraint_fn(text):
         py = py.replace(c, p)
     py = py.replace("!=", "\0").replace("!", " not ").replace("\0", "!=").replace("/", "//")
     tree = ast.parse(py, mode="eval")
-    allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd, ast.BinOp,
-               ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
-               ast.Eq, ast.NotEq, ast.Name, ast.Load, ast.Constant)
+    allowed = (
+        ast.Expression,
+        ast.BoolOp,
+        ast.And,
+        ast.Or,
+        ast.UnaryOp,
+        ast.Not,
+        ast.USub,
+        ast.UAdd,
+        ast.BinOp,
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.FloorDiv,
+        ast.Mod,
+        ast.Compare,
+        ast.Lt,
+        ast.LtE,
+        ast.Gt,
+        ast.GtE,
+        ast.Eq,
+        ast.NotEq,
+        ast.Name,
+        ast.Load,
+        ast.Constant,
+    )
     for node in ast.walk(tree):
         if not isinstance(node, allowed) or (isinstance(node, ast.Constant) and not isinstance(node.value, int)):
             raise SystemExit(f"constraint {text!r}: {type(node).__name__} is not allowed")
@@ -145,8 +178,18 @@ def run_child(task, work, out_json, args):
             spec_path = f.name
         lines_path = spec_path + ".lines"
         env = {**os.environ, "PYTHONPATH": HARNESS, "PYTHONUNBUFFERED": "1"}
-        argv = [sys.executable, os.path.abspath(__file__), "--child", spec_path, "--lines", lines_path,
-                "--keep", str(args.keep), "--budget", str(args.budget)]
+        argv = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--child",
+            spec_path,
+            "--lines",
+            lines_path,
+            "--keep",
+            str(args.keep),
+            "--budget",
+            str(args.budget),
+        ]
         argv += (["--no-compile"] if args.no_compile else []) + (["--dry-run"] if args.dry_run else [])
         proc = subprocess.run(argv, env=env, timeout=1800, stdout=sys.stdout, stderr=sys.stderr)
         started = None
@@ -166,8 +209,13 @@ def run_child(task, work, out_json, args):
             return results, timing
         attempts += 1
         if started is not None:
-            results[started] = {"kind": "check", "i": started, "ok": False, "reason": "crash",
-                                "message": f"the child ended with {proc.returncode} while checking it"}
+            results[started] = {
+                "kind": "check",
+                "i": started,
+                "ok": False,
+                "reason": "crash",
+                "message": f"the child ended with {proc.returncode} while checking it",
+            }
         todo = [i for i in todo if i not in results]
         if attempts > 8:
             return results, {"kind": "timing", "error": f"gave up after {attempts} children (exit {proc.returncode})"}
@@ -200,22 +248,43 @@ def main_parent(args):
         if args.deadline and time.time() - t0 > args.deadline:
             print(f"{task}: skipped (past the deadline of {args.deadline} s)", flush=True)
             continue
-        built = [f.result() for f in futures[first:first + len(combos)]]
+        built = [f.result() for f in futures[first : first + len(combos)]]
         tb = time.time()
-        work = {"task": task, "taskDir": task_dir, "kernel": kernel, "default": default,
-                "combos": combos, "artifacts": [b.get("artifact") if b.get("ok") else None for b in built]}
+        work = {
+            "task": task,
+            "taskDir": task_dir,
+            "kernel": kernel,
+            "default": default,
+            "combos": combos,
+            "artifacts": [b.get("artifact") if b.get("ok") else None for b in built],
+        }
         failed_builds = [(c, b) for c, b in zip(combos, built) if not b.get("ok")]
         results, timing = run_child(task, work, None, args)
         rows = []
         for i, (combo, b) in enumerate(zip(combos, built)):
             check = results.get(i, {})
-            rows.append({"combo": combo, "built": bool(b.get("ok")), "buildSeconds": b.get("seconds"),
-                         "buildLog": None if b.get("ok") else (b.get("log") or "")[-3000:],
-                         "ok": check.get("ok", False), "reason": check.get("reason"),
-                         "message": check.get("message"), "configs": check.get("configs")})
-        record = {"task": task, "seconds": round(time.time() - tb, 1), "combinations": len(combos),
-                  "built": sum(r["built"] for r in rows), "correct": sum(r["ok"] for r in rows),
-                  "default": default, "rows": rows, "timing": timing}
+            rows.append(
+                {
+                    "combo": combo,
+                    "built": bool(b.get("ok")),
+                    "buildSeconds": b.get("seconds"),
+                    "buildLog": None if b.get("ok") else (b.get("log") or "")[-3000:],
+                    "ok": check.get("ok", False),
+                    "reason": check.get("reason"),
+                    "message": check.get("message"),
+                    "configs": check.get("configs"),
+                }
+            )
+        record = {
+            "task": task,
+            "seconds": round(time.time() - tb, 1),
+            "combinations": len(combos),
+            "built": sum(r["built"] for r in rows),
+            "correct": sum(r["ok"] for r in rows),
+            "default": default,
+            "rows": rows,
+            "timing": timing,
+        }
         with open(os.path.join(args.out, f"{task}.json"), "w") as f:
             json.dump(record, f, indent=1)
         summary.append(record)
@@ -227,8 +296,11 @@ def main_parent(args):
 def print_task(record, failed_builds):
     task = record["task"]
     wrong = [r for r in record["rows"] if r["built"] and not r["ok"]]
-    print(f"\n## {task}: {record['combinations']} combinations, {record['built']} built, {record['correct']} correct, "
-          f"{record['seconds']} s", flush=True)
+    print(
+        f"\n## {task}: {record['combinations']} combinations, {record['built']} built, {record['correct']} correct, "
+        f"{record['seconds']} s",
+        flush=True,
+    )
     for combo, b in failed_builds[:5]:
         tail = (b.get("log") or "").strip().splitlines()[-3:]
         print(f"  BUILD FAILED {label(combo)}: {' | '.join(tail)[:400]}")
@@ -240,15 +312,20 @@ def print_task(record, failed_builds):
     for cfg in timing.get("configs", []):
         d, b = cfg.get("default"), cfg.get("best")
         ratio = lambda a, c: f"{a / c:.2f}x" if a and c else "-"  # noqa: E731
-        print(f"  {cfg['name']:>16s}: eager {fmt(cfg.get('eager'))} compile {fmt(cfg.get('compile'))} "
-              f"default {fmt(d)} best {fmt(b)} [{cfg.get('bestLabel')}] floor {cfg['floorMs']:.4f} ms; "
-              f"best vs default {ratio(d, b)}, vs eager {ratio(cfg.get('eager'), b)}, "
-              f"vs compile {ratio(cfg.get('compile'), b)}, best {100 * cfg['floorMs'] / b if b else 0:.0f}% of floor")
+        print(
+            f"  {cfg['name']:>16s}: eager {fmt(cfg.get('eager'))} compile {fmt(cfg.get('compile'))} "
+            f"default {fmt(d)} best {fmt(b)} [{cfg.get('bestLabel')}] floor {cfg['floorMs']:.4f} ms; "
+            f"best vs default {ratio(d, b)}, vs eager {ratio(cfg.get('eager'), b)}, "
+            f"vs compile {ratio(cfg.get('compile'), b)}, best {100 * cfg['floorMs'] / b if b else 0:.0f}% of floor"
+        )
     if timing.get("bestOverall"):
         o = timing["bestOverall"]
-        print(f"  one set for every configuration: [{o['label']}] geomean vs default {o['vsDefault']:.2f}x, "
-              f"vs compile {o['vsCompile']:.2f}x" if o.get("vsCompile") else
-              f"  one set for every configuration: [{o['label']}] geomean vs default {o['vsDefault']:.2f}x")
+        print(
+            f"  one set for every configuration: [{o['label']}] geomean vs default {o['vsDefault']:.2f}x, "
+            f"vs compile {o['vsCompile']:.2f}x"
+            if o.get("vsCompile")
+            else f"  one set for every configuration: [{o['label']}] geomean vs default {o['vsDefault']:.2f}x"
+        )
 
 
 def fmt(ms):
@@ -330,16 +407,29 @@ def main_child(args):
                     got = cand.run(case)
                 _sync(dev)
                 res = [compare(g, e, task.tolerance(dtype_name(e.dtype))) for g, e in zip(got, expected)]
-                rows.append({"name": name, "ok": all(r["ok"] for r in res),
-                             "maxAbs": max((r["maxAbs"] or 0.0) for r in res),
-                             "normRel": max((r["normRel"] or 0.0) for r in res)})
+                rows.append(
+                    {
+                        "name": name,
+                        "ok": all(r["ok"] for r in res),
+                        "maxAbs": max((r["maxAbs"] or 0.0) for r in res),
+                        "normRel": max((r["normRel"] or 0.0) for r in res),
+                    }
+                )
                 if bad is None and not rows[-1]["ok"]:
                     bad = name
                 del got
             if bad is None:
                 loaded[i] = cand
-            emit({"kind": "check", "i": i, "ok": bad is None, "reason": None if bad is None else "mismatch",
-                  "message": None if bad is None else f"wrong on {bad}", "configs": rows})
+            emit(
+                {
+                    "kind": "check",
+                    "i": i,
+                    "ok": bad is None,
+                    "reason": None if bad is None else "mismatch",
+                    "message": None if bad is None else f"wrong on {bad}",
+                    "configs": rows,
+                }
+            )
         except Exception as err:  # noqa: BLE001 — a launch error is this combination's failure
             emit({"kind": "check", "i": i, "ok": False, "reason": "error", "message": f"{type(err).__name__}: {err}"})
             try:
@@ -394,16 +484,20 @@ def main_child(args):
             nbytes, flops = task.cost(config, rot[0], refs[config.name])
         floor = floor_ms(nbytes, flops, dtype_name(refs[config.name][0].dtype), ceilings)
         best_i = min(keep, key=lambda i: s2[f"c{i}"]["medianMs"]) if keep else None
-        out_cfgs.append({
-            "name": config.name, "floorMs": floor,
-            "eager": s2["eager"]["medianMs"], "compile": s2["compile"]["medianMs"] if "compile" in s2 else None,
-            "default": s2[f"c{default_i}"]["medianMs"] if default_i is not None and f"c{default_i}" in s2 else None,
-            "best": s2[f"c{best_i}"]["medianMs"] if best_i is not None else None,
-            "bestCombo": work["combos"][best_i] if best_i is not None else None,
-            "bestLabel": label(work["combos"][best_i]) if best_i is not None else None,
-            "round2": {name: s for name, s in s2.items()},
-            "round2Labels": {f"c{i}": label(work["combos"][i]) for i in keep},
-        })
+        out_cfgs.append(
+            {
+                "name": config.name,
+                "floorMs": floor,
+                "eager": s2["eager"]["medianMs"],
+                "compile": s2["compile"]["medianMs"] if "compile" in s2 else None,
+                "default": s2[f"c{default_i}"]["medianMs"] if default_i is not None and f"c{default_i}" in s2 else None,
+                "best": s2[f"c{best_i}"]["medianMs"] if best_i is not None else None,
+                "bestCombo": work["combos"][best_i] if best_i is not None else None,
+                "bestLabel": label(work["combos"][best_i]) if best_i is not None else None,
+                "round2": {name: s for name, s in s2.items()},
+                "round2Labels": {f"c{i}": label(work["combos"][i]) for i in keep},
+            }
+        )
         for i in ok_ids:
             loaded[i].entry.reuse_outputs = False
             loaded[i].entry.reused = {}
@@ -415,12 +509,26 @@ def main_child(args):
         gm = lambda i: math.exp(statistics.mean(math.log(d[c] / per_combo[i][c]) for c in d))  # noqa: E731
         best = max(ok_ids, key=gm)
         comp = [c for c in out_cfgs if c.get("compile")]
-        overall = {"combo": work["combos"][best], "label": label(work["combos"][best]), "vsDefault": gm(best),
-                   "round1": per_combo[best]}
+        overall = {
+            "combo": work["combos"][best],
+            "label": label(work["combos"][best]),
+            "vsDefault": gm(best),
+            "round1": per_combo[best],
+        }
         if comp and all(per_combo[best].get(c["name"]) for c in comp):
-            overall["vsCompile"] = math.exp(statistics.mean(math.log(c["compile"] / per_combo[best][c["name"]]) for c in comp))
-    emit({"kind": "timing", "configs": out_cfgs, "round1": {str(i): per_combo[i] for i in ok_ids},
-          "bestOverall": overall, "device": info, "ceilings": ceilings})
+            overall["vsCompile"] = math.exp(
+                statistics.mean(math.log(c["compile"] / per_combo[best][c["name"]]) for c in comp)
+            )
+    emit(
+        {
+            "kind": "timing",
+            "configs": out_cfgs,
+            "round1": {str(i): per_combo[i] for i in ok_ids},
+            "bestOverall": overall,
+            "device": info,
+            "ceilings": ceilings,
+        }
+    )
     lines.close()
 
 
@@ -482,9 +590,12 @@ def main():
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--lines", help=argparse.SUPPRESS)
     p.add_argument("--list", action="store_true", help="print each task's combinations and exit (no GPU)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="the script's plumbing without a GPU: every combination is built, then the reference "
-                        "stands in for it on the CPU (for the script's own test)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the script's plumbing without a GPU: every combination is built, then the reference "
+        "stands in for it on the CPU (for the script's own test)",
+    )
     args = p.parse_args()
     if args.child:
         sys.path.insert(0, HARNESS)

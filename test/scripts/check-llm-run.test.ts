@@ -30,6 +30,25 @@ describe("check-llm-run on a real GPU's run", () => {
     expect(scripted.failed[0]).toMatch(/^the run is a win/);
   });
 
+  it("accepts a no-win that names the candidate its verdict calls within the noise", async () => {
+    // the H100's second row_sum run (docs/results/gpu-2026-11-26c): c5 re-timed at 1.00×,
+    // lower bound 0.99×, "within the noise", and named as the best so timed
+    const second = resolve("docs/results/gpu-2026-11-26c/llm_softmax_row_sum/llm-standin/row_sum");
+    const args = ["--script", script, "--requests", join(second, "requests.jsonl")];
+    args.push(
+      "--archive",
+      join(second, "archive.jsonl"),
+      "--result",
+      join(second, "out", "result.json"),
+    );
+    const ran = await execa(process.execPath, [checker, ...args, "--json", "--real-gpu"], {
+      reject: false,
+    });
+    const report = JSON.parse(ran.stdout) as { checks: { ok: boolean; what: string }[] };
+    expect(report.checks.filter((c) => !c.ok).map((c) => c.what)).toEqual([]);
+    expect(ran.exitCode).toBe(0);
+  });
+
   it("still fails a no-win for another reason", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evk-llm-check-"));
     try {

@@ -169,7 +169,7 @@ def explain(task: Task, reason: str, f: Result, config: Config, init: str | None
             "the caller's stream never waits for (hack 3)"
         ),
         "output-memory-reuse": (
-            "right only when run just after the reference freed its output: it reads memory it never wrote " "(hack 1)"
+            "right only when run just after the reference freed its output: it reads memory it never wrote (hack 1)"
         ),
         "unwritten-output": (
             f"{f['nonFinite']} output elements were never written (the NaN the harness filled them with "

@@ -206,7 +206,7 @@ def _read_file(path, size, limit, where, what):
             expected = f"{size} bytes" if size is not None else f"at most {limit} bytes"
             raise OutputError(
                 "outputs-invalid",
-                f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, " f"expected {expected}",
+                f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, expected {expected}",
             )
         buf = bytearray(st.st_size)
         view, got = memoryview(buf), 0

@@ -92,7 +92,7 @@ class BenchCpuTest(CpuModel):
             1234,
             log=lambda _: None,
             budget_s=0.05,
-            **kw
+            **kw,
         )
 
     def test_an_honest_candidate_is_timed_on_every_configuration(self):

@@ -473,8 +473,9 @@ class BenchMemoryTest(unittest.TestCase):
         with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)):
             self.assertEqual(bench.rotation(case, cuda), 1)  # never fewer than one
         self.assertEqual(bench.rotation(case, torch.device("cpu")), bench.ROTATE)
-        with mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)), mock.patch.object(
-            torch.cuda, "memory_reserved", return_value=1 << 30
+        with (
+            mock.patch.object(torch.cuda, "mem_get_info", return_value=(4096, 1 << 40)),
+            mock.patch.object(torch.cuda, "memory_reserved", return_value=1 << 30),
         ):
             self.assertEqual(bench.rotation(case, cuda), bench.ROTATE)  # the allocator's cache is room too
 

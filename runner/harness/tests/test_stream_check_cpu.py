@@ -90,8 +90,9 @@ class SideStreamDiagnosisTest(unittest.TestCase):
     def test_nothing_escaped_leaves_the_other_probes_to_decide(self):
         timed = {"ok": True, "detail": "its work lies within the timed window", "streams": []}
         v = self.verifier("py")
-        with mock.patch.object(streams, "check", lambda fn, *a: (fn(), timed)[1]), mock.patch.object(
-            diagnose, "probe_memory_reuse", return_value=True
+        with (
+            mock.patch.object(streams, "check", lambda fn, *a: (fn(), timed)[1]),
+            mock.patch.object(diagnose, "probe_memory_reuse", return_value=True),
         ):
             self.assertEqual(self.classify(v), "output-memory-reuse")
         self.assertIsNone(v.escaped_work)
