@@ -4,7 +4,8 @@
 # process session of their own, from a copy of the checkout (a later call re-sends the tree,
 # which must not change files under a running command); every call then waits and returns
 # what has finished so far:
-#   bash scripts/gpu-batch.sh start STEP...   # then waits like `wait`
+#   bash scripts/gpu-batch.sh start STEP...   # then waits like `wait` (EVK_BATCH_WAIT seconds, 560:
+#                                             # under the device call's limit, or the call returns nothing)
 #   bash scripts/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
 # Steps (run one after another, in the order given):
 #   selftest  adversarial corpus (scripts/gpu-results.sh selftest --quick)
@@ -123,14 +124,14 @@ case ${1:-wait} in
     export PATH=/tmp:$PATH PYTHONUNBUFFERED=1
     {
       echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
-      echo "# commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null), steps: $*"
+      echo "# commit $(tr '\n' ' ' 2>/dev/null <"$root/.device/commit" || echo "unknown (run scripts/gpu-prep.sh)"), steps: $*"
     } >"$batch/log"
     setsid bash "$0" _run "$@" >>"$batch/log" 2>&1 </dev/null &
     shift $#
     set -- wait
     ;&
   wait)
-    limit=${2:-560}
+    limit=${2:-${EVK_BATCH_WAIT:-560}}
     t0=$(date +%s)
     while [ ! -f "$batch/all.done" ] && [ $(($(date +%s) - t0)) -lt "$limit" ]; do sleep 5; done
     collect
