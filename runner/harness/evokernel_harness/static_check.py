@@ -256,207 +256,237 @@ def _is_triton_jit(fn):
     return any("triton" in ast.unparse(d) or ast.unparse(d).startswith("jit") for d in fn.decorator_list)
 
 
+class _PySource:
+    """What the rules below need of a module: its lines, and the torch-op rule's settings."""
+
+    def __init__(self, source: str, ref_ops: frozenset[str] | set[str], strict: bool, libraries: str) -> None:
+        self.raw = source.splitlines()
+        self.ref_ops, self.strict, self.libraries = ref_ops, strict, libraries
+
+    def text(self, node: ast.AST) -> str:
+        line = getattr(node, "lineno", 0)
+        return self.raw[line - 1] if 0 < line <= len(self.raw) else ""
+
+    def find(self, code: str, hack: int | None, node: ast.AST, message: str, severity: str = "warn") -> Finding:
+        return finding(code, hack, getattr(node, "lineno", 0), self.text(node), message, severity)
+
+    def op(self, op: str, node: ast.AST) -> Finding | None:
+        return torch_op_finding(
+            op, getattr(node, "lineno", 0), self.text(node), self.ref_ops, self.strict, self.libraries
+        )
+
+
+def _imports(node: ast.Import | ast.ImportFrom, m: _PySource) -> list[Finding]:
+    out = []
+    mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+    for mod in mods:
+        top = mod.split(".")[0]
+        if top in THREAD_MODULES:
+            out.append(
+                m.find(
+                    "background-thread",
+                    4,
+                    node,
+                    f"imports {mod}: threads still running after a call are refused at run time",
+                )
+            )
+        if top in ("gc", "inspect", "traceback"):
+            out.append(
+                m.find(
+                    "output-memory-reuse",
+                    1,
+                    node,
+                    f"imports {mod}: can reach other code's tensors; the run probes for a reused reference output",
+                )
+            )
+        if top in ("importlib", "builtins"):
+            out.append(
+                m.find(
+                    "timer-patching",
+                    6,
+                    node,
+                    f"imports {mod}: the harness's timers and checks are compared after every call",
+                )
+            )
+        if isinstance(node, ast.ImportFrom) and top == "torch":
+            out += [f for alias in node.names if (f := m.op(alias.name, node)) is not None]
+        if top == "ctypes":
+            out.append(m.find("native-code", None, node, "loads native code with ctypes: checked at run time", "warn"))
+    return out
+
+
+def _try(node: ast.Try, m: _PySource) -> list[Finding]:
+    return [
+        m.find(
+            "torch-fallback",
+            12,
+            node,
+            "try/except: a fallback is refused only if its except branch runs or the trace shows others' "
+            "kernels did the work",
+        )
+    ]
+
+
+def _class(node: ast.ClassDef, m: _PySource) -> list[Finding]:
+    return [
+        m.find(
+            "fake-tensor", 5, node, "subclasses torch.Tensor: outputs must be plain tensors (checked on every output)"
+        )
+        for base in node.bases
+        if "Tensor" in ast.unparse(base)
+    ]
+
+
+FAKE_TENSOR_NAMES = ("__torch_function__", "__torch_dispatch__", "_make_subclass", "_make_wrapper_subclass")
+
+
+def _name(node: ast.Name, m: _PySource) -> list[Finding]:
+    if node.id not in FAKE_TENSOR_NAMES:
+        return []
+    return [m.find("fake-tensor", 5, node, f"uses {node.id}: lazy or fake tensors")]
+
+
+def _function(node: ast.FunctionDef, m: _PySource) -> list[Finding]:
+    if node.name not in ("__torch_function__", "__torch_dispatch__"):
+        return []
+    return [m.find("fake-tensor", 5, node, f"defines {node.name}: lazy or fake tensors")]
+
+
+def _assignment(node: ast.Assign | ast.AugAssign | ast.Delete, m: _PySource) -> list[Finding]:
+    out = []
+    targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+    for t in targets:
+        if isinstance(t, ast.Attribute) and _is_backend_flag(t):
+            out.append(
+                m.find(
+                    "global-state",
+                    None,
+                    node,
+                    f"sets {ast.unparse(t)}: the harness applies it around "
+                    "the candidate's own calls only (the reference and baselines keep the harness's settings)",
+                )
+            )
+        elif isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
+            out.append(
+                m.find(
+                    "timer-patching",
+                    6,
+                    node,
+                    f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own",
+                    "reject",
+                )
+            )
+    return out
+
+
+STREAM_ATTRS = ("Stream", "stream", "set_stream", "ExternalStream", "StreamContext")
+REACH_ATTRS = (
+    "_getframe",
+    "modules",
+    "get_objects",
+    "get_referrers",
+    "__dict__",
+    "__globals__",
+    "f_back",
+    "f_locals",
+    "__builtins__",
+    "_current_frames",
+)
+REACH_OTHERS_OBJECTS = ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals")
+
+
+def _attribute(node: ast.Attribute, m: _PySource) -> list[Finding]:
+    out = []
+    name = ast.unparse(node)
+    if node.attr in STREAM_ATTRS and "cuda" in name:
+        out.append(
+            m.find(
+                "side-stream",
+                3,
+                node,
+                f"uses {name}: timing covers every stream, and work the caller's stream never waits for is reported",
+            )
+        )
+    if node.attr in REACH_ATTRS:
+        code, hack = ("output-memory-reuse", 1) if node.attr in REACH_OTHERS_OBJECTS else ("timer-patching", 6)
+        out.append(
+            m.find(
+                code,
+                hack,
+                node,
+                f"reaches into {name}: other code's objects or the harness's functions (checked after every call)",
+            )
+        )
+    if node.attr == "as_subclass":
+        out.append(m.find("fake-tensor", 5, node, "as_subclass: outputs must be plain tensors"))
+    return out
+
+
+PATCHING_CALLS = ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__")
+NOT_TORCH_ROOTS = ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy")
+
+
+def _call(node: ast.Call, m: _PySource) -> list[Finding]:
+    out = []
+    fname = ast.unparse(node.func)
+    if fname in PATCHING_CALLS:
+        out.append(
+            m.find(
+                "timer-patching",
+                6,
+                node,
+                f"calls {fname}(): the harness's timers and checks are compared after every call",
+            )
+        )
+    if isinstance(node.func, ast.Attribute) and _root(node.func) not in NOT_TORCH_ROOTS:
+        f = m.op(node.func.attr, node)
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def _binop(node: ast.BinOp, m: _PySource) -> list[Finding]:
+    f = m.op("matmul", node) if isinstance(node.op, ast.MatMult) else None
+    return [] if f is None else [f]
+
+
+# Each node is put to the first rule for its type (the types do not overlap).
+PY_RULES: tuple[tuple[type | tuple[type, ...], Any], ...] = (
+    ((ast.Import, ast.ImportFrom), _imports),
+    (ast.Try, _try),
+    (ast.ClassDef, _class),
+    (ast.Name, _name),
+    (ast.FunctionDef, _function),
+    ((ast.Assign, ast.AugAssign, ast.Delete), _assignment),
+    (ast.Attribute, _attribute),
+    (ast.Call, _call),
+    (ast.BinOp, _binop),
+)
+
+
 def check_py(
     source: str, ref_ops: frozenset[str] | set[str] = frozenset(), strict: bool = True, libraries: str = "allow"
 ) -> list[Finding]:
+    """The findings of a Python candidate: each node of its syntax tree put to its rule (Triton
+    kernels' bodies left out: their calls are Triton's, not torch's), then the CUDA source in its
+    strings (load_inline) to check_c."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
         return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}", "reject")]
-    raw = source.splitlines()
-
-    def text(node):
-        return raw[node.lineno - 1] if 0 < getattr(node, "lineno", 0) <= len(raw) else ""
-
-    out = []
+    m = _PySource(source, ref_ops, strict, libraries)
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_triton_jit(node):
             skip |= {id(n) for n in ast.walk(node)}
-
-    def ops(op, node):
-        return torch_op_finding(op, node.lineno, text(node), ref_ops, strict, libraries)
-
+    out = []
     for node in ast.walk(tree):
         if id(node) in skip:
             continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for mod in mods:
-                top = mod.split(".")[0]
-                if top in THREAD_MODULES:
-                    out.append(
-                        finding(
-                            "background-thread",
-                            4,
-                            node.lineno,
-                            text(node),
-                            f"imports {mod}: threads still running after a call are refused at run time",
-                        )
-                    )
-                if top in ("gc", "inspect", "traceback"):
-                    out.append(
-                        finding(
-                            "output-memory-reuse",
-                            1,
-                            node.lineno,
-                            text(node),
-                            f"imports {mod}: can reach other code's tensors; the run probes for a reused reference "
-                            "output",
-                        )
-                    )
-                if top in ("importlib", "builtins"):
-                    out.append(
-                        finding(
-                            "timer-patching",
-                            6,
-                            node.lineno,
-                            text(node),
-                            f"imports {mod}: the harness's timers and checks are compared after every call",
-                        )
-                    )
-                if isinstance(node, ast.ImportFrom) and top == "torch":
-                    out += [f for alias in node.names if (f := ops(alias.name, node)) is not None]
-                if top == "ctypes":
-                    out.append(
-                        finding(
-                            "native-code",
-                            None,
-                            node.lineno,
-                            text(node),
-                            "loads native code with ctypes: checked at run time",
-                            "warn",
-                        )
-                    )
-        elif isinstance(node, ast.Try):
-            out.append(
-                finding(
-                    "torch-fallback",
-                    12,
-                    node.lineno,
-                    text(node),
-                    "try/except: a fallback is refused only if its except branch runs or the trace shows others' "
-                    "kernels did the work",
-                )
-            )
-        elif isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                if "Tensor" in ast.unparse(base):
-                    out.append(
-                        finding(
-                            "fake-tensor",
-                            5,
-                            node.lineno,
-                            text(node),
-                            "subclasses torch.Tensor: outputs must be plain tensors (checked on every output)",
-                        )
-                    )
-        elif isinstance(node, ast.Name) and node.id in (
-            "__torch_function__",
-            "__torch_dispatch__",
-            "_make_subclass",
-            "_make_wrapper_subclass",
-        ):
-            out.append(finding("fake-tensor", 5, node.lineno, text(node), f"uses {node.id}: lazy or fake tensors"))
-        elif isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
-            out.append(finding("fake-tensor", 5, node.lineno, text(node), f"defines {node.name}: lazy or fake tensors"))
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Attribute) and _is_backend_flag(t):
-                    out.append(
-                        finding(
-                            "global-state",
-                            None,
-                            node.lineno,
-                            text(node),
-                            f"sets {ast.unparse(t)}: the harness applies it around "
-                            "the candidate's own calls only (the reference and baselines keep the harness's settings)",
-                        )
-                    )
-                elif isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
-                    out.append(
-                        finding(
-                            "timer-patching",
-                            6,
-                            node.lineno,
-                            text(node),
-                            f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own",
-                            "reject",
-                        )
-                    )
-        elif isinstance(node, ast.Attribute):
-            name = ast.unparse(node)
-            if node.attr in ("Stream", "stream", "set_stream", "ExternalStream", "StreamContext") and "cuda" in name:
-                out.append(
-                    finding(
-                        "side-stream",
-                        3,
-                        node.lineno,
-                        text(node),
-                        f"uses {name}: timing covers every stream, and work the caller's stream never waits for is "
-                        "reported",
-                    )
-                )
-            if node.attr in (
-                "_getframe",
-                "modules",
-                "get_objects",
-                "get_referrers",
-                "__dict__",
-                "__globals__",
-                "f_back",
-                "f_locals",
-                "__builtins__",
-                "_current_frames",
-            ):
-                code, hack = (
-                    ("output-memory-reuse", 1)
-                    if node.attr in ("_getframe", "get_objects", "get_referrers", "f_back", "f_locals")
-                    else ("timer-patching", 6)
-                )
-                out.append(
-                    finding(
-                        code,
-                        hack,
-                        node.lineno,
-                        text(node),
-                        f"reaches into {name}: other code's objects or the harness's functions (checked after every "
-                        "call)",
-                    )
-                )
-            if node.attr in ("as_subclass",):
-                out.append(
-                    finding("fake-tensor", 5, node.lineno, text(node), "as_subclass: outputs must be plain tensors")
-                )
-        elif isinstance(node, ast.Call):
-            fname = ast.unparse(node.func)
-            if (
-                fname in ("setattr", "delattr", "globals", "vars", "exec", "eval", "__import__", "getattr")
-                and fname != "getattr"
-            ):
-                out.append(
-                    finding(
-                        "timer-patching",
-                        6,
-                        node.lineno,
-                        text(node),
-                        f"calls {fname}(): the harness's timers and checks are compared after every call",
-                    )
-                )
-            if isinstance(node.func, ast.Attribute):
-                root = _root(node.func)
-                if root in ("tl", "triton", "math", "np", "numpy", "os", "sys", "re", "json", "cp", "cupy"):
-                    continue
-                f = ops(node.func.attr, node)
-                if f is not None:
-                    out.append(f)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            f = ops("matmul", node)
-            if f is not None:
-                out.append(f)
-    # CUDA source inside Python strings (load_inline)
-    for node in ast.walk(tree):
+        rule = next((fn for types, fn in PY_RULES if isinstance(node, types)), None)
+        if rule is not None:
+            out += rule(node, m)
+    for node in ast.walk(tree):  # CUDA source inside Python strings (load_inline)
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
