@@ -102,11 +102,12 @@ describe("expressions", () => {
   });
 });
 
-describe("runner/schema/task.schema.json", () => {
-  it("is what `npm run schema` writes from the zod schema", async () => {
-    const committed: unknown = JSON.parse(
-      await readFile(join(repo, "runner", "schema", "task.schema.json"), "utf8"),
-    );
-    expect(committed).toEqual(JSON.parse(JSON.stringify(taskJsonSchema())));
+describe("task.json's JSON Schema", () => {
+  it.each([
+    ["runner", "schema", "task.schema.json"],
+    ["runner", "harness", "evokernel_harness", "contract", "task.schema.json"],
+  ])("%s/%s/%s… is what `npm run schema` writes from the zod schema", async (...path) => {
+    const committed: unknown = JSON.parse(await readFile(join(repo, ...path), "utf8"));
+    expect(committed, "run `npm run schema`").toEqual(JSON.parse(JSON.stringify(taskJsonSchema())));
   });
 });

@@ -8,9 +8,12 @@ import { repoRoot } from "../src/paths.js";
 const dir = join(repoRoot(), "runner", "harness", "evokernel_harness", "contract");
 await mkdir(dir, { recursive: true });
 const files = contractJsonSchemas();
-// A schema dropped from the contract goes from the folder too.
+// A schema dropped from the contract goes from the folder too (task.schema.json is written by
+// `npm run schema`, from runner/src/tasks).
 for (const name of await readdir(dir)) {
-  if (name.endsWith(".json") && !(name in files)) await rm(join(dir, name));
+  if (name.endsWith(".json") && !(name in files) && name !== "task.schema.json") {
+    await rm(join(dir, name));
+  }
 }
 for (const [name, value] of Object.entries(files)) {
   await writeFile(join(dir, name), contractFileText(value));

@@ -246,6 +246,61 @@ class ExpressionGrammarTest(unittest.TestCase):
         self.assertEqual(sorted(op for op in declared if not any(op in source for source in valid)), [])
 
 
+class TaskSchemaTest(unittest.TestCase):
+    """task.json's rules are the zod schema's (task.schema.json, generated into the contract
+    folder by `npm run schema`): a task the schema accepts loads here, with its defaults. Before,
+    the harness required "reference", which the schema defaults to reference.py, and refused a
+    task the CLI had accepted."""
+
+    def write_task(self, tmp, spec):
+        with open(os.path.join(tmp, "task.json"), "w") as f:
+            json.dump(spec, f)
+        with open(os.path.join(tmp, "reference.py"), "w") as f:
+            f.write("def forward(x):\n    return x * 2\n")
+
+    SPEC = {
+        "name": "twice",
+        "inputs": [{"name": "x", "shape": ["N"], "dtype": "float32"}],
+        "configs": [{"name": "a", "dims": {"N": 4}}, {"name": "b", "dims": {"N": 8}}],
+    }
+
+    def test_a_task_with_only_the_required_fields_loads_with_the_defaults(self):
+        from evokernel_harness.tasks import load_task
+
+        check(self.SPEC, "task.schema.json")  # valid to the schema itself
+        with tempfile.TemporaryDirectory() as tmp:
+            self.write_task(tmp, self.SPEC)
+            task = load_task(tmp)
+        self.assertEqual(task.reference_path, os.path.join(os.path.realpath(tmp), "reference.py"))
+        self.assertEqual((task.backward, task.libraries), (False, "allow"))
+
+    def test_each_required_field_is_the_schemas(self):
+        from evokernel_harness.tasks import TaskError, load_task
+
+        self.assertEqual(schema("task.schema.json")["required"], ["name", "inputs", "configs"])
+        for key in schema("task.schema.json")["required"]:
+            with self.subTest(missing=key), tempfile.TemporaryDirectory() as tmp:
+                self.write_task(tmp, {k: v for k, v in self.SPEC.items() if k != key})
+                with self.assertRaisesRegex(TaskError, f"missing required field '{key}'"):
+                    load_task(tmp)
+
+    def test_an_inputs_required_fields_are_the_schemas(self):
+        from evokernel_harness.tasks import TaskError, load_task
+
+        with tempfile.TemporaryDirectory() as tmp:
+            self.write_task(tmp, {**self.SPEC, "inputs": [{"name": "x", "shape": ["N"]}]})
+            with self.assertRaisesRegex(TaskError, "input 'x': missing required field 'dtype'"):
+                load_task(tmp)
+
+    def test_the_libraries_rule_takes_the_schemas_values(self):
+        from evokernel_harness.tasks import TaskError, load_task
+
+        with tempfile.TemporaryDirectory() as tmp:
+            self.write_task(tmp, {**self.SPEC, "libraries": "forbid"})
+            with self.assertRaisesRegex(TaskError, "one of allow, deny, not 'forbid'"):
+                load_task(tmp)
+
+
 class RequestGrammarTest(unittest.TestCase):
     """A typed request (harness-command.schema.json) and the command line (options.py) are one
     grammar: the same commands, each with the same options (camelCased), required alike, of

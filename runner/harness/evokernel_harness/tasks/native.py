@@ -6,11 +6,21 @@ import os
 
 import torch
 
-from .. import exprs
+from .. import exprs, schemas
 from ..env import DTYPES, FLOAT_DTYPES
 from ..inputs import generator, make_tensor
 from ..pyload import load_module
 from .base import Case, Config, Device, Entry, Outputs, Task, TaskError, as_tuple
+
+
+# task.json's rules are the zod schema's (runner/src/tasks), generated into the contract folder
+# (npm run schema): its required fields, top-level defaults and the libraries rule's values are
+# read from there, never written again here.
+TASK_SCHEMA = schemas.schema("task.schema.json")
+DEFAULTS = {key: prop["default"] for key, prop in TASK_SCHEMA["properties"].items() if "default" in prop}
+LIBRARIES = list(TASK_SCHEMA["properties"]["libraries"]["enum"])
+INPUT_REQUIRED = list(TASK_SCHEMA["properties"]["inputs"]["items"]["required"])
+INPUT_DTYPES = list(TASK_SCHEMA["properties"]["inputs"]["items"]["properties"]["dtype"]["enum"])
 
 
 class NativeTask(Task):
@@ -25,15 +35,18 @@ class NativeTask(Task):
                 self.spec = json.load(f)
         except json.JSONDecodeError as err:
             raise TaskError(f"{spec_path}: not valid JSON ({err})") from None
-        spec = self.spec
-        for key in ("name", "reference", "inputs", "configs"):
-            if key not in spec:
+        if not isinstance(self.spec, dict):
+            raise TaskError(f"{spec_path}: not a JSON object")
+        for key in TASK_SCHEMA["required"]:
+            if key not in self.spec:
                 raise TaskError(f"{spec_path}: missing required field {key!r}")
+        # the schema's defaults for what the file leaves out (reference.py, backward false, …)
+        spec = self.spec = {**DEFAULTS, **self.spec}
         self.name = spec["name"]
-        self.backward = bool(spec.get("backward", False))
-        self.libraries = spec.get("libraries", "allow")
-        if self.libraries not in ("allow", "deny"):
-            raise TaskError(f'{spec_path}: "libraries" is "allow" or "deny", not {self.libraries!r}')
+        self.backward = bool(spec["backward"])
+        self.libraries = spec["libraries"]
+        if self.libraries not in LIBRARIES:
+            raise TaskError(f'{spec_path}: "libraries" is one of {", ".join(LIBRARIES)}, not {self.libraries!r}')
         # the strict benchmark rule ("libraries": "deny") is also own kernels only
         self.own_kernels = "require" if self.libraries == "deny" else "allow"
         self.entry = "backward" if self.backward else "forward"
@@ -51,7 +64,10 @@ class NativeTask(Task):
             self.tolerances[dtype] = {**self.tolerances.get(dtype, {}), **tol}
         self.inputs = spec["inputs"]
         for inp in self.inputs:
-            if inp.get("dtype", "float32") not in DTYPES:
+            for key in INPUT_REQUIRED:
+                if key not in inp:
+                    raise TaskError(f"{spec_path}: input {inp.get('name')!r}: missing required field {key!r}")
+            if inp["dtype"] not in INPUT_DTYPES:
                 raise TaskError(f"{spec_path}: input {inp.get('name')!r} has unknown dtype {inp.get('dtype')!r}")
         if self.backward and not any(i.get("requiresGrad") for i in self.inputs):
             raise TaskError(f"{spec_path}: a backward task needs at least one input with requiresGrad")
@@ -83,7 +99,7 @@ class NativeTask(Task):
             raise TaskError(f"{self.name}: input {inp.get('name')!r} in configuration {config.name!r}: {err}") from None
 
     def _dtype(self, inp, config):
-        dtype = DTYPES[inp.get("dtype", "float32")]
+        dtype = DTYPES[inp["dtype"]]
         if config.dtype and dtype in FLOAT_DTYPES:
             return DTYPES[config.dtype]
         return dtype
