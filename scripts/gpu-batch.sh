@@ -50,7 +50,7 @@ run_step() {
     name=${step%%:*}
     arg=${step#*:}
     [ "$arg" = "$step" ] && arg=
-    local dir=$batch/steps/${step//[:,]/_}
+    local dir=$batch/steps/${step//[:,\/]/_}  # a step naming files has slashes too
     mkdir -p "$dir"
     echo "== $step start $(date -u +%H:%M:%S)"
     (
