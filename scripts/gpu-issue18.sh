@@ -41,8 +41,10 @@ case ${1:-} in
   "") ;;
   *) echo "usage: gpu-issue18.sh [--all|--adversarial|--correct]" >&2; exit 2 ;;
 esac
-# EVK_ONLY="NAME NAME…": just the entries (of either corpus) whose file names contain a NAME
-if [ -n "${EVK_ONLY:-}" ]; then
+# EVK_ONLY="NAME NAME…": just the entries (of either corpus) whose file names contain a NAME;
+# only without a mode (--all, --adversarial and --correct run their corpus in full, so one batch
+# can hold both `issue18` with EVK_ONLY and `issue18:correct`)
+if [ -n "${EVK_ONLY:-}" ] && [ -z "${1:-}" ]; then
   adversarial=() correct=()
   for name in $EVK_ONLY; do adversarial+=(--only "$name") correct+=(--only "$name"); done
 fi
