@@ -17,6 +17,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { memoryArchive } from "../src/evolve/archive.js";
 import { runEngine } from "../src/evolve/engine.js";
+import { geometricMean } from "../src/evolve/noise.js";
 import type { ConfigTiming, Evaluation, Evaluator, Variant } from "../src/evolve/types.js";
 import { repoRoot } from "../src/paths.js";
 import { createProposer } from "../src/proposers/index.js";
@@ -53,7 +54,6 @@ export type Replay = {
   runs: { seed: number; best: number; raced: number; outside: number }[];
 };
 
-const geomean = (xs: number[]) => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
 const keyOf = (values: Values, names: string[]) =>
   names.map((name) => `${name}=${String(values[name])}`).join(" ");
 
@@ -84,7 +84,7 @@ export async function replay(sweep: Sweep, options: ReplayOptions): Promise<Repl
   const best = (within: readonly Config[]) =>
     Math.max(
       ...[...times.values()].map((m) =>
-        geomean(within.map((c) => (base[c.name] ?? NaN) / (m[c.name] ?? NaN))),
+        geometricMean(within.map((c) => (base[c.name] ?? NaN) / (m[c.name] ?? NaN))),
       ),
     );
   const rule = classRule(configs);
@@ -204,8 +204,8 @@ function standIn(table: {
         });
         const leader = race === undefined ? [] : timings.map((t) => race[t.config]);
         if (timings.length < configs.length && leader.every((x) => x !== undefined)) {
-          const upper = geomean(timings.map((t) => t.baselineP80Ms / t.p20Ms));
-          const lower = geomean(leader);
+          const upper = geometricMean(timings.map((t) => t.baselineP80Ms / t.p20Ms));
+          const lower = geometricMean(leader);
           if (upper < lower) {
             stats.raced += 1;
             return Promise.resolve({
@@ -233,7 +233,7 @@ function standIn(table: {
         reason: null,
         message: "",
         timings,
-        fitness: geomean(timings.map((t) => t.baselineMs / t.medianMs)),
+        fitness: geometricMean(timings.map((t) => t.baselineMs / t.medianMs)),
         profile: null,
         seconds,
       });

@@ -19,7 +19,7 @@ import type { GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
 import { createResources } from "../pipeline/resources.js";
 import type { BenchRecord, Device, Profile, Stat } from "#shared/contract/records.js";
-import { judgeSpeedup } from "./noise.js";
+import { judgeTimings } from "./noise.js";
 import type {
   ConfigTiming,
   Evaluation,
@@ -221,17 +221,7 @@ export function toEvaluation(result: CandidateResult): Evaluation {
       },
     };
   }
-  const judged = judgeSpeedup(
-    timings.map((timing) => ({
-      baseline: {
-        medianMs: timing.baselineMs,
-        p20Ms: timing.baselineP20Ms,
-        p80Ms: timing.baselineP80Ms,
-      },
-      candidate: { medianMs: timing.medianMs, p20Ms: timing.p20Ms, p80Ms: timing.p80Ms },
-      launchBound: timing.launchBound,
-    })),
-  );
+  const judged = judgeTimings(timings);
   const configs = result.bench?.configs.length ?? 0;
   if (judged === null || timings.length !== configs) {
     return {

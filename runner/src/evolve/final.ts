@@ -4,7 +4,7 @@
 // on a shape, or that fails its final verification, is passed over for the next best; a few
 // at most. With none left, the baseline's figures come from the timing of the last one passed
 // over for a shape, else from a timing of its own.
-import { judgeSpeedup, type Judged } from "./noise.js";
+import { judgeSpeedup, judgeTimings, type Judged } from "./noise.js";
 import type { FinalTiming, FinalVerification, Individual, Rechecker } from "./types.js";
 
 export type Final = {
@@ -110,14 +110,7 @@ export async function finalize(options: FinalOptions): Promise<Final> {
 
 /** Whether the search's timing saw it clearly slower than the baseline on a configuration. */
 function slowerInSearch(individual: Individual): boolean {
-  const judged = judgeSpeedup(
-    individual.evaluation.timings.map((t) => ({
-      baseline: { medianMs: t.baselineMs, p20Ms: t.baselineP20Ms, p80Ms: t.baselineP80Ms },
-      candidate: { medianMs: t.medianMs, p20Ms: t.p20Ms, p80Ms: t.p80Ms },
-      launchBound: t.launchBound,
-    })),
-  );
-  return judged?.clearlySlower.includes(true) ?? false;
+  return judgeTimings(individual.evaluation.timings)?.clearlySlower.includes(true) ?? false;
 }
 
 /** The rechecker, saying what each step found and how long it took. */

@@ -5,7 +5,7 @@
 // configurations above 1, and no configuration "clearly slower" (the candidate's p20 above
 // the baseline's p80): a kernel that trades one shape for another is not suggested. A
 // configuration is "clearly faster" where the candidate's p80 is under the baseline's p20.
-import type { Spread } from "./types.js";
+import type { ConfigTiming, Spread } from "./types.js";
 
 export type Judged = {
   /**
@@ -44,6 +44,21 @@ export function judgeSpeedup(
     clearlyFaster: usable.map((c) => c.candidate.p80Ms < c.baseline.p20Ms),
     clearlySlower,
   };
+}
+
+/** judgeSpeedup on the search's own timings (each configuration's candidate beside the baseline). */
+export function judgeTimings(timings: readonly ConfigTiming[]): Judged | null {
+  return judgeSpeedup(
+    timings.map((timing) => ({
+      baseline: {
+        medianMs: timing.baselineMs,
+        p20Ms: timing.baselineP20Ms,
+        p80Ms: timing.baselineP80Ms,
+      },
+      candidate: { medianMs: timing.medianMs, p20Ms: timing.p20Ms, p80Ms: timing.p80Ms },
+      launchBound: timing.launchBound,
+    })),
+  );
 }
 
 export function geometricMean(values: readonly number[]): number {
