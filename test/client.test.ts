@@ -2,7 +2,10 @@
 // HarnessError (task and machine calls); no outcome reads as a pass unless the record says so.
 import { describe, expect, it } from "vitest";
 import { HarnessError } from "../runner/src/errors.js";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "../runner/src/paths.js";
+import { checkTaskJson } from "../runner/src/workspace/native-task.js";
 import {
   bench,
   build,
@@ -376,6 +379,51 @@ describe("evaluate (quick, verify and bench in one child)", () => {
       if (status === "timeout") expect(failed?.message).toContain("timed out after 601 s");
     },
   );
+});
+
+describe("a task the run has read", () => {
+  const text = readFileSync(join(repoRoot(), "kernels", "softmax", "task.json"), "utf8");
+  const checked = checkTaskJson(text);
+  if (!checked.ok) throw new Error(checked.errors.join("\n"));
+  const task = { path: "/t/softmax", spec: checked.task };
+
+  it("goes to every command with its task.json, so the harness does not read the file again", async () => {
+    const fake = fakeRunner((request) => ({
+      record:
+        request.command === "verify"
+          ? verifyRecord()
+          : request.command === "bench"
+            ? benchRecord()
+            : request.command === "inspect"
+              ? taskInfo()
+              : request.command === "static"
+                ? staticRecord()
+                : { schema: 1, kind: "static-context", task: "softmax", referenceOps: [], libraries: "allow" },
+    }));
+    const options = { runner: fake.runner };
+    await verify(task, "/c/k.cu", options);
+    await bench(task, options);
+    await inspectTask(task, options);
+    await staticContext(task, options);
+    await staticCheck("/c/k.cu", { ...options, task });
+    expect(fake.calls.map((call) => call.command)).toEqual([
+      "verify",
+      "bench",
+      "inspect",
+      "static-context",
+      "static",
+    ]);
+    for (const call of fake.calls) {
+      expect(call).toMatchObject({ task: "/t/softmax", taskSpec: JSON.parse(text) as unknown });
+    }
+  });
+
+  it("a path alone, or a task of another format (no task.json), sends the path only", async () => {
+    const fake = fakeRunner(() => ({ record: verifyRecord() }));
+    await verify("/t/softmax", "/c/k.cu", { runner: fake.runner });
+    await verify({ path: "/t/level1/1_matmul.py", spec: null }, "/c/k.cu", { runner: fake.runner });
+    expect(fake.calls.map((call) => "taskSpec" in call)).toEqual([false, false]);
+  });
 });
 
 describe("task and machine calls", () => {

@@ -100,7 +100,7 @@ export type EvaluateOptions = GpuSteps & {
 };
 
 export async function evaluateCandidates(
-  task: string,
+  task: client.TaskRef,
   candidates: readonly string[],
   options: EvaluateOptions = {},
 ): Promise<CandidateResult[]> {
@@ -127,7 +127,7 @@ export async function evaluateCandidates(
 }
 
 type Context = {
-  task: string;
+  task: client.TaskRef;
   options: EvaluateOptions;
   calls: HarnessCalls;
   pool: BuildPool;
@@ -186,13 +186,13 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   }
 
   const verified =
-    staged.verify ?? unwritten(failedVerify(noRecord("verify"), { task, candidate }));
+    staged.verify ?? unwritten(failedVerify(noRecord("verify"), { task: client.taskPath(task), candidate }));
   const afterVerify = { ...afterQuick, verify: verified.record };
   const checkedOnGpu = { ...compiled, verify: quickSeconds + verified.seconds };
   const verdict = verifyVerdict(verified.record);
   if (!verified.record.ok || !bench) return finish(verdict, afterVerify, checkedOnGpu);
 
-  const timed = staged.bench ?? unwritten(failedBench(noRecord("bench"), { task }));
+  const timed = staged.bench ?? unwritten(failedBench(noRecord("bench"), { task: client.taskPath(task) }));
   return finish(
     benchVerdict(timed.record, verdict),
     { ...afterVerify, bench: timed.record },

@@ -14,7 +14,7 @@
 // __global__ function. `evaluate` writes the quick, verify and bench records to their own
 // files and stops after the first that is not ok.
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createInterface } from "node:readline";
@@ -249,6 +249,13 @@ function stageOf(request) {
 
 /** Runs one typed request; says how it ended when not normally ({ signal }). */
 function run(request) {
+  // EVOKERNEL_FAKE_TASK_LOG=FILE: each request naming a task, and whether it carried the
+  // task.json (a real harness reads the file when it did not), one JSON line each
+  const taskLog = process.env.EVOKERNEL_FAKE_TASK_LOG;
+  if (taskLog !== undefined && request.task !== undefined) {
+    const line = { command: request.command, task: request.task, spec: "taskSpec" in request };
+    appendFileSync(taskLog, `${JSON.stringify(line)}\n`);
+  }
   const crashIn = marked(request.candidate, "crash-in");
   if (request.command === "evaluate") {
     const stages = [

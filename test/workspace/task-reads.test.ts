@@ -4,7 +4,7 @@
 // node:fs/promises, which counts them here; the stand-in harness (a process of its own)
 // plays the GPU, as in test/review/review-cli.test.ts.
 import { execa } from "execa";
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -47,6 +47,7 @@ beforeAll(async () => {
   vi.stubEnv("EVOKERNEL_PYTHON", fakeGpu);
   vi.stubEnv("EVOKERNEL_SANDBOX", "off");
   vi.stubEnv("EVOKERNEL_CACHE", join(dir, "cache"));
+  vi.stubEnv("EVOKERNEL_FAKE_TASK_LOG", join(dir, "harness-requests.jsonl"));
 });
 
 afterAll(async () => {
@@ -54,9 +55,24 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-beforeEach(() => {
+beforeEach(async () => {
   reads.length = 0;
+  await rm(join(dir, "harness-requests.jsonl"), { force: true });
 });
+
+/**
+ * The harness's requests that named this task, by whether they carried its task.json: a real
+ * harness reads the file for each one that did not.
+ */
+async function harnessRequests(): Promise<{ command: string; spec: boolean }[]> {
+  const text = await readFile(join(dir, "harness-requests.jsonl"), "utf8");
+  return text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as { command: string; task: string; spec: boolean })
+    .filter((request) => request.task.endsWith("/small_softmax"))
+    .map(({ command, spec }) => ({ command, spec }));
+}
 
 const budget = { candidates: 2, seconds: 600, usd: 1 };
 
@@ -76,6 +92,10 @@ describe("task.json, read once per task per run", () => {
     });
     expect(run.interrupted).toBe(false);
     expect(taskJsonReads()).toEqual({ [join(task, "task.json")]: 1 });
+    // and the harness was given it with every request: it read the file not once
+    const requests = await harnessRequests();
+    expect(requests.length).toBeGreaterThan(3);
+    expect(requests.filter((request) => !request.spec)).toEqual([]);
   });
 
   it("by a job's task: its review and its search", async () => {
@@ -123,5 +143,8 @@ describe("task.json, read once per task per run", () => {
       ["base/kernels/small_softmax/task.json", 1],
       ["head/kernels/small_softmax/task.json", 1],
     ]);
+    const requests = await harnessRequests();
+    expect(requests.map((request) => request.command)).toContain("evaluate");
+    expect(requests.filter((request) => !request.spec)).toEqual([]);
   });
 });

@@ -275,11 +275,11 @@ def died_after_passing(args: argparse.Namespace, folder: str, sig: int) -> Recor
     """A candidate whose process a signal ended (a segfault, an abort) after other
     configurations passed only works for the shapes it was shown (issue 18.8): the record says
     so, with the signal. None when none had passed (a plain crash)."""
-    from .tasks import load_task
+    from .tasks import task_from
     from .verify import HACKS
 
     try:
-        names = [c.name for c in load_task(args.task).configs]
+        names = [c.name for c in task_from(args).configs]
     except Exception:  # the task is the caller's; a crash stays a crash
         return None
     passed = outputs.passed_before_death(folder, names)
@@ -309,7 +309,7 @@ def _end_like(sig):
 
 def recheck(args: argparse.Namespace, claim: Record, folder: str) -> Record:
     """The judge's own verdict on a claimed pass: the record."""
-    from .tasks import load_task
+    from .tasks import task_from
 
     seed = args.seed
     backend = device_backend(args.device)
@@ -323,7 +323,7 @@ def recheck(args: argparse.Namespace, claim: Record, folder: str) -> Record:
     precise_math()
     rec = {**claim, "schema": SCHEMA, "kind": "verify", "seed": seed, "device": device_info(backend)}
     try:
-        task = load_task(args.task)
+        task = task_from(args)
         task.prune(backend)
         if backend == "cuda":
             torch.cuda.set_per_process_memory_fraction(float(os.environ.get("EVOKERNEL_GPU_MEM_FRACTION", "0.9")))

@@ -9,7 +9,7 @@ from .schemas import enum
 # evaluate's cascade, in order (the contract's EVALUATE_STAGES): one record (--<stage>-out) each
 STAGES = tuple(enum("evaluate-stage.schema.json"))
 # Options whose value is JSON text on the command line and a JSON value in a typed request.
-JSON_VALUED = ("reference_ops", "race", "static")
+JSON_VALUED = ("reference_ops", "race", "static", "task_spec")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,10 +20,17 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--out", help="write the JSON record here (default: stdout)")
         return sp
 
+    def task_spec(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--task-spec",
+            help="a native task's task.json as JSON, as the runner read and checked it: the file is not read again",
+        )
+
     common(sub.add_parser("device", help="what this machine has"))
     sp = common(sub.add_parser("static", help="static check of a candidate's source"))
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--task")
+    task_spec(sp)
     sp.add_argument("--relaxed", action="store_true", help="flag only the reference's own ops (CPU tests)")
     sp.add_argument(
         "--reference-ops", help="the task's reference ops as a JSON list (from static-context), instead of --task"
@@ -35,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser("static-context", help="what the static check needs of a task (for static --reference-ops)")
     )
     sp.add_argument("--task", required=True)
+    task_spec(sp)
     sp = common(sub.add_parser("build", help="compile a candidate (cached by content hash)"))
     sp.add_argument("--candidate", required=True)
     sp.add_argument("--cache")
@@ -49,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
     sp.add_argument("--task", required=True)
+    task_spec(sp)
     sp.add_argument("--probe", action="store_true", help="run the reference (CPU) and the degenerate-task check")
     for name in ("verify", "bench", "evaluate"):
         if name == "evaluate":  # three records, one file each: no --out
@@ -56,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sp = common(sub.add_parser(name, help=f"{name} a candidate"))
         sp.add_argument("--task", required=True)
+        task_spec(sp)
         sp.add_argument("--candidate", required=name == "evaluate")
         sp.add_argument("--artifact")
         sp.add_argument("--cache")

@@ -5,7 +5,7 @@ import { renderCandidate } from "../render/candidates.js";
 import { flag, printJson, stringOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
-import { candidatesFor, loadTarget } from "../workspace/target.js";
+import { candidatesFor, loadTarget, taskRef } from "../workspace/target.js";
 
 export const benchCommand: Command = {
   name: "bench",
@@ -39,7 +39,7 @@ exit: 0 verified and timed, 1 rejected (by verification or timing) or the task i
     return withSession(
       async function benchWithServer(session) {
         requireGpu(session);
-        const [result] = await evaluateCandidates(target.task.path, [candidate], {
+        const [result] = await evaluateCandidates(taskRef(target), [candidate], {
           bench: { ...baseline, compile: !flag(parsed, "no-compile") },
           knownDevice: session.device.device,
           server: session.server,

@@ -15,6 +15,8 @@ import { flag, printJson, stringOption, stringsOption, type Command } from "./co
 import { createProgress } from "./progress.js";
 import { createResources } from "../pipeline/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
+import type { TaskRef } from "../harness/client.js";
+import { loadTarget, taskRef } from "../workspace/target.js";
 
 const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolation/manifest.json"];
 
@@ -67,13 +69,25 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
           const key = `${entry.task}\n${entry.check}`;
           groups.set(key, [...(groups.get(key) ?? []), entry]);
         }
+        // each task read once (a task the runner cannot load goes to the harness as a path,
+        // whose record says why)
+        const tasks = new Map<string, Promise<TaskRef>>();
+        function taskOf(path: string): Promise<TaskRef> {
+          let task = tasks.get(path);
+          if (task === undefined) {
+            task = loadTarget(path, root).then(taskRef, () => path);
+            tasks.set(path, task);
+          }
+          return task;
+        }
         const results = new Map<CorpusEntry, CandidateResult>();
         await Promise.all(
           [...groups.values()].map(async function evaluateGroup(group) {
             const first = group[0];
             if (first === undefined) return;
+            const task = await taskOf(resolveCorpusPath(first.task, root));
             const evaluated = await evaluateCandidates(
-              resolveCorpusPath(first.task, root),
+              task,
               group.map((entry) => resolveCorpusPath(entry.file, root)),
               {
                 server: session.server,

@@ -12,7 +12,7 @@ import { flag, printJson, stringOption, stringsOption, type Command, type Io } f
 import { createProgress } from "./progress.js";
 import { createResources } from "../pipeline/resources.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
-import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
+import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 
 export const verifyCommand: Command = {
   name: "verify",
@@ -75,7 +75,7 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     return withSession(
       async function verifyWithServer(session) {
         const noGpu = deviceChoice === "cuda" && !session.device.cuda;
-        const results = await evaluateCandidates(target.task.path, candidates, {
+        const results = await evaluateCandidates(taskRef(target), candidates, {
           ...common,
           staticOnly: noGpu,
           knownDevice: session.device.device,
@@ -161,7 +161,7 @@ async function verifyManifests(
       groups.map(async function verifyGroup({ target, candidates }) {
         const results = await Promise.all(
           candidates.map(async function verifyOne(candidate): Promise<CandidateResult> {
-            const [result] = await evaluateCandidates(target.task.path, [candidate], shared);
+            const [result] = await evaluateCandidates(taskRef(target), [candidate], shared);
             if (result === undefined) throw new Error(`no result for ${candidate}`);
             done += 1;
             run.io.stderr(`${candidateLine(done, total, root, result)}\n`);

@@ -33,8 +33,8 @@ import type {
 import { makeFolder, writeData } from "../workspace/files.js";
 
 export type HarnessEvaluatorOptions = {
-  /** The task's path. */
-  task: string;
+  /** The task: its path, and its task.json as the run read it (then the harness does not). */
+  task: client.TaskRef;
   /** The kernel to beat: timed beside every candidate. */
   baseline: string;
   /** Where candidate files are written (one per distinct source). */

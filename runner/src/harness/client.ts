@@ -42,9 +42,29 @@ import {
   type HarnessCommand,
 } from "#shared/contract/harness-request.js";
 import { readText, removeAll } from "../workspace/files.js";
+import type { Task } from "../tasks/schema.js";
 
 export { ForkServer, type ForkServerOptions } from "./fork-server.js";
 export type { HarnessOutcome, HarnessRunner } from "./outcome.js";
+
+/**
+ * The task a command works on: its path, or its path and, for a native task, its task.json as
+ * the run read and checked it (`loadTarget`), which the request carries so that the harness
+ * does not read the file again.
+ */
+export type TaskRef = string | { path: string; spec: Task | null };
+
+export function taskPath(task: TaskRef): string {
+  return typeof task === "string" ? task : task.path;
+}
+
+/** A request's task fields: the path, resolved, and the parsed task.json when the run has it. */
+function taskFields(task: TaskRef): { task: string; taskSpec?: Record<string, unknown> } {
+  const path = resolve(taskPath(task));
+  return typeof task === "string" || task.spec === null
+    ? { task: path }
+    : { task: path, taskSpec: { ...task.spec } };
+}
 
 export type CallOptions = {
   /** Where the command runs: its own process (the default) or a ForkServer's `run`. */
@@ -112,12 +132,12 @@ function recordOrThrow<T>(called: Called<T>, what: string): T {
 }
 
 export async function inspectTask(
-  task: string,
+  task: TaskRef,
   options: CallOptions & { probe?: boolean } = {},
 ): Promise<TaskInfo> {
   const request: OneRecord = {
     command: "inspect",
-    task: resolve(task),
+    ...taskFields(task),
     ...(options.probe ? { probe: true } : {}),
   };
   return recordOrThrow(await call(request, taskInfoSchema, "task", options, 300_000), "inspect");
@@ -125,10 +145,10 @@ export async function inspectTask(
 
 /** The task's static context, or null where the harness cannot give one (the task does not load). */
 export async function staticContext(
-  task: string,
+  task: TaskRef,
   options: CallOptions = {},
 ): Promise<StaticContext | null> {
-  const request: OneRecord = { command: "static-context", task: resolve(task) };
+  const request: OneRecord = { command: "static-context", ...taskFields(task) };
   const called = await call(request, staticContextSchema, "static-context", options, 300_000);
   return "record" in called ? called.record : null;
 }
@@ -138,14 +158,14 @@ export async function staticContext(
  * (about 2 s a candidate on the CPU, more on a GPU machine). One per search or per command:
  * the task's files do not change under a run.
  */
-export type StaticContexts = (task: string) => Promise<StaticContext | null>;
+export type StaticContexts = (task: TaskRef) => Promise<StaticContext | null>;
 
 export function createStaticContexts(
-  ask: (task: string) => Promise<StaticContext | null> = (task) => staticContext(task),
+  ask: (task: TaskRef) => Promise<StaticContext | null> = (task) => staticContext(task),
 ): StaticContexts {
   const known = new Map<string, Promise<StaticContext | null>>();
   return (task) => {
-    const key = resolve(task);
+    const key = resolve(taskPath(task));
     let context = known.get(key);
     if (context === undefined) {
       context = ask(task).catch(() => null);
@@ -158,7 +178,7 @@ export function createStaticContexts(
 export async function staticCheck(
   candidate: string,
   options: CallOptions & {
-    task?: string;
+    task?: TaskRef;
     /** Flag only the reference's own ops: for CPU runs, where a py candidate is plain torch. */
     relaxed?: boolean;
     /** The task's context (instead of the harness loading the task, with torch, each time). */
@@ -174,7 +194,7 @@ export async function staticCheck(
       ? { referenceOps: context.referenceOps, libraries: context.libraries }
       : options.task === undefined
         ? {}
-        : { task: resolve(options.task) };
+        : taskFields(options.task);
   const request: OneRecord = {
     command: "static",
     candidate: resolve(candidate),
@@ -223,13 +243,13 @@ export type VerifyOptions = CallOptions & {
 };
 
 export async function verify(
-  task: string,
+  task: TaskRef,
   candidate: string,
   options: VerifyOptions = {},
 ): Promise<VerifyRecord> {
   const request: OneRecord = {
     command: "verify",
-    task: resolve(task),
+    ...taskFields(task),
     candidate: resolve(candidate),
     ...(options.artifact ? { artifact: options.artifact } : {}),
     ...(options.heldout ? { heldout: true } : {}),
@@ -241,7 +261,7 @@ export async function verify(
   const called = await call(request, verifyRecordSchema, "verify", options, 600_000);
   if ("record" in called) return called.record;
   return failedVerify(called.failure, {
-    task,
+    task: taskPath(task),
     candidate,
     ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
@@ -265,10 +285,10 @@ export type BenchOptions = CallOptions & {
   knownDevice?: Device;
 };
 
-export async function bench(task: string, options: BenchOptions = {}): Promise<BenchRecord> {
+export async function bench(task: TaskRef, options: BenchOptions = {}): Promise<BenchRecord> {
   const request: OneRecord = {
     command: "bench",
-    task: resolve(task),
+    ...taskFields(task),
     ...(options.candidate === undefined ? {} : { candidate: resolve(options.candidate) }),
     ...(options.artifact ? { artifact: options.artifact } : {}),
     ...timing(options),
@@ -276,7 +296,7 @@ export async function bench(task: string, options: BenchOptions = {}): Promise<B
   const called = await call(request, benchRecordSchema, "bench", options, 600_000);
   if ("record" in called) return called.record;
   return failedBench(called.failure, {
-    task,
+    task: taskPath(task),
     ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
   });
 }
@@ -334,7 +354,7 @@ export type EvaluateOptions = Omit<CallOptions, "timeoutMs"> &
  * is not ok. A child that crashes or times out gives a failed record for the stage it was in.
  */
 export async function evaluate(
-  task: string,
+  task: TaskRef,
   candidate: string,
   options: EvaluateOptions = {},
 ): Promise<EvaluateRecords> {
@@ -345,7 +365,7 @@ export async function evaluate(
   ) as Record<EvaluateStage, string>;
   const request: HarnessCommand = {
     command: "evaluate",
-    task: resolve(task),
+    ...taskFields(task),
     candidate: resolve(candidate),
     ...(options.artifact ? { artifact: options.artifact } : {}),
     ...(options.heldout ? { heldout: true } : {}),
@@ -362,7 +382,7 @@ export async function evaluate(
   let next = 0; // the stage whose record comes next
   let stopped = false; // a record that is not ok ended the run
   const where = {
-    task,
+    task: taskPath(task),
     ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
   };
   function take(stage: EvaluateStage, record: VerifyRecord | BenchRecord): void {

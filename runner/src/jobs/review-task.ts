@@ -7,7 +7,7 @@ import { KERNEL_SOURCE, pathShapeProblem } from "#shared/suggestion-path.js";
 import type { Result } from "#shared/result.js";
 import type { TaskReview, TimingConfig, Verification } from "#shared/review.js";
 import { compareSpreads, isImprovement, isRegression, summarizeSpeedup } from "#shared/speedup.js";
-import { loadTarget } from "../workspace/target.js";
+import { loadTarget, taskRef } from "../workspace/target.js";
 import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
@@ -81,7 +81,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
   const baseKernel = planned.base === null ? null : await kernelOf(planned.base.path, work.work);
 
   work.say(`${planned.path}: verifying${work.bench ? " and timing" : ""} the PR's kernel`);
-  const [result] = await evaluateCandidates(planned.head.path, [headKernel], {
+  const [result] = await evaluateCandidates(taskRef(head), [headKernel], {
     heldout: true,
     bench: work.bench
       ? { compile: true, ...(baseKernel === null ? {} : { baseline: baseKernel }) }

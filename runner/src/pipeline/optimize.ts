@@ -7,7 +7,7 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 
 import { detectCandidateFormat, type CandidateFormat } from "#shared/contract/formats.js";
 import type { TaskInfo } from "#shared/contract/records.js";
 import type { Result } from "#shared/result.js";
-import { candidatesFor, loadTarget, type Target } from "../workspace/target.js";
+import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "./session.js";
 import { createBuildPool } from "../build/pool.js";
 import type { EvaluationEvent } from "../evaluate.js";
@@ -126,10 +126,10 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
     async function optimizeWithServer(session) {
       requireGpu(session);
       const startedAt = new Date().toISOString();
-      const info = await inspectTask(target.task.path, { runner: session.server.run });
+      const info = await inspectTask(taskRef(target), { runner: session.server.run });
       const { device } = session.device;
       const evaluator = createHarnessEvaluator({
-        task: target.task.path,
+        task: taskRef(target),
         baseline: start,
         workDir: candidatesDir,
         pool,

@@ -31,6 +31,11 @@ export async function loadTarget(nameOrPath: string | undefined, cwd: string): P
   };
 }
 
+/** The task as harness calls take it: its path and, for a native task, its task.json as read here. */
+export function taskRef(target: Target): { path: string; spec: Task | null } {
+  return { path: target.task.path, spec: target.spec };
+}
+
 /** The given candidate files (each must exist), or the task's own kernel when none is given. */
 export async function candidatesFor(
   target: Target,

@@ -10,6 +10,11 @@ import { z } from "zod";
 import { staticRecordSchema } from "./records.js";
 
 const path = z.string();
+/**
+ * A native task's task.json as the runner read and checked it (runner/src/workspace/target.ts):
+ * the harness takes it instead of reading the file again, so a run reads it once.
+ */
+const taskSpec = { taskSpec: z.record(z.string(), z.unknown()).optional() };
 /** Where the command writes its JSON record (the harness prints it when absent). */
 const out = { out: path.optional() };
 /** A candidate's build: its artifact (from `build`), or how to build it. */
@@ -68,6 +73,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     ...out,
     candidate: path,
     task: path.optional(),
+    ...taskSpec,
     /** Flag only the reference's own ops (CPU runs, where a py candidate is plain torch). */
     relaxed: z.boolean().optional(),
     /** The task's reference ops (from static-context), instead of task. */
@@ -75,7 +81,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     /** With referenceOps: the task's library rule. */
     libraries: z.enum(["allow", "deny"]).optional(),
   }),
-  z.strictObject({ command: z.literal("static-context"), ...out, task: path }),
+  z.strictObject({ command: z.literal("static-context"), ...out, task: path, ...taskSpec }),
   z.strictObject({
     command: z.literal("build"),
     ...out,
@@ -91,6 +97,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     command: z.literal("inspect"),
     ...out,
     task: path,
+    ...taskSpec,
     /** Run the reference (CPU) and the degenerate-task check. */
     probe: z.boolean().optional(),
   }),
@@ -98,6 +105,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     command: z.literal("verify"),
     ...out,
     task: path,
+    ...taskSpec,
     candidate: path.optional(),
     ...built,
     ...checked,
@@ -108,6 +116,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     command: z.literal("bench"),
     ...out,
     task: path,
+    ...taskSpec,
     candidate: path.optional(),
     ...built,
     ...timed,
@@ -118,6 +127,7 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
   z.strictObject({
     command: z.literal("evaluate"),
     task: path,
+    ...taskSpec,
     candidate: path,
     ...built,
     ...checked,

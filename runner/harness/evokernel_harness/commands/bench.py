@@ -176,14 +176,14 @@ def _bench_in_process(
 ) -> Record:
     from ..bench import bench  # noqa: F401 — imported inside the "load" phase, as it always was
     from ..env import precise_math
-    from ..tasks import load_task
+    from ..tasks import task_from
 
     import torch
 
     if not torch.cuda.is_available():
         return no_gpu_record(args.task)
     precise_math()  # before the task's own code runs, as always (bench_run sets it again)
-    task = load_task(args.task)
+    task = task_from(args)
     task.prune("cuda")
     try:
         return bench_run(args, started, task, screen=screen, judged=judged)
@@ -200,14 +200,14 @@ def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
     from ..bench import bench
     from ..bench_judge import Judging
     from ..env import device_info, precise_math
-    from ..tasks import load_task
+    from ..tasks import task_from
 
     import torch
 
     if not torch.cuda.is_available():
         return no_gpu_record(args.task), None
     precise_math()
-    task = load_task(args.task)
+    task = task_from(args)
     task.prune("cuda")
     info = device_info("cuda")
     # measured here every time (an 8192² matmul in fp32 and bf16, 13 calls each, and a 1 GiB

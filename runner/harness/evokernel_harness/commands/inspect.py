@@ -11,7 +11,7 @@ from .common import SCHEMA, log
 
 
 def cmd_inspect(args: argparse.Namespace) -> Record:
-    from ..tasks import TaskError, load_task
+    from ..tasks import TaskError, task_from
     from ..tasks.native import NativeTask
 
     base = {
@@ -29,7 +29,7 @@ def cmd_inspect(args: argparse.Namespace) -> Record:
         "probe": None,
     }
     try:
-        task = load_task(args.task)
+        task = task_from(args)
     except TaskError as err:
         return {**base, "error": str(err)}
     except Exception as err:  # a task whose Python fails to import is invalid, with its error

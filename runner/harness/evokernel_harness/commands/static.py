@@ -22,9 +22,9 @@ def cmd_static(args: argparse.Namespace) -> Record:
         # what `static-context` said of the task: no torch import here (~2 s a candidate)
         ref_ops, libraries = frozenset(_ops_list(args.reference_ops)), args.libraries
     elif args.task:
-        from ..tasks import load_task
+        from ..tasks import task_from
 
-        task = load_task(args.task)
+        task = task_from(args)
         ref_ops, libraries = frozenset(task.reference_ops()), task.libraries
     return check(
         args.candidate,
@@ -77,9 +77,9 @@ def _is_static_record(record: object, fmt: str) -> TypeGuard[Record]:
 def cmd_static_context(args: argparse.Namespace) -> Record:
     """What the static check needs of a task (the ops its reference calls, its library rule),
     once per search: `static --reference-ops … --libraries …` then needs no torch."""
-    from ..tasks import load_task
+    from ..tasks import task_from
 
-    task = load_task(args.task)
+    task = task_from(args)
     return {
         "schema": SCHEMA,
         "kind": "static-context",

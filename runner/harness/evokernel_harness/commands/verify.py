@@ -31,9 +31,9 @@ def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
     from ..candidates.load import Candidate
     from ..env import cuda_arch
     from ..static_check import check
-    from ..tasks import load_task
+    from ..tasks import task_from
 
-    task = load_task(args.task)
+    task = task_from(args)
     task.prune(backend)
     path = args.candidate or task.baseline
     if not path:

@@ -3,7 +3,10 @@
 `folder#backward` names the backward task of a robust-kbench folder.
 """
 
+import argparse
+import json
 import os
+from typing import Any, Optional
 
 from .base import Case, Config, Task, TaskError
 from .kernelbench import KernelBenchTask
@@ -11,13 +14,15 @@ from .native import NativeTask
 from .robust_kbench import RobustKBenchTask, has_backward, is_robust_kbench
 
 
-def load_task(path: str) -> Task:
+def load_task(path: str, spec: Optional[dict[str, Any]] = None) -> Task:
+    """The task at `path`. `spec`: a native task's task.json as the runner already read it
+    (a request's taskSpec): the file is not read again."""
     backward = False
     if path.endswith("#backward"):
         path, backward = path[: -len("#backward")], True
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "task.json")):
-            return NativeTask(path)
+            return NativeTask(path, spec)
         if is_robust_kbench(path):
             if backward and not has_backward(path):
                 raise TaskError(f"{path}: no func_backward.py, so no backward task")
@@ -28,4 +33,23 @@ def load_task(path: str) -> Task:
     raise TaskError(f"{path}: no such task (a folder with task.json or func_forward.py, or a KernelBench .py file)")
 
 
-__all__ = ["Case", "Config", "Task", "TaskError", "load_task"]
+def task_spec(args: argparse.Namespace) -> Optional[dict[str, Any]]:
+    """A command's --task-spec (the runner's parsed task.json, JSON text), or None."""
+    text = getattr(args, "task_spec", None)
+    if text is None:
+        return None
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TaskError(f"--task-spec is not valid JSON ({err})") from None
+    if not isinstance(spec, dict):
+        raise TaskError("--task-spec is a JSON object (a task.json)")
+    return spec
+
+
+def task_from(args: argparse.Namespace) -> Task:
+    """A command's task: --task, with the runner's --task-spec when it gave one."""
+    return load_task(args.task, task_spec(args))
+
+
+__all__ = ["Case", "Config", "Task", "TaskError", "load_task", "task_from", "task_spec"]

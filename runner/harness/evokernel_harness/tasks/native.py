@@ -3,6 +3,7 @@
 import ast
 import json
 import os
+from typing import Any, Optional
 
 import torch
 
@@ -26,15 +27,20 @@ INPUT_DTYPES = list(TASK_SCHEMA["properties"]["inputs"]["items"]["properties"]["
 class NativeTask(Task):
     format = "native"
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, spec: Optional[dict[str, Any]] = None) -> None:
+        """`spec`: the folder's task.json as the runner read and validated it (a request's
+        taskSpec), so a run reads the file once; None reads it here (a command line)."""
         super().__init__()
         self.path = os.path.abspath(folder)
         spec_path = os.path.join(self.path, "task.json")
-        try:
-            with open(spec_path) as f:
-                self.spec = json.load(f)
-        except json.JSONDecodeError as err:
-            raise TaskError(f"{spec_path}: not valid JSON ({err})") from None
+        given: Any = spec
+        if given is None:
+            try:
+                with open(spec_path) as f:
+                    given = json.load(f)
+            except json.JSONDecodeError as err:
+                raise TaskError(f"{spec_path}: not valid JSON ({err})") from None
+        self.spec: dict[str, Any] = given
         if not isinstance(self.spec, dict):
             raise TaskError(f"{spec_path}: not a JSON object")
         for key in TASK_SCHEMA["required"]:
