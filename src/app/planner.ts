@@ -1,7 +1,8 @@
 // The pure planner: a pull request's changed files and the repository's config in, the
 // tasks to review out. No I/O; the handlers fetch, this decides.
 import type { EvokernelConfig } from "../shared/config.js";
-import { globMatcher, isGlob, pathFilter } from "../shared/glob.js";
+import { touchedTasks } from "../shared/changed-tasks.js";
+import { globMatcher, isGlob } from "../shared/glob.js";
 
 export interface ChangedFile {
   readonly filename: string;
@@ -26,21 +27,22 @@ type TaskRootConfig = Pick<EvokernelConfig, "tasks" | "paths">;
  */
 export const LISTED_FILES_CAP = 3000;
 
-/** Which tasks the changed files touch, by the config's `tasks` roots and `paths` globs. */
+/**
+ * Which tasks the changed files touch (a rename's old path too), by the config's `tasks` roots
+ * and `paths` globs: the rule is `touchedTasks`, the one `evokernel review` uses.
+ */
 export function planTasks(config: TaskRootConfig, files: readonly ChangedFile[]): TaskPlan {
-  const marks = config.paths === undefined ? undefined : pathFilter(config.paths);
-  const tasks = new Set<string>();
-  let outside = false;
-  for (const file of files) {
-    for (const path of [file.filename, file.previousFilename]) {
-      if (path === undefined) continue;
-      const marked = marks?.(path);
-      if (marked === false) continue;
+  const changed = files.flatMap((file) =>
+    file.previousFilename === undefined ? [file.filename] : [file.filename, file.previousFilename],
+  );
+  const { tasks, outside } = touchedTasks(
+    changed,
+    (path) => {
       const task = taskOf(config.tasks, path);
-      if (task !== undefined) tasks.add(task);
-      else if (marked === true) outside = true;
-    }
-  }
+      return task === undefined ? [] : [task];
+    },
+    config.paths,
+  );
   // A list GitHub may have cut: the runner's own git diff (a job with no tasks named)
   // finds the changed tasks among all of them, so a task past file 3,000 is not missed.
   if (outside || files.length >= LISTED_FILES_CAP) return { kind: "all" };

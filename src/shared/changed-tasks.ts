@@ -1,6 +1,6 @@
 // Which tasks a change touches: the app's planner (from a pull request's file list) and
 // `evokernel review` (from `git diff`) decide it with the same rule.
-import { isUnder, pathFilter } from "./glob.js";
+import { pathFilter } from "./glob.js";
 
 /** A task by where it lives: a folder, or a KernelBench file; relative to the repository root. */
 export type TaskLocation = { path: string };
@@ -8,26 +8,30 @@ export type TaskLocation = { path: string };
 export type TouchedTask = { path: string; inBase: boolean; inHead: boolean };
 
 /**
- * Whether any changed file lies under the task roots (config `tasks`) or matches `paths`:
- * the app's cheap first question before it dispatches anything.
+ * The one rule for which tasks a change touches, however the tasks are known (the app: by the
+ * config's roots, from a pull request's file list; `evokernel review`: the tasks found in the
+ * trees, from `git diff`). `ownersOf(file)`: the tasks the file lies in, none when it lies
+ * outside every task. Without `paths`, a changed file touches the tasks it lies in. With
+ * `paths`, only changed files matching one count: inside a task they touch it, outside every
+ * task they touch all of them (a shared header, say: `outside`).
  */
-export function touchesKernels(
+export function touchedTasks(
   changed: readonly string[],
-  roots: readonly string[],
+  ownersOf: (file: string) => readonly string[],
   paths?: readonly string[],
-): boolean {
-  const marks = paths === undefined ? undefined : pathFilter(paths);
-  return changed.some(
-    (file) => roots.some((root) => isUnder(file, root)) || (marks?.(file) ?? false),
-  );
+): { tasks: Set<string>; outside: boolean } {
+  const counted = paths === undefined ? changed : changed.filter(pathFilter(paths));
+  const tasks = new Set<string>();
+  let outside = false;
+  for (const file of counted) {
+    const owners = ownersOf(file);
+    for (const owner of owners) tasks.add(owner);
+    if (owners.length === 0 && paths !== undefined) outside = true;
+  }
+  return { tasks, outside };
 }
 
-/**
- * The tasks to review, by path, sorted. Without `paths`, a task is touched when a changed
- * file lies in its folder (or is its file). With `paths`, only changed files matching one
- * count: inside a task's folder they touch that task, outside every task they touch all of
- * them (a shared header, say).
- */
+/** The tasks to review, by path, sorted, by `touchedTasks`'s rule over the trees' tasks. */
 export function selectChangedTasks(options: {
   changed: readonly string[];
   baseTasks: readonly TaskLocation[];
@@ -38,15 +42,13 @@ export function selectChangedTasks(options: {
   const basePaths = new Set(baseTasks.map((task) => task.path));
   const headPaths = new Set(headTasks.map((task) => task.path));
   const all = [...new Set([...basePaths, ...headPaths])].sort();
-  const counted = paths === undefined ? changed : changed.filter(pathFilter(paths));
-  const touched = new Set<string>();
-  for (const file of counted) {
-    const owners = all.filter((task) => contains(task, file));
-    if (owners.length > 0) for (const owner of owners) touched.add(owner);
-    else if (paths !== undefined) for (const task of all) touched.add(task);
-  }
+  const touched = touchedTasks(
+    changed,
+    (file) => all.filter((task) => contains(task, file)),
+    paths,
+  );
   return all
-    .filter((task) => touched.has(task))
+    .filter((task) => touched.outside || touched.tasks.has(task))
     .map((path) => ({ path, inBase: basePaths.has(path), inHead: headPaths.has(path) }));
 }
 
