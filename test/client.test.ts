@@ -398,7 +398,13 @@ describe("a task the run has read", () => {
               ? taskInfo()
               : request.command === "static"
                 ? staticRecord()
-                : { schema: 1, kind: "static-context", task: "softmax", referenceOps: [], libraries: "allow" },
+                : {
+                    schema: 1,
+                    kind: "static-context",
+                    task: "softmax",
+                    referenceOps: [],
+                    libraries: "allow",
+                  },
     }));
     const options = { runner: fake.runner };
     await verify(task, "/c/k.cu", options);

@@ -186,13 +186,15 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   }
 
   const verified =
-    staged.verify ?? unwritten(failedVerify(noRecord("verify"), { task: client.taskPath(task), candidate }));
+    staged.verify ??
+    unwritten(failedVerify(noRecord("verify"), { task: client.taskPath(task), candidate }));
   const afterVerify = { ...afterQuick, verify: verified.record };
   const checkedOnGpu = { ...compiled, verify: quickSeconds + verified.seconds };
   const verdict = verifyVerdict(verified.record);
   if (!verified.record.ok || !bench) return finish(verdict, afterVerify, checkedOnGpu);
 
-  const timed = staged.bench ?? unwritten(failedBench(noRecord("bench"), { task: client.taskPath(task) }));
+  const timed =
+    staged.bench ?? unwritten(failedBench(noRecord("bench"), { task: client.taskPath(task) }));
   return finish(
     benchVerdict(timed.record, verdict),
     { ...afterVerify, bench: timed.record },
