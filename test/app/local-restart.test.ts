@@ -72,7 +72,10 @@ setInterval(() => {}, 1000);
     onDone: () => Promise.resolve(),
     onError: () => undefined,
   };
-  const before = createLocalDispatcher(options);
+  // The process that restarts: it never gets to conclude the job's check run (onDone false),
+  // as a dead process would not. It is still alive here, so it is let finish (idle) before
+  // the record is looked at, or its own clean-up races the next start's.
+  const before = createLocalDispatcher({ ...options, onDone: () => Promise.resolve(false) });
   const spec: JobSpec = {
     schema: 1,
     id: "bench-7-aaaaaaa-000000",
@@ -113,6 +116,7 @@ setInterval(() => {}, 1000);
     },
     { timeout: 600_000, interval: 50 },
   );
+  await before.idle?.();
   // Its record stays until its check run is concluded: a start that could not reach GitHub
   // leaves it to the next. Once concluded, nothing is left for a third start.
   expect((await createLocalDispatcher(options).recover?.())?.map((job) => job.jobId)).toEqual([
@@ -120,7 +124,6 @@ setInterval(() => {}, 1000);
   ]);
   await after.forget?.(spec.id);
   expect(await createLocalDispatcher(options).recover?.()).toEqual([]);
-  await before.idle?.();
 });
 
 it("never kills a pid that is no longer a runner of its job", async () => {
@@ -173,7 +176,10 @@ it("keeps a finished job's record, with what it came to, while its check run is 
     onDone: () => Promise.resolve(false),
     onError: () => undefined,
   };
-  const before = createLocalDispatcher(options);
+  // The process that restarts: it never gets to conclude the job's check run (onDone false),
+  // as a dead process would not. It is still alive here, so it is let finish (idle) before
+  // the record is looked at, or its own clean-up races the next start's.
+  const before = createLocalDispatcher({ ...options, onDone: () => Promise.resolve(false) });
   await before.start({
     spec: {
       schema: 1,
