@@ -1,7 +1,7 @@
 // Before a win is called one: the final verification (held-out configurations included) and
 // the timing against the noise.
 import { describe, expect, it } from "vitest";
-import { finalize } from "../../runner/src/evolve/final.js";
+import { finalize, where } from "../../runner/src/evolve/final.js";
 import { judgeSpeedup } from "../../runner/src/evolve/noise.js";
 import type { Individual } from "../../runner/src/evolve/types.js";
 import { BASELINE, evaluationOf, fakeRechecker, finalConfig } from "./fakes.js";
@@ -301,5 +301,53 @@ describe("finalize", () => {
     expect(final.win).toBe(false);
     expect(final.candidate).toBeNull();
     expect(final.verdict).toBe("no candidate was faster than the baseline in the search");
+  });
+});
+
+describe("the final checks' log", () => {
+  it("says where the harness spent a step's seconds: its four longest phases of 0.1 s or more", () => {
+    expect(where(undefined)).toBe("");
+    expect(where({})).toBe("");
+    expect(where({ start: 0.04 })).toBe("");
+    expect(
+      where({ start: 0.9, timing: 6.07, compile: 2, inputs: 0.3, load: 0.2, cost: 0.1, x: 0.01 }),
+    ).toBe(" (timing 6.1 s, compile 2.0 s, start 0.9 s, inputs 0.3 s)");
+  });
+
+  it("puts them on the step's line", async () => {
+    const { rechecker } = fakeRechecker({
+      verify: () => ({
+        ok: true,
+        status: "passed",
+        reason: null,
+        message: "",
+        configs: [],
+        phases: { candidate: 3.2, checks: 1.5 },
+      }),
+      time: (source) => ({
+        ok: true,
+        reason: null,
+        message: "",
+        configs: [
+          finalConfig(
+            "8192x8192",
+            source === null ? null : { medianMs: 0.5, p20Ms: 0.49, p80Ms: 0.51 },
+          ),
+        ],
+        phases: { timing: 4.5, compile: 2.2 },
+      }),
+    });
+    const steps: string[] = [];
+    const final = await finalize({
+      population: [individual("c4", "k4 speed=2"), baseline],
+      baseline,
+      rechecker,
+      onStep: (line) => steps.push(line.replace(/in [0-9.]+ s/, "in N s")),
+    });
+    expect(steps).toEqual([
+      "  c4 timed in N s (timing 4.5 s, compile 2.2 s)",
+      "  c4 verified in N s (candidate 3.2 s, checks 1.5 s): passed",
+    ]);
+    expect(final.win).toBe(true);
   });
 });

@@ -92,6 +92,22 @@ describe("the result", () => {
     expect(config?.percentOfFloor.baseline).toBeCloseTo(25, 10);
   });
 
+  it("keeps the harness's phases of the final checks out of it (they are for the log)", async () => {
+    const { rechecker } = fakeRechecker({
+      verify: () => ({
+        ok: true,
+        status: "passed",
+        reason: null,
+        message: "passed",
+        configs: [],
+        phases: { candidate: 3.2 },
+      }),
+    });
+    const result = await resultOf(rechecker);
+    expect(result.verification.ok).toBe(true);
+    expect(Object.keys(result.verification)).not.toContain("phases");
+  });
+
   it("carries a unified diff that turns the original into the best kernel", async () => {
     const result = await resultOf();
     const best = result.best;

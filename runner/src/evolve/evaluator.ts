@@ -312,7 +312,12 @@ export function toFinalVerification(result: CandidateResult): FinalVerification 
       ok: config.ok,
       reason: config.reason,
     })),
+    ...phasesOf(result.verify?.phases),
   };
+}
+
+function phasesOf(phases: Readonly<Record<string, number>> | undefined) {
+  return phases === undefined || Object.keys(phases).length === 0 ? {} : { phases };
 }
 
 export function toFinalTiming(record: BenchRecord): FinalTiming {
@@ -336,6 +341,7 @@ export function toFinalTiming(record: BenchRecord): FinalTiming {
             },
           ],
     ),
+    ...phasesOf(record.phases),
   };
 }
 

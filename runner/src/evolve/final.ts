@@ -125,6 +125,7 @@ function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker 
       const timing = await rechecker.time(variant, signal);
       onStep(
         `  ${name(variant)} timed in ${seconds(since)} s` +
+          where(timing.phases) +
           (timing.ok ? "" : `: ${timing.reason ?? "not timed"}`),
       );
       return timing;
@@ -133,12 +134,26 @@ function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker 
       const since = performance.now();
       const verification = await rechecker.verify(variant, signal);
       onStep(
-        `  ${name(variant)} verified in ${seconds(since)} s: ` +
-          (verification.ok ? "passed" : (verification.reason ?? verification.status)),
+        `  ${name(variant)} verified in ${seconds(since)} s` +
+          where(verification.phases) +
+          `: ${verification.ok ? "passed" : (verification.reason ?? verification.status)}`,
       );
       return verification;
     },
   };
+}
+
+/**
+ * Where the harness said a step's seconds went: its four longest phases of a tenth of a
+ * second or more, longest first (" (timing 6.1 s, compile 2.0 s)"); nothing when it did not say.
+ */
+export function where(phases: Readonly<Record<string, number>> | undefined): string {
+  const parts = Object.entries(phases ?? {})
+    .filter(([, s]) => s >= 0.1)
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, 4)
+    .map(([phase, s]) => `${phase} ${s.toFixed(1)} s`);
+  return parts.length === 0 ? "" : ` (${parts.join(", ")})`;
 }
 
 function withoutCandidate(timing: FinalTiming): FinalTiming {

@@ -7,7 +7,7 @@ import type { EngineResult } from "./engine.js";
 import type { Final } from "./final.js";
 import type { Language } from "./fingerprint.js";
 import { geometricMean } from "./noise.js";
-import type { Budget, FinalConfigTiming } from "./types.js";
+import type { Budget, FinalConfigTiming, FinalVerification } from "./types.js";
 
 export type ResultInput = {
   task: Result["task"];
@@ -54,13 +54,9 @@ export function buildResult(input: ResultInput): Result {
     },
     configs,
     verification: {
-      ...(final.verification ?? {
-        ok: false,
-        status: "not-run",
-        reason: null,
-        message: final.verdict,
-        configs: [],
-      }),
+      ...(final.verification === null
+        ? { ok: false, status: "not-run", reason: null, message: final.verdict, configs: [] }
+        : withoutPhases(final.verification)),
       rejected: final.rejected,
     },
     best:
@@ -164,4 +160,10 @@ export function materializeDefines(
     else prepend.push(`#define ${name} ${value}`);
   }
   return prepend.length === 0 ? text : `${prepend.join("\n")}\n${text}`;
+}
+
+/** A final verification as the result keeps it: the harness's phases are for the run's log only. */
+function withoutPhases(verification: FinalVerification): Omit<FinalVerification, "phases"> {
+  const { ok, status, reason, message, configs } = verification;
+  return { ok, status, reason, message, configs };
 }

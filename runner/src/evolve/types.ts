@@ -212,6 +212,8 @@ export type FinalVerification = {
   reason: string | null;
   message: string;
   configs: { name: string; heldout: boolean; ok: boolean; reason: string | null }[];
+  /** The harness's seconds in each part of the run (its record's phases), when it said. */
+  phases?: Readonly<Record<string, number>>;
 };
 
 /** One configuration of the final timing: all four interleaved in one process. */
@@ -232,6 +234,8 @@ export type FinalTiming = {
   reason: string | null;
   message: string;
   configs: FinalConfigTiming[];
+  /** The harness's seconds in each part of the bench (its record's phases), when it said. */
+  phases?: Readonly<Record<string, number>>;
 };
 
 /** The last word on a winner, before it is called one (torch.compile timed this once). */
