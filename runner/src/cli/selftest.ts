@@ -71,23 +71,23 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
         }
         // each task read once (a task the runner cannot load goes to the harness as a path,
         // whose record says why)
-        const tasks = new Map<string, Promise<TaskRef>>();
-        function taskOf(path: string): Promise<TaskRef> {
-          let task = tasks.get(path);
-          if (task === undefined) {
-            task = loadTarget(path, root).then(taskRef, () => path);
-            tasks.set(path, task);
-          }
-          return task;
-        }
+        const paths = [...new Set(entries.map((entry) => resolveCorpusPath(entry.task, root)))];
+        const tasks = new Map<string, TaskRef>(
+          await Promise.all(
+            paths.map(
+              async (path) =>
+                [path, await loadTarget(path, root).then(taskRef, () => path)] as const,
+            ),
+          ),
+        );
         const results = new Map<CorpusEntry, CandidateResult>();
         await Promise.all(
           [...groups.values()].map(async function evaluateGroup(group) {
             const first = group[0];
             if (first === undefined) return;
-            const task = await taskOf(resolveCorpusPath(first.task, root));
+            const path = resolveCorpusPath(first.task, root);
             const evaluated = await evaluateCandidates(
-              task,
+              tasks.get(path) ?? path,
               group.map((entry) => resolveCorpusPath(entry.file, root)),
               {
                 server: session.server,

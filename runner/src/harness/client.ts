@@ -63,7 +63,7 @@ function taskFields(task: TaskRef): { task: string; taskSpec?: Record<string, un
   const path = resolve(taskPath(task));
   return typeof task === "string" || task.spec === null
     ? { task: path }
-    : { task: path, taskSpec: { ...task.spec } };
+    : { task: path, taskSpec: task.spec };
 }
 
 export type CallOptions = {
