@@ -2,7 +2,12 @@
 // matched by id, a dead server's request marked crashed and the server restarted, a hung
 // one killed.
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { allowRead } from "../runner/src/sandbox/sandbox.js";
+import { repo } from "./helpers/cli.js";
 import { HarnessError } from "../runner/src/errors.js";
 import { childEnv, startLineProcess } from "../runner/src/harness/exec.js";
 import { ForkServer, type ForkServerOptions } from "../runner/src/harness/fork-server.js";
@@ -99,5 +104,24 @@ describe("ForkServer", () => {
     await server.run(ask("die"), 1_000);
     await server.run(ask("die"), 1_000);
     await expect(server.run(ask("ok"), 1_000)).rejects.toBeInstanceOf(HarnessError);
+  });
+
+  it("holds its sandbox's view while it is up: a folder allowed then throws, once it is closed it does not", async () => {
+    vi.stubEnv("EVOKERNEL_SANDBOX", "on");
+    const late = await mkdtemp(join(tmpdir(), "evk-late-task-"));
+    try {
+      server = fakeServer();
+      await server.run(ask("ok a"), 1_000);
+      // a task the server cannot see would be "no such task" there (the selftest's external
+      // tasks on the H100, 2026-11-26): the caller's order is wrong, and it is told so
+      expect(() => allowRead(late)).toThrow(/after its fork server started/);
+      // what the server was started with, and what lies under it, may be named again
+      expect(() => allowRead(join(repo, "kernels", "softmax"))).not.toThrow();
+      await server.close();
+      expect(() => allowRead(late)).not.toThrow();
+    } finally {
+      vi.unstubAllEnvs();
+      await rm(late, { recursive: true, force: true });
+    }
   });
 });

@@ -1,6 +1,6 @@
 // evokernel selftest: run the adversarial corpus on this GPU and check every verdict. It
 // proves the verifier on a new runner, and measures how many candidates a minute it takes.
-import { join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
 import {
@@ -15,6 +15,7 @@ import { flag, printJson, stringOption, stringsOption, type Command } from "./co
 import { createProgress } from "./progress.js";
 import { createResources } from "../pipeline/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
+import { allowRead } from "../sandbox/sandbox.js";
 import type { TaskRef } from "../harness/client.js";
 import { loadTarget, taskRef } from "../workspace/target.js";
 
@@ -57,6 +58,18 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
       });
       entries.push(...read);
     }
+    // each task read once and, with the candidates' folders, shown to the sandbox before the
+    // fork server starts (it sees only what was allowed then); a task the runner cannot load
+    // goes to the harness as a path, whose record says why
+    const taskPaths = [...new Set(entries.map((entry) => resolveCorpusPath(entry.task, root)))];
+    const tasks = new Map<string, TaskRef>(
+      await Promise.all(
+        taskPaths.map(
+          async (path) => [path, await loadTarget(path, root).then(taskRef, () => path)] as const,
+        ),
+      ),
+    );
+    for (const entry of entries) allowRead(dirname(resolveCorpusPath(entry.file, root)));
     return withSession(
       async function selftestWithServer(session) {
         requireGpu(session);
@@ -69,17 +82,6 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
           const key = `${entry.task}\n${entry.check}`;
           groups.set(key, [...(groups.get(key) ?? []), entry]);
         }
-        // each task read once (a task the runner cannot load goes to the harness as a path,
-        // whose record says why)
-        const paths = [...new Set(entries.map((entry) => resolveCorpusPath(entry.task, root)))];
-        const tasks = new Map<string, TaskRef>(
-          await Promise.all(
-            paths.map(
-              async (path) =>
-                [path, await loadTarget(path, root).then(taskRef, () => path)] as const,
-            ),
-          ),
-        );
         const results = new Map<CorpusEntry, CandidateResult>();
         await Promise.all(
           [...groups.values()].map(async function evaluateGroup(group) {

@@ -10,6 +10,7 @@ import {
   type HarnessResponse,
 } from "#shared/contract/harness-request.js";
 import { HarnessError } from "../errors.js";
+import { holdView } from "../sandbox/sandbox.js";
 import { startHarness, type LineProcess } from "./exec.js";
 import type { HarnessOutcome } from "./outcome.js";
 
@@ -105,9 +106,15 @@ export class ForkServer {
   }
 
   private async launch(): Promise<LineProcess> {
-    const server = await this.start((line) => this.receive(line));
+    // its sandbox's view is fixed from its start until it exits
+    const release = holdView();
+    const server = await this.start((line) => this.receive(line)).catch((error: unknown) => {
+      release();
+      throw error;
+    });
     this.process = server;
     void server.exited.then((ended) => {
+      release();
       if (this.process === server) this.process = null;
       if (this.closed) return;
       this.deathsInARow += 1;

@@ -45,12 +45,45 @@ const view = { readOnly: new Set<string>(), writable: new Set<string>() };
 /** Paths named through a symlink (path → its real path), recreated inside. */
 const links = new Map<string, string>();
 
+/** Sandboxes up now that stay up (fork servers): each sees the folders allowed when it started. */
+let lasting = 0;
+
+/**
+ * Marks a lasting sandbox up until the returned function is called. While one is, allowing a
+ * folder it cannot see throws: the server would answer "no such task" for a path that exists,
+ * so a command allows its tasks and candidates before its session opens.
+ */
+export function holdView(): () => void {
+  lasting += 1;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    lasting -= 1;
+  };
+}
+
 /** Lets the sandbox read `path` (a task folder, a job's checkout); read-only inside. */
 export function allowRead(path: string): void {
   if (!existsSync(path)) return;
   const target = real(path);
+  if (lasting > 0 && sandboxMode() === "namespaces" && !visible(target)) {
+    throw new Error(
+      `${path} was allowed into the sandbox after its fork server started, which cannot see it: ` +
+        "allow a command's tasks and candidates before its session opens",
+    );
+  }
   view.readOnly.add(target);
   if (resolve(path) !== target) links.set(resolve(path), target);
+}
+
+/** Whether `target` (a real path) is inside what every sandbox shows. */
+function visible(target: string): boolean {
+  const shown = [...baseReadOnly(), ...view.readOnly, ...view.writable];
+  if (scratch !== undefined) shown.push(scratch);
+  return shown.some(
+    (path) => target === path || target.startsWith(path.endsWith(sep) ? path : path + sep),
+  );
 }
 
 /** Lets the sandbox write `path` (the build cache); everything else it can write is scratch. */
@@ -138,6 +171,18 @@ const ETC = [
 ];
 const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
+/** What every sandbox reads besides the Python and the folders a command allows. */
+function baseReadOnly(): string[] {
+  const root = repoRoot();
+  return [
+    ...SYSTEM,
+    ...ETC,
+    join(root, "runner", "harness"),
+    join(root, "kernels"),
+    join(root, "runner", "corpus"),
+  ];
+}
+
 /** The GPU's device nodes: /dev/nvidia*, /dev/nvidia-caps. */
 function gpuDevices(): string[] {
   let names: string[] = [];
@@ -163,15 +208,7 @@ export type Invocation = { file: string; args: string[]; env: Record<string, str
 /** `spec` wrapped in the sandbox (or as it is where EVOKERNEL_SANDBOX=off). */
 export function sandboxed(spec: SandboxSpec): Invocation {
   const { python } = spec;
-  const readOnly = new Set<string>([
-    ...SYSTEM,
-    ...ETC,
-    ...python.paths,
-    join(repoRoot(), "runner", "harness"),
-    join(repoRoot(), "kernels"),
-    join(repoRoot(), "runner", "corpus"),
-    ...view.readOnly,
-  ]);
+  const readOnly = new Set<string>([...baseReadOnly(), ...python.paths, ...view.readOnly]);
   const cuda = spec.env["CUDA_HOME"] ?? spec.env["CUDA_PATH"] ?? "/usr/local/cuda";
   if (existsSync(cuda)) readOnly.add(real(cuda));
   const writable = new Set<string>([scratchDir(), ...view.writable]);
