@@ -72,7 +72,12 @@ def escaped(events: list[tuple[str, Any, float, float]]) -> dict[str, Any] | Non
             out.append((name, stream, end - start, "started before the caller's stream reached the call"))
         elif end > hi + EPS_US:
             out.append((name, stream, end - start, "ended after the caller's stream had finished the call"))
-    return {"windowUs": hi - lo, "streams": sorted({str(e[1]) for e in work if e[1] is not None}), "escaped": out}
+    return {
+        "windowUs": hi - lo,
+        "streams": sorted({str(e[1]) for e in work if e[1] is not None}),
+        "escaped": out,
+        "events": len(work),
+    }
 
 
 def describe(result: dict[str, Any]) -> str:
@@ -93,15 +98,17 @@ def describe(result: dict[str, Any]) -> str:
     )
 
 
-TAIL_MS = 0.1  # the device busy this long after the caller's stream finished: work escaped
+TAIL_MS = 0.1  # the device busy this long after the caller's stream finished, and no trace: work escaped
 TAIL_RUNS = 3
 TAIL_CONFIRM_RUNS = 12  # a tail over TAIL_MS is measured again before it counts
 
 
 def tail_ms(fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES) -> float:
     """How long the device stays busy after the caller's stream has finished a call placed as
-    the timer places it (the least of TAIL_RUNS calls): a second witness beside the trace,
-    which needs no profiler (and sees work the profiler may not attribute, as inside graphs)."""
+    the timer places it (the least of TAIL_RUNS calls): the witness where the trace cannot
+    speak (no profiler, or none of the call's work in it). Where the trace saw the call's work,
+    the trace decides: the driver's own work after a call (a spilling kernel's) keeps the
+    device busy too, with nothing of the call's running."""
     best = _least_tail(fn, head_start_cycles, TAIL_RUNS)
     if best > TAIL_MS:
         # The host's clock measures this: a thread descheduled between the two waits (a busy
@@ -146,19 +153,27 @@ def check(fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES) -> 
             "caller's stream finished",
             "streams": [],
         }
-    if result is None or (not result["escaped"] and tail > TAIL_MS):
+    if result is not None and result["escaped"]:
+        return {"ok": False, "detail": describe(result), "streams": result["streams"]}
+    if result is None or not result.get("events"):
+        # the trace cannot speak (no markers, none of the call's work in it): the tail decides
         if tail > TAIL_MS:
             return {"ok": False, "detail": late, "streams": [] if result is None else result["streams"]}
         return {"ok": True, "detail": "no GPU activity seen; stream check inconclusive", "streams": []}
-    if result["escaped"]:
-        return {"ok": False, "detail": describe(result), "streams": result["streams"]}
+    # The trace saw the call's kernels, copies and memsets, every one inside the window: it
+    # decides. A device busy after the caller's stream finished, with none of the call's work
+    # running then, is the driver's own (an honest GEMM capped to 64 registers by
+    # __launch_bounds__, spilling, left a 0.12-0.14 ms tail on every call on the H100; an honest
+    # BatchNorm once did too): said in the detail, not a refusal.
     many = len(result["streams"]) > 1
-    return {
-        "ok": True,
-        "streams": result["streams"],
-        "detail": (
-            f"its work on {len(result['streams'])} streams lies within the timed window"
-            if many
-            else "its work lies within the timed window"
-        ),
-    }
+    detail = (
+        f"its work on {len(result['streams'])} streams lies within the timed window"
+        if many
+        else "its work lies within the timed window"
+    )
+    if tail > TAIL_MS:
+        detail += (
+            f"; the device stayed busy {tail:.3f} ms after the call with none of its kernels, copies "
+            "or memsets running (driver work the trace does not show as the call's)"
+        )
+    return {"ok": True, "streams": result["streams"], "detail": detail}

@@ -112,5 +112,42 @@ class SideStreamDiagnosisTest(unittest.TestCase):
         self.assertIn("raised RuntimeError: profiler already enabled", v.checks[-1]["detail"])
 
 
+class TailWitnessTest(unittest.TestCase):
+    """The device's tail decides only where the trace cannot speak. On the H100 (2026-11-26) the
+    shape-keyed tuner's gemm_bias_relu candidates with __launch_bounds__(256, 4), the task's own
+    kernel capped to 64 registers, were refused as side-stream on a 0.137 ms tail whose trace
+    held every kernel inside the timed window."""
+
+    MARKS = [(streams.MARK, 7, 0.0, 500.0), (streams.MARK, 7, 900.0, 901.0)]
+
+    def check(self, trace, tail):
+        with (
+            mock.patch.object(streams, "profile_call", lambda fn, *a: trace),
+            mock.patch.object(streams, "_least_tail", lambda fn, h, runs: tail),
+        ):
+            return streams.check(lambda: None)
+
+    def test_a_trace_of_the_call_inside_the_window_decides_over_a_tail(self):
+        got = self.check(self.MARKS + [("gemm_bias_relu", 7, 501.0, 880.0)], 0.137)
+        self.assertTrue(got["ok"], got)
+        self.assertIn("lies within the timed window", got["detail"])
+        self.assertIn("stayed busy 0.137 ms", got["detail"])
+
+    def test_without_a_trace_of_the_call_the_tail_refuses(self):
+        for trace in ([], self.MARKS):  # no markers; markers but none of the call's work
+            got = self.check(trace, 0.137)
+            self.assertFalse(got["ok"], (trace, got))
+            self.assertIn("stayed busy 0.137 ms with work it never waited for", got["detail"])
+        self.assertTrue(self.check(self.MARKS, 0.01)["ok"])
+
+    def test_work_outside_the_window_refuses_whatever_the_tail(self):
+        trace = self.MARKS + [("softmax", 7, 501.0, 880.0), ("softmax", 13, 880.0, 1200.0)]
+        for tail in (0.01, 0.3):
+            got = self.check(trace, tail)
+            self.assertFalse(got["ok"], got)
+            self.assertIn("ran outside the timed window", got["detail"])
+            self.assertEqual(got["streams"], ["13", "7"])
+
+
 if __name__ == "__main__":
     unittest.main()
