@@ -97,6 +97,8 @@ export type EvaluateOptions = GpuSteps & {
   onEvent?: (event: EvaluationEvent) => void;
   /** Limits for one candidate's GPU steps (defaults: the client's, 10 minutes each). */
   timeouts?: { verifyMs?: number; benchMs?: number };
+  /** Its place in the GPU queue: lower first (the search's proposal number); none: last. */
+  gpuOrder?: number;
 };
 
 export async function evaluateCandidates(
@@ -231,18 +233,20 @@ async function verifyThenTime(
   { static: checked, built }: Checked,
 ): Promise<Staged> {
   const { task, options, calls } = context;
-  const verify = await context.gpu(() =>
-    runStep(context, "verify", candidate, () =>
-      calls.verify(task, candidate, {
-        artifact: built.artifact,
-        static: checked,
-        ...pick(options, "heldout", "device", "seed"),
-        ...context.gpuCall,
-        ...(options.timeouts?.verifyMs === undefined
-          ? {}
-          : { timeoutMs: options.timeouts.verifyMs }),
-      }),
-    ),
+  const verify = await context.gpu(
+    () =>
+      runStep(context, "verify", candidate, () =>
+        calls.verify(task, candidate, {
+          artifact: built.artifact,
+          static: checked,
+          ...pick(options, "heldout", "device", "seed"),
+          ...context.gpuCall,
+          ...(options.timeouts?.verifyMs === undefined
+            ? {}
+            : { timeoutMs: options.timeouts.verifyMs }),
+        }),
+      ),
+    options.gpuOrder,
   );
   if (!verify.record.ok || !options.bench) return { quick: null, verify, bench: null };
   const bench = await timeCandidate(context, candidate, built, options.bench);
@@ -300,7 +304,7 @@ async function screen(
       verify: timed(records.verify, "verify"),
       bench: timed(records.bench, "bench"),
     };
-  });
+  }, options.gpuOrder);
 }
 
 /** The baseline, built (shared by every candidate through the pool), to time beside. */
@@ -322,20 +326,22 @@ async function timeCandidate(
   bench: BenchOptions,
 ): Promise<Timed<BenchRecord>> {
   const beside = await baselineBeside(context, bench);
-  return context.gpu(() =>
-    runStep(context, "bench", candidate, () =>
-      context.calls.bench(context.task, {
-        candidate,
-        artifact: built.artifact,
-        ...beside,
-        ...pick(bench, "compile"),
-        ...pick(bench, "budgetS"),
-        ...context.gpuCall,
-        ...(context.options.timeouts?.benchMs === undefined
-          ? {}
-          : { timeoutMs: context.options.timeouts.benchMs }),
-      }),
-    ),
+  return context.gpu(
+    () =>
+      runStep(context, "bench", candidate, () =>
+        context.calls.bench(context.task, {
+          candidate,
+          artifact: built.artifact,
+          ...beside,
+          ...pick(bench, "compile"),
+          ...pick(bench, "budgetS"),
+          ...context.gpuCall,
+          ...(context.options.timeouts?.benchMs === undefined
+            ? {}
+            : { timeoutMs: context.options.timeouts.benchMs }),
+        }),
+      ),
+    context.options.gpuOrder,
   );
 }
 

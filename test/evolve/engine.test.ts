@@ -928,6 +928,25 @@ describe("racing (issue 20)", () => {
     expect(result.counts.failedAt["time"]).toBeUndefined();
   });
 
+  it("gives each evaluation its proposal number as its place in the GPU queue", async () => {
+    const orders: (number | undefined)[] = [];
+    const evaluator: Evaluator = {
+      async evaluate({ source }, _signal, _race, order) {
+        orders.push(order);
+        await Promise.resolve();
+        return evaluationOf(source);
+      },
+    };
+    const result = await runEngine(
+      engineOptions({ evaluator, proposer: fakeProposer().proposer, parallel: 1 }),
+    );
+    const numbers = result.entries
+      .filter((entry) => entry.generation > 0 && entry.duplicateOf === null && entry.individual)
+      .map((entry) => Number(entry.individual?.id.slice(1)));
+    expect(orders[0]).toBeUndefined(); // the baseline, before any proposal
+    expect(orders.slice(1)).toEqual(numbers);
+  });
+
   it("does not race for a proposer that judges configurations apart, nor when turned off", async () => {
     for (const setup of [{ racing: false }, { engineRace: false }]) {
       const { evaluator, races } = racingEvaluator();

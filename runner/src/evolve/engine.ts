@@ -438,7 +438,14 @@ class Run {
         options.race === false || options.proposer.racing === false
           ? undefined
           : raceAgainst(context.best);
-      evaluation = options.evaluator.evaluate({ source, defines, flags }, options.signal, race);
+      // the GPU takes proposal n before n+1 whichever was built first: proposal n+P waits on
+      // n, so n's evaluation finishing first lets the next proposals begin soonest
+      evaluation = options.evaluator.evaluate(
+        { source, defines, flags },
+        options.signal,
+        race,
+        number,
+      );
       this.seen.set(hash, evaluation);
     }
     const parents = context.parents.length > 0 ? context.parents : [context.best];

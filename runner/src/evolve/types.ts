@@ -189,6 +189,8 @@ export type Evaluator = {
     variant: Variant,
     signal?: AbortSignal,
     race?: Readonly<Record<string, number>>,
+    /** Its place in the GPU queue (the proposal number): lower first. */
+    order?: number,
   ): Promise<Evaluation>;
 };
 
