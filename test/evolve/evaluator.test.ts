@@ -80,12 +80,14 @@ function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = 
       },
       bench: async (_task, options) => {
         log.push(
-          `bench compile=${options?.compile} baseline=${options?.baseline?.split("/").pop()}`,
+          options?.warmCompile === true
+            ? "bench warm-compile"
+            : `bench compile=${options?.compile} baseline=${options?.baseline?.split("/").pop()}`,
         );
         return Promise.resolve(
           fail.bench
             ? benchRecord({ ok: false, reason: "below-floor", message: "under the floor" })
-            : timed(options?.compile === true),
+            : timed(options?.compile === true || options?.warmCompile === true),
         );
       },
     },
@@ -210,6 +212,29 @@ describe("the harness evaluator", () => {
       "bench compile=true baseline=kernel.cu",
       "bench compile=false baseline=kernel.cu",
     ]);
+  });
+
+  it("takes torch.compile's times from the reference timed beside the search: no final timing warms it up", async () => {
+    const calls = harness();
+    const evaluator = evaluatorWith(calls);
+    evaluator.timeReference();
+    const timed = await evaluator.time({ source: "k", defines: {}, flags: [] });
+    expect(timed.configs.every((c) => c.compile?.medianMs === 0.04)).toBe(true);
+    expect(calls.log).toEqual(["bench warm-compile", "bench compile=false baseline=kernel.cu"]);
+  });
+
+  it("times torch.compile in the first final timing when the reference's timing had none", async () => {
+    const calls = harness();
+    const failing = calls.harness.bench;
+    calls.harness.bench = async (task, options) =>
+      options?.warmCompile === true
+        ? benchRecord({ ok: false, reason: "no-gpu", message: "no GPU" })
+        : failing(task, options);
+    const evaluator = evaluatorWith(calls);
+    evaluator.timeReference();
+    const timed = await evaluator.time({ source: "k", defines: {}, flags: [] });
+    expect(timed.configs.every((c) => c.compile !== null)).toBe(true);
+    expect(calls.log).toEqual(["bench compile=true baseline=kernel.cu"]);
   });
 
   it("times torch.compile again while no final timing has had it", async () => {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -111,6 +111,27 @@ def _compiled(task, log):
         return None
 
 
+def warm_compiled(task: Task, seed: int, log: Callable[[str], object]) -> Callable[[Any], Any] | None:
+    """torch.compile's baseline, compiled for the shapes of every visible configuration: called
+    once on each configuration's first input set, as bench's "compile" phase calls it. None when
+    it cannot compile (the bench that follows then notes why)."""
+    compiled = _compiled(task, log)
+    if compiled is None:
+        return None
+    grad_ctx = torch.enable_grad if task.backward else torch.no_grad
+    device = torch.device("cuda")
+    for ci, config in enumerate(task.visible_configs()):
+        case = task.make_case(config, seed + 31 * ci, device)
+        try:
+            with grad_ctx():
+                compiled(case.clone())
+        except Exception as err:  # as bench's compile phase: noted there, not fatal
+            log(f"torch.compile failed on {config.name}: {type(err).__name__}: {str(err)[:300]}")
+            return None
+        del case
+    return compiled
+
+
 def case_bytes(case: Case) -> int:
     return sum(t.numel() * t.element_size() for _, t in case.tensors())
 
@@ -144,6 +165,7 @@ def bench(
     adaptive: bool = False,
     race: dict[str, float] | None = None,
     judged: JudgedSide | None = None,
+    compiled: Callable[[Any], Any] | None = None,
 ) -> Record:
     """probe_cache: a ProbeCache (probe_cache.py) that holds the reference's launched-kernel
     time per configuration across processes; None profiles the reference every time.
@@ -156,10 +178,11 @@ def bench(
     configurations timed so far (geometric mean) is under the leader's least favourable one
     over the same configurations stops there: the record's "race" says where and by how much,
     the rest is not timed (nor checked after timing, nor profiled: it is no contender).
-    judged: the candidate's side of a judged bench (JudgedSide); ceilings may then be None."""
+    judged: the candidate's side of a judged bench (JudgedSide); ceilings may then be None.
+    compiled: torch.compile's baseline already compiled (warm_compiled), used instead of a new one."""
     start = time.perf_counter()
     run = _Bench(task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, judged)
-    run.set_up(head_start_cycles, compile_baseline, time_eager, adaptive)
+    run.set_up(head_start_cycles, compile_baseline, time_eager, adaptive, compiled)
     for ci, config in enumerate(task.visible_configs()):
         if run.config(ci, config):
             break  # raced out
@@ -187,7 +210,7 @@ class _Bench:
         # them as loop variables: the next configuration's rotation() sees their memory)
         self.ref_out = self.checked_case = self.checked_out = None
 
-    def set_up(self, head_start_cycles, compile_baseline, time_eager, adaptive):
+    def set_up(self, head_start_cycles, compile_baseline, time_eager, adaptive, compiled=None):
         """The "start" phase: the timer and its overhead, the reference, torch.compile's baseline."""
         self.phases = _Phases()
         self.device = torch.device("cuda")
@@ -199,7 +222,10 @@ class _Bench:
         self.head_start = {"cycles": head_start_cycles, "retimed": []}
         self.ref = self.task.reference_entry()
         self.grad_ctx = torch.enable_grad if self.task.backward else torch.no_grad
-        self.compiled = _compiled(self.task, self.log) if compile_baseline else None
+        if not compile_baseline:
+            self.compiled = None
+        else:
+            self.compiled = compiled if compiled is not None else _compiled(self.task, self.log)
         self.phases.lap("start")
 
     def config(self, ci, config):

@@ -135,6 +135,10 @@ def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record],
         checked = time.perf_counter()
         rec = decide(claim, own, judging, windows(marks), folder)
         rec["phases"]["judge"] = round(time.perf_counter() - checked, 4)
+        # the judge's own bench (the ceilings, eager and torch.compile's warm-up and timing):
+        # where a final timing's seconds went that the candidate's process never saw
+        for name, seconds in (own.get("phases") or {}).items():
+            rec["phases"][f"judge {name}"] = seconds
         rec["seconds"] = time.perf_counter() - started
         _log(
             f"judge: {'timings accepted' if rec['ok'] else 'refused: ' + str(rec['reason'])} "

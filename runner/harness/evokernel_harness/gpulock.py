@@ -24,8 +24,13 @@ HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server
 
 
 def uses_gpu(args: argparse.Namespace) -> bool:
-    """A command's parsed options (options.py) ask for GPU work."""
-    return args.command in GPU_COMMANDS and getattr(args, "device", None) != "cpu"
+    """A command's parsed options (options.py) ask for GPU work under the lock from the start
+    (bench --warm-compile compiles first and takes the lock itself, for its timing)."""
+    return (
+        args.command in GPU_COMMANDS
+        and getattr(args, "device", None) != "cpu"
+        and not getattr(args, "warm_compile", False)
+    )
 
 
 def lock_path() -> str | None:
@@ -44,7 +49,14 @@ def held(args: argparse.Namespace, on_wait: Callable[[], object] | None = None) 
     """Hold the GPU's lock while the body runs, when args is a GPU command (and no parent
     holds it for us); yields the seconds spent waiting. on_wait() is called once when
     another process holds the lock."""
-    path = None if os.environ.get(HELD) == "1" or not uses_gpu(args) else lock_path()
+    with held_for_gpu_work(uses_gpu(args), on_wait) as waited:
+        yield waited
+
+
+@contextlib.contextmanager
+def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | None = None) -> Iterator[float]:
+    """held() for a body that is GPU work (or not): the lock, unless a parent holds it for us."""
+    path = None if os.environ.get(HELD) == "1" or not gpu_work else lock_path()
     if path is None:
         yield 0.0
         return

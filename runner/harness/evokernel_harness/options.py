@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
             )
         if name == "bench":
             sp.add_argument(
+                "--warm-compile",
+                action="store_true",
+                help="the reference alone (with --no-baseline, no candidate): torch.compile's baseline "
+                "compiled for every visible configuration before the GPU's lock is taken (a search "
+                "runs beside it), then eager and torch.compile timed as a judged bench's judge times them",
+            )
+            sp.add_argument(
                 "--screen",
                 action="store_true",
                 help="time as the search's screen does: beside the baseline only, short head start, "

@@ -104,6 +104,8 @@ class BenchJudgeTest(cpu.CpuModel):
         self.assertEqual(rec["profile"]["config"], "64x1000")
         self.assertEqual(sum("odd-33x257: launch-bound" in n for n in rec["notes"]), 1)
         self.assertIn("judge", rec["phases"])
+        # the judge's own bench's seconds too (its timing of eager, its compile when asked)
+        self.assertIn("judge timing", rec["phases"])
 
     def test_a_time_forged_under_the_floor_is_refused_by_the_judge(self):
         rec = self.judged(os.path.join(HOSTILE, "forged_fast.py"))

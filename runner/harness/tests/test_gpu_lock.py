@@ -51,6 +51,20 @@ class GpuLockTest(unittest.TestCase):
         self.assertTrue(gpulock.uses_gpu(parse(["verify", "--device", "cuda", "--task", "t"])))
         self.assertTrue(gpulock.uses_gpu(parse(["verify", "--task", "t"])))
 
+    def test_bench_warm_compile_compiles_before_it_takes_the_lock(self):
+        # the reference's torch.compile warm-up (10-13 s on the H100) runs beside a search: the
+        # command takes the lock itself, for its timing only
+        from evokernel_harness import gpulock
+        from evokernel_harness.commands.bench import cmd_bench
+        from evokernel_harness.options import parse
+
+        warm = parse(["bench", "--task", "t", "--no-baseline", "--warm-compile"])
+        self.assertFalse(gpulock.uses_gpu(warm))
+        for wrong in (["--candidate", "c.cu"], ["--baseline", "b.cu"], ["--no-compile"], []):
+            args = parse(["bench", "--task", "t", "--warm-compile", *wrong] + (["--no-baseline"] if wrong else []))
+            with self.assertRaisesRegex(SystemExit, "times the reference alone"):
+                cmd_bench(args)
+
     def test_the_server_says_when_a_request_starts(self):
         server = subprocess.Popen(
             [sys.executable, "-m", "evokernel_harness", "serve"],

@@ -58,7 +58,18 @@ export const SEARCH_BUDGET_S = 0.5;
 /** A message shown to the next proposal: the end of it, where compilers put the error. */
 const MESSAGE_LIMIT = 4000;
 
-export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evaluator & Rechecker {
+export type HarnessEvaluator = Evaluator &
+  Rechecker & {
+    /**
+     * Starts timing the reference alone, eager and torch.compile (bench --warm-compile, in a
+     * process of its own beside the search: torch.compile compiles before it takes the GPU's
+     * lock). The final timings then take torch.compile's times from it and skip their warm-up;
+     * when it gives none, the first final timing times torch.compile as before.
+     */
+    timeReference(): void;
+  };
+
+export function createHarnessEvaluator(options: HarnessEvaluatorOptions): HarnessEvaluator {
   // the static checks' limit stays each evaluation's own, as evaluateCandidates makes it
   const { pool, gpu } = createResources({
     ...(options.pool === undefined ? {} : { pool: options.pool }),
@@ -111,11 +122,21 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
    * torch.compile's warm-up, seconds in a fresh process). Null until a timing has them.
    */
   let compileTimes: Map<string, Spread> | null = null;
+  /** The reference's own timing (timeReference), while it runs or once it has. */
+  let reference: Promise<Map<string, Spread> | null> | null = null;
 
   return {
-    async evaluate(variant, _signal, race) {
+    timeReference() {
+      reference ??= benchCall(options.task, {
+        warmCompile: true,
+        ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+      }).then(compileTimesOf, () => null);
+    },
+
+    async evaluate(variant, _signal, race, order) {
       // the search's screen: the harness's cascade (quick → verify → bench) in one child
       const result = await cascade(variant, {
+        ...(order === undefined ? {} : { gpuOrder: order }),
         quick: true,
         bench: {
           baseline: options.baseline,
@@ -133,6 +154,8 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
     },
 
     async time(candidate) {
+      // before the GPU queue: the reference's timing waits for the GPU's lock, not for it
+      if (compileTimes === null && reference !== null) compileTimes = await reference;
       const file = candidate === null ? null : await write(candidate.source);
       const [built, baseline] = await Promise.all([
         file === null || candidate === null
@@ -161,16 +184,22 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Evalua
           configs: timing.configs.map((c) => ({ ...c, compile: known.get(c.config) ?? null })),
         };
       }
-      if (
-        timing.ok &&
-        timing.configs.length > 0 &&
-        timing.configs.every((c) => c.compile !== null)
-      ) {
-        compileTimes = new Map(timing.configs.map((c) => [c.config, c.compile as Spread]));
-      }
+      compileTimes = compileTimesOf(record);
       return timing;
     },
   };
+}
+
+/** torch.compile's times per configuration in a bench record, or null where any is missing. */
+function compileTimesOf(record: BenchRecord): Map<string, Spread> | null {
+  const timing = toFinalTiming(record);
+  if (!timing.ok || timing.configs.length === 0) return null;
+  const times = new Map<string, Spread>();
+  for (const { config, compile } of timing.configs) {
+    if (compile === null) return null;
+    times.set(config, compile);
+  }
+  return times;
 }
 
 /** The cascade's result as the engine sees it: which stage ended it, timings, fitness. */

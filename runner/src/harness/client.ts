@@ -283,6 +283,11 @@ export type BenchOptions = CallOptions & {
    */
   race?: Readonly<Record<string, number>>;
   knownDevice?: Device;
+  /**
+   * The reference alone, no candidate or baseline: torch.compile compiled before the GPU's lock
+   * is taken (work beside it goes on), then eager and torch.compile timed as a judge times them.
+   */
+  warmCompile?: boolean;
 };
 
 export async function bench(task: TaskRef, options: BenchOptions = {}): Promise<BenchRecord> {
@@ -292,6 +297,7 @@ export async function bench(task: TaskRef, options: BenchOptions = {}): Promise<
     ...(options.candidate === undefined ? {} : { candidate: resolve(options.candidate) }),
     ...(options.artifact ? { artifact: options.artifact } : {}),
     ...timing(options),
+    ...(options.warmCompile === true ? { warmCompile: true, noBaseline: true } : {}),
   };
   const called = await call(request, benchRecordSchema, "bench", options, 600_000);
   if ("record" in called) return called.record;

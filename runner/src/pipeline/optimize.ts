@@ -137,6 +137,8 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
         knownDevice: device,
         ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
       });
+      // torch.compile's warm-up beside the search, not in the final checks' first timing
+      evaluator.timeReference();
       const language: Language = extname(start) === ".py" ? "python" : "c";
       const reference = await referenceSource(target, info);
       const task = proposalTask(info, reference, formatOf(start, baselineSource), device);

@@ -122,6 +122,11 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     ...timed,
     /** Time as the search's screen does (beside the baseline only, short head start). */
     screen: z.boolean().optional(),
+    /**
+     * The reference alone (with noBaseline): torch.compile compiled before the GPU's lock is
+     * taken, then eager and torch.compile timed as a judged bench's judge times them.
+     */
+    warmCompile: z.boolean().optional(),
   }),
   // three records, one file each: no out
   z.strictObject({

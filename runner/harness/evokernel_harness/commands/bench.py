@@ -155,6 +155,8 @@ def cmd_bench(args: argparse.Namespace) -> Record:
     a judged verify and bench before it counts). Otherwise judged (bench_judge.py)."""
     if args.screen:
         return _bench_in_process(args, time.perf_counter(), screen=True)
+    if args.warm_compile:
+        return _reference_warm(args)
     from ..bench_judge import bench_judged
 
     if args.seed is None:  # the judge chooses the seed: the candidate's process is told it
@@ -244,3 +246,74 @@ def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
         os.path.abspath(args.candidate) if args.candidate else None,
     )
     return {**own, "task": task.name, "device": info, "ceilings": ceilings}, judging
+
+
+def _reference_warm(args: argparse.Namespace) -> Record:
+    """bench --warm-compile: the reference alone, as a judged bench's judge times it (eager and
+    torch.compile with half the budget, the ceilings measured, the floor), with torch.compile's
+    baseline compiled for every visible configuration before the GPU's lock is taken. The search
+    runs beside the compile (its few GPU calls, inductor's autotuning included, may overlap the
+    search's screen, never a final timing); the timing waits for the lock. `optimize` takes
+    torch.compile's times from here, so its final timings skip their warm-up (10-13 s on the H100)."""
+    if args.candidate or args.baseline or not args.no_baseline or args.no_compile:
+        raise SystemExit(
+            "bench --warm-compile times the reference alone: give --no-baseline, and no --candidate, "
+            "--baseline or --no-compile"
+        )
+    started = time.perf_counter()
+    import torch
+
+    if not torch.cuda.is_available():
+        return no_gpu_record(args.task)
+    try:  # as a judged bench does: dynamo imported once, before the first compile
+        import torch._dynamo  # noqa: F401 # pyright: ignore[reportMissingImports]
+    except Exception:
+        pass
+    from .. import gpulock
+    from ..bench import bench, warm_compiled
+    from ..env import device_info, precise_math
+    from ..roofline import measure_ceilings
+    from ..tasks import task_from
+
+    precise_math()
+    task = task_from(args)
+    task.prune("cuda")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    compiled = warm_compiled(task, seed, log)
+    warmed = round(time.perf_counter() - started, 4)
+    with gpulock.held_for_gpu_work() as waited:
+        info = device_info("cuda")
+        # measured, never read from the build cache (candidates can write it), as the judge does
+        ceilings = measure_ceilings(info["name"])
+        probes = None
+        if not args.no_probe_cache:
+            from ..probe_cache import CostMeasured
+
+            probes = CostMeasured(os.path.join(args.cache or default_cache(), "probe"))
+        result = bench(
+            task,
+            None,
+            None,
+            ceilings,
+            info,
+            seed,
+            log=log,
+            budget_s=args.budget / 2,
+            compile_baseline=compiled is not None,
+            probe_cache=probes,
+            compiled=compiled,
+        )
+    if compiled is None:
+        result["notes"] = ["torch.compile could not compile the reference: not timed", *result["notes"]]
+    result["phases"] = {"warm-compile": warmed, "lock": round(waited, 4), **result["phases"]}
+    return {
+        "schema": SCHEMA,
+        "kind": "bench",
+        "task": task.name,
+        "device": info,
+        "ceilings": ceilings,
+        "baseline": None,
+        "candidate": None,
+        "seed": seed,
+        **result,
+    }
