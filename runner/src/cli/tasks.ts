@@ -33,7 +33,7 @@ exit: 0 all tasks usable, 1 a task invalid or its probe failed, 2 usage,
         ? parsed.positionals.map((path) => resolve(io.cwd, path))
         : [defaultKernels(io.cwd)];
     const found = await discoverTasks(paths);
-    for (const task of found) allowRead(task.path);
+    for (const task of found) allowRead(task.folder);
     const checked = await Promise.all(
       found.map(async (task) => ({ task, row: await checkedRow(task, io.cwd) })),
     );

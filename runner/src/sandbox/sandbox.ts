@@ -65,7 +65,10 @@ export function holdView(): () => void {
 
 /** Lets the sandbox read `path` (a task folder, a job's checkout); read-only inside. */
 export function allowRead(path: string): void {
-  if (!existsSync(path)) return;
+  // a path that is not there shows nothing: a caller's slip (a backward task's `folder#backward`
+  // names no file; its folder is what the sandbox must see), said here rather than as "no such
+  // task" from inside
+  if (!existsSync(path)) throw new Error(`${path} does not exist: nothing to show the sandbox`);
   const target = real(path);
   if (lasting > 0 && sandboxMode() === "namespaces" && !visible(target)) {
     throw new Error(

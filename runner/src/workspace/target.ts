@@ -16,7 +16,7 @@ export async function loadTarget(nameOrPath: string | undefined, cwd: string): P
   if (nameOrPath === undefined)
     throw new UsageError("name a task (a path, or a folder under ./kernels)");
   const task = await resolveTask(nameOrPath, cwd);
-  allowRead(task.path);
+  allowRead(task.folder);
   if (task.format !== "native") return { task, spec: null, baseline: null };
   const checked = await checkNativeTask(task.path);
   if (!checked.ok)
