@@ -69,8 +69,11 @@ bind() { # MODE SOURCE
 }
 
 mount -t tmpfs -o mode=0755,size=1m,nosuid evokernel-dev "$root/dev"
-# A new /tmp before the binds: the scratch folder usually lives under the host's /tmp.
-mount -t tmpfs -o mode=1777,size=8g,nosuid,nodev evokernel-tmp "$root/tmp"
+# A new /tmp before the binds: the scratch folder usually lives under the host's /tmp. Half
+# the machine's memory at most, the kernel's own default (a tmpfs takes memory only as it is
+# written): the judge's copies of a trial's outputs live here, and KernelBench's level-1 tasks
+# have 6 GiB outputs (8 GiB was too small for a ReLU's trial and its refill on the H100).
+mount -t tmpfs -o mode=1777,size=50%,nosuid,nodev evokernel-tmp "$root/tmp"
 while [ "$#" -gt 0 ]; do
   case $1 in
     --ro | --rw | --dev)

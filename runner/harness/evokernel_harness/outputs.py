@@ -16,9 +16,12 @@ out a trial the rule keeps.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import stat
+import sys
 from typing import Any, Callable, Sequence
 
 import torch
@@ -88,8 +91,14 @@ class Dump:
             t = o.detach()
             header["outputs"].append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
             data = t.contiguous().cpu().reshape(-1).view(torch.uint8).numpy()
-            with open(os.path.join(self.folder, f"{name}.{i}.bin"), "wb") as f:
-                f.write(memoryview(data))
+            path = os.path.join(self.folder, f"{name}.{i}.bin")
+            try:
+                with open(path, "wb") as f:
+                    f.write(memoryview(data))
+            except OSError as err:
+                if err.errno != errno.ENOSPC:
+                    raise
+                _no_room(path, self.folder, size, err)
         with open(os.path.join(self.folder, f"{name}.json"), "w") as f:
             json.dump(header, f)
         return True
@@ -102,6 +111,26 @@ class Dump:
 
 
 PASSED = "passed.txt"
+
+
+def _no_room(path: str, folder: str, size: int, err: OSError) -> None:
+    """The judge's copy of a trial's outputs does not fit: a machine's limit, said plainly (the
+    harness fails, exit 4: no verdict on the candidate)."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
+    try:
+        st = os.statvfs(folder)
+        room = f"{st.f_bavail * st.f_frsize / 2**30:.1f} of {st.f_blocks * st.f_frsize / 2**30:.1f} GiB free"
+    except OSError:
+        room = "its free space unknown"
+    print(
+        f"the judge's copy of one trial's outputs ({size / 2**30:.1f} GiB) does not fit in {folder} "
+        f"({room}; {err.strerror}): outputs this large need a machine with more memory for the "
+        "sandbox's /tmp (half of it), or smaller configurations in the task",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(4)
 
 
 def passed_before_death(folder: str, names: Sequence[str]) -> list[str]:

@@ -257,5 +257,35 @@ class ClaimTest(unittest.TestCase):
         self.assertEqual((rec["ok"], rec["status"], rec["reason"]), (False, "rejected", "record-invalid"))
 
 
+class DumpRoomTest(unittest.TestCase):
+    """A trial's outputs that do not fit where the judge reads them (the sandbox's /tmp, a
+    tmpfs: KernelBench's 19_ReLU has 6 GiB outputs) end the harness with the sizes, not with a
+    traceback of ENOSPC (on the H100, 2026-11-26: 'the harness failed (exit 4)' and a trace)."""
+
+    def test_no_room_says_how_much_was_needed_and_what_to_do(self):
+        import contextlib
+        import errno
+        import io
+        from unittest import mock
+
+        real_open = open
+
+        def full(path, mode="r", *a, **k):
+            if str(path).endswith(".bin") and "w" in mode:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_open(path, mode, *a, **k)
+
+        with tempfile.TemporaryDirectory() as folder:
+            dump = outputs.Dump(folder)
+            err = io.StringIO()
+            with mock.patch("builtins.open", full), contextlib.redirect_stderr(err):
+                with self.assertRaises(SystemExit) as ended:
+                    dump.write(0, 0, [torch.zeros(1024, 1024)])
+            self.assertEqual(ended.exception.code, 4)
+            self.assertIn("one trial's outputs (0.0 GiB) does not fit in", err.getvalue())
+            self.assertIn("GiB free", err.getvalue())
+            self.assertEqual([n for n in os.listdir(folder) if n.endswith(".bin")], [])
+
+
 if __name__ == "__main__":
     unittest.main()
