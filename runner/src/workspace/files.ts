@@ -2,7 +2,17 @@
 // all go through here (eslint lets node:fs into runner/src/workspace and a few modules named
 // in eslint.config.js only), so one seam holds every read and write a test may want to see.
 import { existsSync } from "node:fs";
-import { lstat, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -14,9 +24,24 @@ export function readBytes(path: string): Promise<Buffer> {
   return readFile(path);
 }
 
-/** Writes a file whose folder exists (see makeFolder). */
-export function writeData(path: string, data: string | Uint8Array): Promise<void> {
-  return writeFile(path, data);
+let written = 0;
+
+/**
+ * Writes a file whose folder exists (see makeFolder), whole or not at all: the data goes to a
+ * new file beside it, renamed over it. A reader never sees it half written: the search writes
+ * a candidate's source to a file named by its hash while another candidate of the same source
+ * (other -D values) is read from it; truncated in place, that read found an empty file ("unknown
+ * candidate format") on the H100, 2026-11-26.
+ */
+export async function writeData(path: string, data: string | Uint8Array): Promise<void> {
+  const partial = `${path}.${process.pid}-${(written += 1)}.partial`;
+  try {
+    await writeFile(partial, data);
+    await rename(partial, path);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
 }
 
 /** `mkdir -p`. */
