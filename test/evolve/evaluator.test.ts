@@ -47,6 +47,15 @@ function timed(compile = false) {
   };
 }
 
+/** The reference timed alone (bench --warm-compile): eager and torch.compile, no baseline. */
+function reference() {
+  const record = timed(true);
+  return {
+    ...record,
+    configs: record.configs.map((config) => ({ ...config, baseline: null, candidate: null })),
+  };
+}
+
 function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = {}): Calls {
   const log: string[] = [];
   const calls: Calls = {
@@ -87,7 +96,9 @@ function harness(fail: { quick?: boolean; verify?: boolean; bench?: boolean } = 
         return Promise.resolve(
           fail.bench
             ? benchRecord({ ok: false, reason: "below-floor", message: "under the floor" })
-            : timed(options?.compile === true || options?.warmCompile === true),
+            : options?.warmCompile === true
+              ? reference()
+              : timed(options?.compile === true),
         );
       },
     },

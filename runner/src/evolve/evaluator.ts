@@ -190,14 +190,17 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
   };
 }
 
-/** torch.compile's times per configuration in a bench record, or null where any is missing. */
+/**
+ * torch.compile's times per timed configuration in a bench record (a final timing's, or the
+ * reference's alone, whose rows have no baseline), or null where any is missing.
+ */
 function compileTimesOf(record: BenchRecord): Map<string, Spread> | null {
-  const timing = toFinalTiming(record);
-  if (!timing.ok || timing.configs.length === 0) return null;
+  const timed = record.configs.filter((config) => config.eager !== null);
+  if (!record.ok || timed.length === 0) return null;
   const times = new Map<string, Spread>();
-  for (const { config, compile } of timing.configs) {
+  for (const { name, compile } of timed) {
     if (compile === null) return null;
-    times.set(config, compile);
+    times.set(name, spread(compile));
   }
   return times;
 }
