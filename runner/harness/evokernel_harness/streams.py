@@ -176,4 +176,4 @@ def check(fn: Callable[[], Any], head_start_cycles: int = HEAD_START_CYCLES) -> 
             f"; the device stayed busy {tail:.3f} ms after the call with none of its kernels, copies "
             "or memsets running (driver work the trace does not show as the call's)"
         )
-    return {"ok": True, "streams": result["streams"], "detail": detail}
+    return {"ok": True, "streams": result["streams"], "detail": detail, "traced": True}

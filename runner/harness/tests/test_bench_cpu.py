@@ -5,6 +5,7 @@ modelled GPU time a call) and the profiler's three uses stubbed (the reference's
 time, the stream check, the kernel list). What each check decides is held here: bench()
 needs CUDA, so no other test of the suite runs it."""
 
+import contextlib
 import os
 import tempfile
 import types
@@ -79,6 +80,13 @@ class CpuModel(unittest.TestCase):
         return cand
 
 
+def _both(*patches):
+    stack = contextlib.ExitStack()
+    for p in patches:
+        stack.enter_context(p)
+    return stack
+
+
 class BenchCpuTest(CpuModel):
     def bench(self, candidate=HONEST, ceilings=NO_FLOOR, **kw):
         cand = self.candidate(candidate, 0.2)
@@ -126,6 +134,44 @@ class BenchCpuTest(CpuModel):
         self.assertEqual(rec["reason"], "side-stream")
         self.assertEqual(rec["message"], "configuration 64x1000: a kernel ran on stream 7 after the end marker")
 
+    def slow_host(self):
+        """The synchronise after each of the candidate's calls returns 1 ms late (its thread
+        descheduled on a busy machine, after the end event was recorded): the wall clock far
+        above the event time, with no work escaped."""
+        sync, late = self.stream.synchronize, []
+
+        def synchronize():
+            sync()
+            if late:
+                late.clear()
+                self.stream.host += 1.0
+
+        plain = self.candidate
+
+        def candidate(path, gpu_ms):
+            cand = plain(path, gpu_ms)
+            run = cand.run
+            cand.run = (lambda case: (run(case), late.append(1))[0]) if gpu_ms == 0.2 else run
+            return cand
+
+        return _both(
+            mock.patch.object(guards, "synchronize", synchronize), mock.patch.object(self, "candidate", candidate)
+        )
+
+    def test_a_wall_clock_far_above_the_events_is_the_traces_to_decide(self):
+        # on the H100 (2026-11-26) an honest softmax template was refused as side-stream on the
+        # wall clock alone while torch.compile's workers and builds held every core
+        self.streamed = {"ok": True, "detail": "its work lies within the timed window", "streams": [], "traced": True}
+        with self.slow_host():
+            rec = self.bench()
+        self.assertEqual((rec["ok"], rec["reason"]), (True, None), rec["message"])
+        self.assertTrue(any("(the host's clock), and the trace of a call saw all its work" in n for n in rec["notes"]))
+        # where no trace can speak, the wall clock refuses as before
+        self.streamed = {"ok": True, "detail": "no GPU activity seen; stream check inconclusive", "streams": []}
+        with self.slow_host():
+            rec = self.bench()
+        self.assertEqual(rec["reason"], "side-stream")
+
     def test_a_candidate_slower_than_the_leader_is_raced_out_after_one_configuration(self):
         rec = self.bench(race={name: 100.0 for name in self.config_names}, adaptive=True, time_eager=False)
         self.assertTrue(rec["ok"])
@@ -147,6 +193,25 @@ class BenchCpuTest(CpuModel):
         rec = self.bench(probe_cache=ProbeCache(folder))
         self.assertEqual(rec["probeCache"], {"hits": 2, "misses": 0, "costHits": 2, "costMisses": 0})
         self.assertEqual([r["eagerDeviceMs"] for r in rec["configs"]], [0.5, 0.01])
+
+
+class PrivateCompileCachesTest(unittest.TestCase):
+    """torch.compile's caches are the timing process's own: inductor imports generated Python
+    from its cache folder by hash, and the build cache's folders are written by candidates, so
+    a planted file would run in the judge."""
+
+    def test_torch_compile_never_reads_the_shared_cache(self):
+        shared = tempfile.mkdtemp(prefix="evk-shared-cache-")
+        names = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+        with mock.patch.dict(os.environ, {n: os.path.join(shared, n) for n in names}):
+            task = types.SimpleNamespace(reference_entry=lambda: lambda x: x, invoke=lambda f, c: f(c))
+            bench._compiled(task, lambda line: None)
+            for name in names:
+                self.assertFalse(os.environ[name].startswith(shared), name)
+                self.assertTrue(os.environ[name].startswith(tempfile.gettempdir()), name)
+            first = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+            bench._compiled(task, lambda line: None)
+            self.assertNotEqual(os.environ["TORCHINDUCTOR_CACHE_DIR"], first)  # a new folder each time
 
 
 if __name__ == "__main__":

@@ -261,6 +261,9 @@ def _reference_warm(args: argparse.Namespace) -> Record:
             "--baseline or --no-compile"
         )
     started = time.perf_counter()
+    # two of inductor's compile workers, not one per core: the search beside it builds and
+    # times on the same cores (a descheduled timing thread looks like escaped work)
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "2")
     import torch
 
     if not torch.cuda.is_available():
