@@ -11,7 +11,7 @@ import os
 import random
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..record import Record
 from .common import SCHEMA, default_cache, log, write_record
@@ -199,9 +199,8 @@ def _bench_in_process(
 def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
     """The judge's own bench, after the candidate's process has ended: the ceilings, then the
     reference alone (eager, torch.compile, probe, cost, floor) with the other half of the budget."""
-    from ..bench import bench
     from ..bench_judge import Judging
-    from ..env import device_info, precise_math
+    from ..env import precise_math
     from ..tasks import task_from
 
     import torch
@@ -211,12 +210,31 @@ def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
     precise_math()
     task = task_from(args)
     task.prune("cuda")
-    info = device_info("cuda")
-    # measured here every time (an 8192² matmul in fp32 and bf16, 13 calls each, and a 1 GiB
-    # copy): --ceilings names a file of the build cache, which the candidate's process can write,
-    # and the ceilings make the floor. Written there for the screen, which reads it.
+    own, ceilings, info = _reference_alone(args, task, args.seed, compile_baseline=not args.no_compile)
+    baseline = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
+    judging = Judging(
+        task,
+        torch.device("cuda"),
+        args.seed,
+        os.path.abspath(baseline) if baseline else None,
+        os.path.abspath(args.candidate) if args.candidate else None,
+    )
+    return {**own, "task": task.name, "device": info, "ceilings": ceilings}, judging
+
+
+def _reference_alone(
+    args: argparse.Namespace, task: Task, seed: int, compile_baseline: bool, compiled: Any = None
+) -> tuple[Record, Record, Record]:
+    """The reference alone, as a judge times it: (its bench, the ceilings, the device). The
+    ceilings are measured here every time (an 8192² matmul in fp32 and bf16, 13 calls each, and
+    a 1 GiB copy): --ceilings names a file of the build cache, which candidates can write, and
+    the ceilings make the floor; written there for the screen, which reads it. Then eager,
+    torch.compile (`compiled`: already compiled), the probe, cost and floor with half the budget."""
+    from ..bench import bench
+    from ..env import device_info
     from ..roofline import measure_ceilings
 
+    info = device_info("cuda")
     ceilings = measure_ceilings(info["name"])
     if args.ceilings:
         write_record(ceilings, args.ceilings)
@@ -231,21 +249,14 @@ def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
         None,
         ceilings,
         info,
-        args.seed,
+        seed,
         log=log,
         budget_s=args.budget / 2,
-        compile_baseline=not args.no_compile,
+        compile_baseline=compile_baseline,
         probe_cache=probes,
+        compiled=compiled,
     )
-    baseline = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
-    judging = Judging(
-        task,
-        torch.device("cuda"),
-        args.seed,
-        os.path.abspath(baseline) if baseline else None,
-        os.path.abspath(args.candidate) if args.candidate else None,
-    )
-    return {**own, "task": task.name, "device": info, "ceilings": ceilings}, judging
+    return own, ceilings, info
 
 
 def _reference_warm(args: argparse.Namespace) -> Record:
@@ -273,9 +284,8 @@ def _reference_warm(args: argparse.Namespace) -> Record:
     except Exception:
         pass
     from .. import gpulock
-    from ..bench import bench, warm_compiled
-    from ..env import device_info, precise_math
-    from ..roofline import measure_ceilings
+    from ..bench import warm_compiled
+    from ..env import precise_math
     from ..tasks import task_from
 
     precise_math()
@@ -285,27 +295,7 @@ def _reference_warm(args: argparse.Namespace) -> Record:
     compiled = warm_compiled(task, seed, log)
     warmed = round(time.perf_counter() - started, 4)
     with gpulock.held_for_gpu_work() as waited:
-        info = device_info("cuda")
-        # measured, never read from the build cache (candidates can write it), as the judge does
-        ceilings = measure_ceilings(info["name"])
-        probes = None
-        if not args.no_probe_cache:
-            from ..probe_cache import CostMeasured
-
-            probes = CostMeasured(os.path.join(args.cache or default_cache(), "probe"))
-        result = bench(
-            task,
-            None,
-            None,
-            ceilings,
-            info,
-            seed,
-            log=log,
-            budget_s=args.budget / 2,
-            compile_baseline=compiled is not None,
-            probe_cache=probes,
-            compiled=compiled,
-        )
+        result, ceilings, info = _reference_alone(args, task, seed, compiled is not None, compiled)
     if compiled is None:
         result["notes"] = ["torch.compile could not compile the reference: not timed", *result["notes"]]
     result["phases"] = {"warm-compile": warmed, "lock": round(waited, 4), **result["phases"]}
