@@ -108,14 +108,27 @@ def bench_run(
     )
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
     result["phases"] = {"load": loaded, **result["phases"]}
+    return _record(task, info, ceilings, seed, result, baseline_path, args.candidate)
+
+
+def _record(
+    task: Task,
+    info: Record,
+    ceilings: Record | None,
+    seed: int,
+    result: Record,
+    baseline: str | None = None,
+    candidate: str | None = None,
+) -> Record:
+    """A bench record: what was timed, where, with which seed, then bench()'s fields."""
     return {
         "schema": SCHEMA,
         "kind": "bench",
         "task": task.name,
         "device": info,
         "ceilings": ceilings,
-        "baseline": os.path.abspath(baseline_path) if baseline_path else None,
-        "candidate": os.path.abspath(args.candidate) if args.candidate else None,
+        "baseline": os.path.abspath(baseline) if baseline else None,
+        "candidate": os.path.abspath(candidate) if candidate else None,
         "seed": seed,
         **result,
     }
@@ -299,14 +312,4 @@ def _reference_warm(args: argparse.Namespace) -> Record:
     if compiled is None:
         result["notes"] = ["torch.compile could not compile the reference: not timed", *result["notes"]]
     result["phases"] = {"warm-compile": warmed, "lock": round(waited, 4), **result["phases"]}
-    return {
-        "schema": SCHEMA,
-        "kind": "bench",
-        "task": task.name,
-        "device": info,
-        "ceilings": ceilings,
-        "baseline": None,
-        "candidate": None,
-        "seed": seed,
-        **result,
-    }
+    return _record(task, info, ceilings, seed, result)
