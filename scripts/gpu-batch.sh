@@ -19,6 +19,7 @@
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
 #             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full, issue18:adversarial or issue18:correct for one)
+#   compare-bench        the output comparison's cost: its float32 pass against float64 alone (scripts/compare-bench.py)
 #   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (scripts/stream-probe.py)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
@@ -89,6 +90,7 @@ run_step() {
         builds) bash scripts/bench-builds.sh ;;
         sandbox) bash scripts/gpu-sandbox.sh ;;
         sweep) python3 scripts/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
+        compare-bench) python3 scripts/compare-bench.py --json "$dir/compare-bench.json" ;;
         screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })

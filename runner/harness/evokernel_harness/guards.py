@@ -24,6 +24,12 @@ argmax = torch.argmax
 sqrt = torch.sqrt
 sum_ = torch.sum
 equal = torch.equal
+add = torch.add
+div = torch.div
+max_ = torch.max
+clamp_min = torch.clamp_min
+stack = torch.stack
+vector_norm = torch.linalg.vector_norm
 # torch's own, None where this torch has none (Any: the type checker knows neither)
 EventBase: Any = getattr(torch._C, "_CudaEventBase", None)  # pyright: ignore[reportPrivateImportUsage] — as said
 sleep: Any = getattr(torch.cuda, "_sleep", None)  # the timer's head start and streams.py's markers
@@ -66,6 +72,12 @@ OWN = (
     "sqrt",
     "sum_",
     "equal",
+    "add",
+    "div",
+    "max_",
+    "clamp_min",
+    "stack",
+    "vector_norm",
     "EventBase",
     "sleep",
 )
