@@ -305,13 +305,20 @@ describe("finalize", () => {
 });
 
 describe("the final checks' log", () => {
-  it("says where the harness spent a step's seconds: its four longest phases of 0.1 s or more", () => {
+  it("says where a step's seconds went: each phase of 0.1 s or more, then the rest", () => {
     expect(where(undefined)).toBe("");
+    expect(where(undefined, 3)).toBe("");
     expect(where({})).toBe("");
     expect(where({ start: 0.04 })).toBe("");
-    expect(
-      where({ start: 0.9, timing: 6.07, compile: 2, inputs: 0.3, load: 0.2, cost: 0.1, x: 0.01 }),
-    ).toBe(" (timing 6.1 s, compile 2.0 s, start 0.9 s, inputs 0.3 s)");
+    expect(where({ start: 0.04 }, 0.1)).toBe("");
+    const phases = { start: 0.9, timing: 6.07, compile: 2, inputs: 0.3, load: 0.2, cost: 0.1 };
+    expect(where({ ...phases, x: 0.01 })).toBe(
+      " (timing 6.1 s, compile 2.0 s, start 0.9 s, inputs 0.3 s, load 0.2 s, cost 0.1 s)",
+    );
+    // 9.58 s of phases in an 11 s step: 1.4 s outside them
+    expect(where({ ...phases, x: 0.01 }, 11)).toBe(
+      " (timing 6.1 s, compile 2.0 s, start 0.9 s, inputs 0.3 s, load 0.2 s, cost 0.1 s, elsewhere 1.4 s)",
+    );
   });
 
   it("puts them on the step's line", async () => {

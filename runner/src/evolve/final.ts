@@ -116,16 +116,17 @@ function slowerInSearch(individual: Individual): boolean {
 /** The rechecker, saying what each step found and how long it took. */
 function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker {
   if (onStep === undefined) return rechecker;
-  const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
+  const seconds = (since: number) => (performance.now() - since) / 1000;
   const name = (variant: Parameters<Rechecker["time"]>[0]) =>
     variant === null ? "the baseline" : ((variant as Partial<Individual>).id ?? "the candidate");
   return {
     async time(variant, signal) {
       const since = performance.now();
       const timing = await rechecker.time(variant, signal);
+      const took = seconds(since);
       onStep(
-        `  ${name(variant)} timed in ${seconds(since)} s` +
-          where(timing.phases) +
+        `  ${name(variant)} timed in ${took.toFixed(1)} s` +
+          where(timing.phases, took) +
           (timing.ok ? "" : `: ${timing.reason ?? "not timed"}`),
       );
       return timing;
@@ -133,9 +134,10 @@ function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker 
     async verify(variant, signal) {
       const since = performance.now();
       const verification = await rechecker.verify(variant, signal);
+      const took = seconds(since);
       onStep(
-        `  ${name(variant)} verified in ${seconds(since)} s` +
-          where(verification.phases) +
+        `  ${name(variant)} verified in ${took.toFixed(1)} s` +
+          where(verification.phases, took) +
           `: ${verification.ok ? "passed" : (verification.reason ?? verification.status)}`,
       );
       return verification;
@@ -144,15 +146,23 @@ function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker 
 }
 
 /**
- * Where the harness said a step's seconds went: its four longest phases of a tenth of a
- * second or more, longest first (" (timing 6.1 s, compile 2.0 s)"); nothing when it did not say.
+ * Where a step's seconds went: the harness's phases of a tenth of a second or more, longest
+ * first, then what the step took beyond all of its phases (starting processes, waiting for
+ * builds or the GPU) as "elsewhere" (" (timing 6.1 s, compile 2.0 s, elsewhere 1.2 s)");
+ * nothing when the harness did not say.
  */
-export function where(phases: Readonly<Record<string, number>> | undefined): string {
-  const parts = Object.entries(phases ?? {})
+export function where(
+  phases: Readonly<Record<string, number>> | undefined,
+  totalS?: number,
+): string {
+  const entries = Object.entries(phases ?? {});
+  if (entries.length === 0) return "";
+  const parts = entries
     .filter(([, s]) => s >= 0.1)
     .sort(([, a], [, b]) => b - a)
-    .slice(0, 4)
     .map(([phase, s]) => `${phase} ${s.toFixed(1)} s`);
+  const rest = totalS === undefined ? 0 : totalS - entries.reduce((sum, [, s]) => sum + s, 0);
+  if (rest >= 0.1) parts.push(`elsewhere ${rest.toFixed(1)} s`);
   return parts.length === 0 ? "" : ` (${parts.join(", ")})`;
 }
 

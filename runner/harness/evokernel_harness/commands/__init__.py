@@ -4,6 +4,7 @@ command's JSON record. run() runs one as the command line always has, for cli.py
 fork server's children and worker, which therefore never go through cli.py."""
 
 import argparse
+import sys
 import traceback
 from typing import Callable, Optional
 
@@ -33,6 +34,13 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Optional[Record]]] = {
 }
 
 
+OUT_OF_MEMORY = (
+    "the harness ran out of GPU memory outside the candidate's calls (no verdict on the candidate): "
+    "torch's message above says how much other processes on this GPU hold; run one GPU job at a time "
+    "on this GPU, or give the task smaller configurations"
+)
+
+
 def run(args: argparse.Namespace) -> int:
     """The command args names, its record written to --out (or stdout): exit 0, or 4 when
     the harness itself failed (its traceback on stderr). SystemExit passes through."""
@@ -41,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
             record = COMMANDS[args.command](args)
     except SystemExit:
         raise
-    except Exception:  # the harness itself failed: say so on stderr, exit non-zero
+    except Exception as err:  # the harness itself failed: say so on stderr, exit non-zero
         traceback.print_exc()
+        if type(err).__name__ == "OutOfMemoryError":  # torch's, raised outside a candidate's call
+            print(OUT_OF_MEMORY, file=sys.stderr, flush=True)
         return 4
     if record is not None:  # evaluate wrote its own records
         write_record(record, args.out)
