@@ -30,6 +30,7 @@ from .env import DTYPES
 
 DUMP_BUDGET = int(os.environ.get("EVOKERNEL_VERDICT_DUMP_BYTES", str(2 << 30)))
 HEADER_LIMIT = 64 << 10  # bytes: a header names a few outputs
+STAGE = 64 << 20  # bytes of pinned host memory a dump copies outputs through
 MAX_OUTPUTS = 64
 MAX_DIMS = 16
 REFILL = "refill"
@@ -78,6 +79,7 @@ class Dump:
 
     def __init__(self, folder: str, budget: int = DUMP_BUDGET) -> None:
         self.folder, self.budget, self.kept = folder, budget, 0
+        self.stage: torch.Tensor | None = None  # pinned host memory, STAGE bytes (_write_bytes)
         os.makedirs(folder, exist_ok=True)
 
     def write(self, config_index: int, trial: int | str, outs: Sequence[torch.Tensor]) -> bool:
@@ -90,11 +92,10 @@ class Dump:
         for i, o in enumerate(outs):
             t = o.detach()
             header["outputs"].append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
-            data = t.contiguous().cpu().reshape(-1).view(torch.uint8).numpy()
             path = os.path.join(self.folder, f"{name}.{i}.bin")
             try:
                 with open(path, "wb") as f:
-                    f.write(memoryview(data))
+                    self._write_bytes(f, t.contiguous().reshape(-1).view(torch.uint8))
             except OSError as err:
                 if err.errno != errno.ENOSPC:
                     raise
@@ -102,6 +103,31 @@ class Dump:
         with open(os.path.join(self.folder, f"{name}.json"), "w") as f:
             json.dump(header, f)
         return True
+
+    def _write_bytes(self, f: Any, data: torch.Tensor) -> None:
+        """A tensor's bytes into f. From the GPU through one pinned buffer, a piece at a time:
+        a copy into pageable memory made and faulted in a new buffer the size of each output
+        (hundreds of megabytes) first, most of a final verification's "dump" phase. Where
+        pinned memory cannot be had, as before."""
+        stage = self._stage_for(data)
+        if stage is None:
+            f.write(memoryview(data.cpu().numpy()))
+            return
+        size = stage.numel()
+        for start in range(0, data.numel(), size):
+            piece = data[start : start + size]
+            part = stage[: piece.numel()]
+            part.copy_(piece)  # synchronous: the pinned buffer is whole before it is written
+            f.write(memoryview(part.numpy()))
+
+    def _stage_for(self, data: torch.Tensor) -> torch.Tensor | None:
+        """The pinned buffer (STAGE bytes, made once) for data on the GPU; None otherwise."""
+        if data.device.type != "cuda":
+            return None
+        if self.stage is None:
+            with contextlib.suppress(RuntimeError):
+                self.stage = torch.empty(STAGE, dtype=torch.uint8, pin_memory=True)
+        return self.stage
 
     def passed(self, config_name: str) -> None:
         """A configuration that passed, as it passes: what the judge can still say of a run

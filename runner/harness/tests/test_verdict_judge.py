@@ -257,6 +257,37 @@ class ClaimTest(unittest.TestCase):
         self.assertEqual((rec["ok"], rec["status"], rec["reason"]), (False, "rejected", "record-invalid"))
 
 
+class DumpStagingTest(unittest.TestCase):
+    """Outputs on the GPU go to the judge's files through one pinned buffer, a piece at a time
+    (here a CPU buffer of 7 bytes stands in): the files hold each output's bytes exactly, for
+    sizes below, at and across the buffer's."""
+
+    def test_pieces_through_the_buffer_write_the_same_bytes(self):
+        from unittest import mock
+
+        outs = [torch.arange(100, dtype=torch.float32) * 0.5, torch.arange(7, dtype=torch.uint8), torch.ones(1)]
+        with tempfile.TemporaryDirectory() as plain, tempfile.TemporaryDirectory() as staged:
+            outputs.Dump(plain).write(0, 0, outs)
+            dump = outputs.Dump(staged)
+            buffer = torch.zeros(7, dtype=torch.uint8)
+            used = []
+
+            def stage_for(data):
+                used.append(data.numel())
+                return buffer
+
+            with mock.patch.object(dump, "_stage_for", stage_for):
+                dump.write(0, 0, outs)
+            self.assertEqual(used, [400, 7, 4])
+            for i in range(len(outs)):
+                with (
+                    open(os.path.join(plain, f"c0-0.{i}.bin"), "rb") as a,
+                    open(os.path.join(staged, f"c0-0.{i}.bin"), "rb") as b,
+                ):
+                    self.assertEqual(a.read(), b.read())
+        self.assertIsNone(outputs.Dump(plain)._stage_for(torch.zeros(3)))  # on the CPU: none
+
+
 class DumpRoomTest(unittest.TestCase):
     """A trial's outputs that do not fit where the judge reads them (the sandbox's /tmp, a
     tmpfs: KernelBench's 19_ReLU has 6 GiB outputs) end the harness with the sizes, not with a
