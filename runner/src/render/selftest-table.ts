@@ -78,7 +78,7 @@ export function renderSelftest(rows: readonly SelftestRow[], summary: SelftestSu
   );
   const misses = rows
     .filter((row) => !row.met)
-    .map((row) => `MISS ${row.file}: ${row.message.split("\n")[0]?.slice(0, 300) ?? ""}`);
+    .map((row) => `MISS ${row.file}: ${why(row.message)}`);
   return [
     table,
     "",
@@ -88,4 +88,15 @@ export function renderSelftest(rows: readonly SelftestRow[], summary: SelftestSu
       `${summary.candidatesPerMinute.toFixed(1)} candidates per minute`,
     ...misses,
   ].join("\n");
+}
+
+/**
+ * A miss's message in one line: its first line, and where more follows (a harness's own
+ * failure: its output's tail), the last line of that too, the exception a traceback ends with.
+ */
+function why(message: string): string {
+  const lines = message.split("\n").filter((line) => line.trim() !== "");
+  const first = (lines[0] ?? "").slice(0, 300);
+  const last = lines.length > 1 ? (lines[lines.length - 1] ?? "").trim().slice(0, 300) : "";
+  return last === "" ? first : `${first}: ${last}`;
 }
