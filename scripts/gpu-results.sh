@@ -4,7 +4,8 @@
 #   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
 #   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
 #   bash scripts/gpu-results.sh correct    # the "correct but unusual" corpus: each must verify
-#        and be benchmarked (public task data from EVOKERNEL_SHARED_DATA, default .device/data)
+#        and be benchmarked
+# Public task data (the manifests' shared: tasks) from EVOKERNEL_SHARED_DATA, default .device/data.
 #   bash scripts/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
 #        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
 #        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
@@ -16,6 +17,7 @@ if ! command -v node >/dev/null; then
   xz -d -c .device/node.xz > /tmp/node && chmod +x /tmp/node && export PATH=/tmp:$PATH
 fi
 export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-/tmp/evokernel-cache}
+export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
 evk() { node dist/evokernel.mjs "$@"; }
 {
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -32,7 +34,6 @@ case "${1:-selftest}" in
     done | tee "$out/verify.txt"
     ;;
   correct)
-    export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
     evk selftest --manifest "${EVK_MANIFEST:-runner/corpus/correct/manifest.json}" --timeout "${EVK_TIMEOUT:-120}" --json \
       2>"$out/correct.log" >"$out/correct.json"
     echo "exit $?"

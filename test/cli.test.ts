@@ -164,6 +164,16 @@ describe("usage errors exit 2 and say what to do", () => {
     expect(outside.exitCode).toBe(3);
   });
 
+  it("selftest: tasks that are not on this machine are named, with where shared: tasks are read", async () => {
+    const run = await runCli(["selftest", "--manifest", "manifest.json"], {
+      cwd: join(repo, "runner", "corpus", "correct"),
+      env: { EVOKERNEL_SHARED_DATA: "/no/such/evokernel-data" },
+    });
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toMatch(/tasks are not on this machine \(.*kernelbench/);
+    expect(run.stderr).toContain("under /no/such/evokernel-data; set EVOKERNEL_SHARED_DATA");
+  });
+
   it("a bad --device", async () => {
     const run = await runCli(["verify", "softmax", "--device", "tpu"]);
     expect(run.exitCode).toBe(2);

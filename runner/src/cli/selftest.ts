@@ -1,12 +1,13 @@
 // evokernel selftest: run the adversarial corpus on this GPU and check every verdict. It
 // proves the verifier on a new runner, and measures how many candidates a minute it takes.
 import { dirname, join, relative, resolve } from "node:path";
-import { UsageError } from "../errors.js";
+import { EnvironmentError, UsageError } from "../errors.js";
 import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
 import {
   meetsExpectation,
   readManifest,
   resolveCorpusPath,
+  sharedDataDir,
   type CorpusEntry,
 } from "../corpus/manifest.js";
 import { repoRoot } from "../paths.js";
@@ -17,6 +18,7 @@ import { createResources } from "../pipeline/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import type { TaskRef } from "../harness/client.js";
+import { existsNow } from "../workspace/files.js";
 import { loadTarget, taskRef } from "../workspace/target.js";
 
 const DEFAULT_MANIFESTS = ["runner/corpus/manifest.json", "runner/corpus/isolation/manifest.json"];
@@ -62,6 +64,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     // fork server starts (it sees only what was allowed then); a task the runner cannot load
     // goes to the harness as a path, whose record says why
     const taskPaths = [...new Set(entries.map((entry) => resolveCorpusPath(entry.task, root)))];
+    requireTasksHere(taskPaths, root);
     const tasks = new Map<string, TaskRef>(
       await Promise.all(
         taskPaths.map(
@@ -138,6 +141,22 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     );
   },
 };
+
+/**
+ * Every task the manifests name is on this machine; else exit 3 with the ones missing and
+ * where `shared:` tasks are looked for (on the H100, 2026-11-26, a run without the public
+ * data gave its KernelBench entries "the harness failed (exit 4)" and nothing more).
+ */
+function requireTasksHere(taskPaths: readonly string[], root: string): void {
+  const missing = taskPaths.filter((path) => !existsNow(path.replace(/#backward$/, "")));
+  if (missing.length === 0) return;
+  const shown = missing.slice(0, 3).map((path) => relative(root, path) || path);
+  throw new EnvironmentError(
+    `${missing.length} of the manifests' tasks ${missing.length === 1 ? "is" : "are"} not on this machine ` +
+      `(${shown.join(", ")}${missing.length > shown.length ? ", …" : ""}): tasks named shared:… are read ` +
+      `under ${sharedDataDir(root)}; set EVOKERNEL_SHARED_DATA to the folder that holds kernelbench/ and robust-kbench/`,
+  );
+}
 
 /** What a reader of --json needs to see that a kernel passed for the right reasons. */
 function detailOf(result: CandidateResult): NonNullable<SelftestRow["detail"]> {
