@@ -9,11 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuildPool } from "../../runner/src/build/pool.js";
 import type { EvaluationEvent, HarnessCalls } from "../../runner/src/evaluate.js";
-import {
-  createHarnessEvaluator,
-  timeReferenceAlone,
-  type CompileTimes,
-} from "../../runner/src/evolve/evaluator.js";
+import { createHarnessEvaluator } from "../../runner/src/evolve/evaluator.js";
 import type { Evaluation } from "../../runner/src/evolve/types.js";
 import * as client from "../../runner/src/harness/client.js";
 import { childEnv, startLineProcess } from "../../runner/src/harness/exec.js";
@@ -121,11 +117,7 @@ describe("the harness evaluator", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function evaluatorWith(
-    calls: Calls,
-    builds: { fail?: boolean } = {},
-    reference?: Promise<CompileTimes | null>,
-  ) {
+  function evaluatorWith(calls: Calls, builds: { fail?: boolean } = {}) {
     const pool = createBuildPool({
       build: async () =>
         Promise.resolve(
@@ -140,7 +132,6 @@ describe("the harness evaluator", () => {
       workDir: dir,
       pool,
       harness: calls.harness,
-      ...(reference === undefined ? {} : { reference }),
     });
   }
 
@@ -238,16 +229,6 @@ describe("the harness evaluator", () => {
     const calls = harness();
     const evaluator = evaluatorWith(calls);
     evaluator.timeReference();
-    const timed = await evaluator.time({ source: "k", defines: {}, flags: [] });
-    expect(timed.configs.every((c) => c.compile?.medianMs === 0.04)).toBe(true);
-    expect(calls.log).toEqual(["bench warm-compile", "bench compile=false baseline=kernel.cu"]);
-  });
-
-  it("uses the reference's timing started before it (with the harness), and starts no other", async () => {
-    const calls = harness();
-    const started = timeReferenceAlone("/repo/kernels/softmax", { bench: calls.harness.bench });
-    const evaluator = evaluatorWith(calls, {}, started);
-    evaluator.timeReference(); // optimize still calls it: nothing more to start
     const timed = await evaluator.time({ source: "k", defines: {}, flags: [] });
     expect(timed.configs.every((c) => c.compile?.medianMs === 0.04)).toBe(true);
     expect(calls.log).toEqual(["bench warm-compile", "bench compile=false baseline=kernel.cu"]);

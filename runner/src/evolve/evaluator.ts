@@ -51,30 +51,7 @@ export type HarnessEvaluatorOptions = {
    * timed again at the harness's full budget before it is called one.
    */
   searchBudgetS?: number;
-  /** The reference's own timing, started before this evaluator (timeReferenceAlone). */
-  reference?: Promise<CompileTimes | null>;
 };
-
-/** torch.compile's time per configuration. */
-export type CompileTimes = Map<string, Spread>;
-
-/**
- * Times the reference alone, eager and torch.compile (bench --warm-compile, in a process of
- * its own: torch.compile compiles before it takes the GPU's lock): torch.compile's times per
- * configuration, or null when it gives none. Started as the harness starts, it is done
- * before the search is (on the H100, 2026-11-26: started once the harness was up, it had
- * not finished when a 40-candidate search had, and the first final timing waited 1.6-2.6 s).
- */
-export function timeReferenceAlone(
-  task: client.TaskRef,
-  options: { bench?: HarnessCalls["bench"]; knownDevice?: Device } = {},
-): Promise<CompileTimes | null> {
-  const bench = options.bench ?? client.bench;
-  return bench(task, {
-    warmCompile: true,
-    ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
-  }).then(compileTimesOf, () => null);
-}
 
 export const SEARCH_BUDGET_S = 0.5;
 
@@ -84,9 +61,10 @@ const MESSAGE_LIMIT = 4000;
 export type HarnessEvaluator = Evaluator &
   Rechecker & {
     /**
-     * Starts timing the reference alone (timeReferenceAlone), unless the options brought that
-     * timing. The final timings then take torch.compile's times from it and skip their
-     * warm-up; when it gives none, the first final timing times torch.compile as before.
+     * Starts timing the reference alone, eager and torch.compile (bench --warm-compile, in a
+     * process of its own beside the search: torch.compile compiles before it takes the GPU's
+     * lock). The final timings then take torch.compile's times from it and skip their warm-up;
+     * when it gives none, the first final timing times torch.compile as before.
      */
     timeReference(): void;
   };
@@ -143,16 +121,16 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
    * later one is timed beside the baseline and eager only and carries these (its bench skips
    * torch.compile's warm-up, seconds in a fresh process). Null until a timing has them.
    */
-  let compileTimes: CompileTimes | null = null;
+  let compileTimes: Map<string, Spread> | null = null;
   /** The reference's own timing (timeReference), while it runs or once it has. */
-  let reference: Promise<CompileTimes | null> | null = options.reference ?? null;
+  let reference: Promise<Map<string, Spread> | null> | null = null;
 
   return {
     timeReference() {
-      reference ??= timeReferenceAlone(options.task, {
-        bench: benchCall,
+      reference ??= benchCall(options.task, {
+        warmCompile: true,
         ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
-      });
+      }).then(compileTimesOf, () => null);
     },
 
     async evaluate(variant, _signal, race, order) {
@@ -216,10 +194,10 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
  * torch.compile's times per timed configuration in a bench record (a final timing's, or the
  * reference's alone, whose rows have no baseline), or null where any is missing.
  */
-function compileTimesOf(record: BenchRecord): CompileTimes | null {
+function compileTimesOf(record: BenchRecord): Map<string, Spread> | null {
   const timed = record.configs.filter((config) => config.eager !== null);
   if (!record.ok || timed.length === 0) return null;
-  const times: CompileTimes = new Map();
+  const times = new Map<string, Spread>();
   for (const { name, compile } of timed) {
     if (compile === null) return null;
     times.set(name, spread(compile));

@@ -13,11 +13,7 @@ import { createBuildPool } from "../build/pool.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
 import { DEFAULTS, runEngine } from "../evolve/engine.js";
-import {
-  createHarnessEvaluator,
-  timeReferenceAlone,
-  type CompileTimes,
-} from "../evolve/evaluator.js";
+import { createHarnessEvaluator } from "../evolve/evaluator.js";
 import { finalize } from "../evolve/final.js";
 import type { Language } from "../evolve/fingerprint.js";
 import { buildResult } from "../evolve/result.js";
@@ -122,15 +118,10 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   });
 
   const interrupt = options.interruptSignal?.();
-  // While the harness starts: the kernel to beat is built (its first step after the static
-  // check; the pool shares the build, or the harness's cache has it, when it gets there), and
-  // the reference is timed alone, torch.compile's warm-up included, for the final checks.
+  // The kernel to beat is built while the harness starts: its first step after the static
+  // check, and the pool shares the build (or the harness's cache has it) when it gets there.
   const pool = createBuildPool();
-  let referenceTiming: Promise<CompileTimes | null> | undefined;
-  const beside = () => {
-    void pool.build(start).catch(() => undefined);
-    referenceTiming = timeReferenceAlone(taskRef(target));
-  };
+  const beside = () => void pool.build(start).catch(() => undefined);
   return withSession(
     async function optimizeWithServer(session) {
       requireGpu(session);
@@ -144,11 +135,9 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
         pool,
         server: session.server,
         knownDevice: device,
-        ...(referenceTiming === undefined ? {} : { reference: referenceTiming }),
         ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
       });
       // torch.compile's warm-up beside the search, not in the final checks' first timing
-      // (started with the harness; here only where it was not)
       evaluator.timeReference();
       const language: Language = extname(start) === ".py" ? "python" : "c";
       const reference = await referenceSource(target, info);
