@@ -1,7 +1,7 @@
 // Before a win is called one: the final verification (held-out configurations included) and
 // the timing against the noise.
 import { describe, expect, it } from "vitest";
-import { finalize, where } from "../../runner/src/evolve/final.js";
+import { finalize, noFasterWhereLost, where } from "../../runner/src/evolve/final.js";
 import { judgeSpeedup } from "../../runner/src/evolve/noise.js";
 import type { Individual } from "../../runner/src/evolve/types.js";
 import { BASELINE, evaluationOf, fakeRechecker, finalConfig } from "./fakes.js";
@@ -272,6 +272,86 @@ describe("finalize", () => {
     expect(final.timing.configs[0]?.baseline).toEqual(spread(2, 2, 2));
     expect(final.timing.configs[0]?.eager).toEqual(finalConfig("x", null).eager);
     expect(final.verdict).toMatch(/^no candidate passed its final checks \(c8: slower/);
+  });
+
+  it("does not re-time a contender the search saw no faster where a re-timed one lost", async () => {
+    // c8 loses on 32768x1024 in its final timing; in the search c6 was no faster there
+    // (0.90x against c8's 0.95x), c5 was faster (1.02x)
+    const searched = (id: string, source: string, speedup: number): Individual => ({
+      ...individual(id, source),
+      evaluation: {
+        ...evaluationOf(source),
+        timings: [
+          {
+            config: "32768x1024",
+            medianMs: 1 / speedup,
+            p20Ms: 0.9 / speedup,
+            p80Ms: 1.1 / speedup,
+            baselineMs: 1,
+            baselineP20Ms: 0.9,
+            baselineP80Ms: 1.1,
+          },
+        ],
+      },
+    });
+    const { rechecker, calls } = fakeRechecker({
+      time: (source) => ({
+        ok: true,
+        reason: null,
+        message: "",
+        configs: [
+          finalConfig("8192x8192", spread(0.6, 0.59, 0.61)),
+          finalConfig(
+            "32768x1024",
+            source?.includes("k8") ? spread(1.1, 1.09, 1.11) : spread(0.9, 0.89, 0.91),
+          ),
+        ],
+      }),
+    });
+    const steps: string[] = [];
+    const final = await finalize({
+      population: [
+        searched("c8", "k8 speed=1.4", 0.95),
+        searched("c6", "k6 speed=1.3", 0.9),
+        searched("c5", "k5 speed=1.2", 1.02),
+        baseline,
+      ],
+      baseline,
+      rechecker,
+      tries: 2,
+      onStep: (line) => steps.push(line.replace(/in [0-9.]+ s/, "in N s")),
+    });
+    // c6 costs no timing and no try: c5 is the second contender timed, and wins
+    expect(calls).toEqual(["time k8 speed=1.4", "time k5 speed=1.2", "verify k5 speed=1.2"]);
+    expect(final.candidate?.id).toBe("c5");
+    expect(final.win).toBe(true);
+    expect(final.rejected).toEqual([
+      { id: "c8", reason: "slower beyond the noise on 32768x1024" },
+      {
+        id: "c6",
+        reason:
+          "in the search no faster than c8 on 32768x1024 (0.900× against 0.950×), where c8 was slower beyond the noise",
+      },
+    ]);
+    expect(steps).toContain(
+      "  c6 not re-timed: in the search no faster than c8 on 32768x1024 (0.900× against 0.950×), where c8 was slower beyond the noise",
+    );
+  });
+
+  it("re-times every contender where the search has no time on the shape another lost", () => {
+    const lost = {
+      individual: individual("c8", "k8 speed=1.4"),
+      configs: ["8192x16384"], // the search's timings (fakes) are on "odd" only
+    };
+    expect(noFasterWhereLost(individual("c6", "k6 speed=1.3"), [lost])).toBeNull();
+    expect(noFasterWhereLost(individual("c6", "k6 speed=1.3"), [])).toBeNull();
+    // the fakes' search timings are on "odd", at the speed their source names
+    expect(
+      noFasterWhereLost(individual("c6", "k6 speed=1.3"), [{ ...lost, configs: ["odd"] }]),
+    ).toMatch(/^in the search no faster than c8 on odd \(1\.300× against 1\.400×\)/);
+    expect(
+      noFasterWhereLost(individual("c9", "k9 speed=1.5"), [{ ...lost, configs: ["odd"] }]),
+    ).toBeNull();
   });
 
   it("with every contender failing its verification, times the baseline alone", async () => {

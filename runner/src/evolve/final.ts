@@ -48,7 +48,21 @@ export async function finalize(options: FinalOptions): Promise<Final> {
   const rejected: Final["rejected"] = [];
   /** The last timing of a contender passed over for a shape: the baseline, eager and compile beside it. */
   let timedBeside: FinalTiming | null = null;
-  for (const candidate of contenders.slice(0, options.tries ?? 3)) {
+  /** Contenders the final timing found slower beyond the noise, and on which configurations. */
+  const lost: { individual: Individual; configs: string[] }[] = [];
+  const tries = options.tries ?? 3;
+  let tried = 0;
+  // a contender skipped as no faster where another lost costs no GPU time and no try; the
+  // search keeps at most three times as many in view as it may try
+  for (const candidate of contenders.slice(0, 3 * tries)) {
+    if (tried >= tries) break;
+    const known = noFasterWhereLost(candidate, lost);
+    if (known !== null) {
+      rejected.push({ id: candidate.id, reason: known });
+      options.onStep?.(`  ${candidate.id} not re-timed: ${known}`);
+      continue;
+    }
+    tried += 1;
     // timed first: a contender that its timing passes over (slower beyond the noise on a
     // shape, or not timed) cannot be the result whatever its verification says, so it is not
     // verified; one that can be is verified before it is returned
@@ -66,6 +80,7 @@ export async function finalize(options: FinalOptions): Promise<Final> {
     if (judged !== null && judged.lowerBound > 1 && slower.length > 0) {
       // faster overall but slower on some shape: try the next contender
       timedBeside = timing;
+      lost.push({ individual: candidate, configs: slower });
       rejected.push({
         id: candidate.id,
         reason: `slower beyond the noise on ${slower.join(", ")}`,
@@ -106,6 +121,41 @@ export async function finalize(options: FinalOptions): Promise<Final> {
     verdict,
     rejected,
   };
+}
+
+/**
+ * Why a contender need not be re-timed, or null: the search timed it no faster (by the
+ * median speedup over the baseline) than a contender the final timing found slower beyond
+ * the noise, on a configuration where that one was, so the final timing would pass it over
+ * there too. On the H100 (2026-11-26), in each of the tuner's 11 runs without a win, its three
+ * contenders lost on the same shape, 4-5 s of final timing each; in 8 of them the second and
+ * third had been no faster there in the search than the first. A skip can cost a win, never
+ * make one: a contender that is re-timed passes every check as before.
+ */
+export function noFasterWhereLost(
+  candidate: Individual,
+  lost: readonly { individual: Individual; configs: readonly string[] }[],
+): string | null {
+  for (const { individual, configs } of lost) {
+    for (const config of configs) {
+      const mine = searchSpeedup(candidate, config);
+      const theirs = searchSpeedup(individual, config);
+      if (mine !== null && theirs !== null && mine <= theirs) {
+        return (
+          `in the search no faster than ${individual.id} on ${config} ` +
+          `(${mine.toFixed(3)}× against ${theirs.toFixed(3)}×), where ${individual.id} was slower beyond the noise`
+        );
+      }
+    }
+  }
+  return null;
+}
+
+/** The median speedup over the baseline the search measured on a configuration, or null. */
+function searchSpeedup(individual: Individual, config: string): number | null {
+  const timing = individual.evaluation.timings.find((t) => t.config === config);
+  if (timing === undefined || !(timing.medianMs > 0) || !(timing.baselineMs > 0)) return null;
+  return timing.baselineMs / timing.medianMs;
 }
 
 /** Whether the search's timing saw it clearly slower than the baseline on a configuration. */
