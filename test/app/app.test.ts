@@ -752,14 +752,23 @@ describe("results from a workflow run", () => {
   });
 
   it("fails a job whose run never reports, with a link, and cancels the run", async () => {
-    harness = await startHarness({ jobTimeoutMs: 30 });
-    await openPullWithJob();
-    github()
-      .post(`${R}/actions/runs/4242/cancel`)
-      .reply(202, {})
-      .patch(`${R}/check-runs/900`, record("check"))
-      .reply(200, { id: 900 });
-    await vi.waitFor(() => expect(nock.isDone()).toBe(true), { timeout: 600_000, interval: 20 });
+    // The deadline's clock is faked: on a busy machine a real 30 ms could pass before the run
+    // is linked, and the job would time out before it has a run to cancel.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      harness = await startHarness({ jobTimeoutMs: 30_000 });
+      await openPullWithJob();
+      github()
+        .post(`${R}/actions/runs/4242/cancel`)
+        .reply(202, {})
+        .patch(`${R}/check-runs/900`, record("check"))
+        .reply(200, { id: 900 });
+      expect(nock.isDone()).toBe(false);
+      await vi.advanceTimersByTimeAsync(30_000);
+      await vi.waitFor(() => expect(nock.isDone()).toBe(true), { timeout: 600_000, interval: 20 });
+    } finally {
+      vi.useRealTimers();
+    }
     expect(stable(bodies.check)).toMatchSnapshot();
   });
 
