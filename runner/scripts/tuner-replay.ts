@@ -6,7 +6,8 @@
 // configurations timed so far stay under its context's leader's is stopped there, as the
 // harness's screen does (bench.py _race), with a ±1 % band standing for the noise.
 //   npm run build && node dist/runner/scripts/tuner-replay.js SWEEP.json
-//     [--proposer tuner|shape-tuner] [--candidates 40] [--seeds 1-20] [--no-race] [--json]
+//     [--proposer tuner|shape-tuner] [--candidates 40] [--seeds 1-20] [--parallel 8] [--no-race]
+//     [--json]
 // Prints the fitness (geometric mean speedup over the defaults, in the table) of the best the
 // search kept, beside the table's best single combination and its best with one combination
 // per class of shapes (the shape-keyed tuner's ceiling): how much of what the template allows
@@ -47,6 +48,8 @@ export type ReplayOptions = {
   candidates: number;
   seeds: number[];
   race: boolean;
+  /** Proposals in flight (the engine's lag): optimize's default for the tuners, 8. */
+  parallel?: number;
 };
 export type Replay = {
   optimum: number;
@@ -137,7 +140,7 @@ export async function replay(sweep: Sweep, options: ReplayOptions): Promise<Repl
       baseline: { source },
       language: "c",
       populationSize: 5,
-      parallel: 8,
+      parallel: options.parallel ?? 8,
       ...(options.race ? {} : { race: false }),
     });
     runs.push({ seed, best: result.best.evaluation.fitness ?? 1, ...stats });
@@ -242,14 +245,14 @@ function standIn(table: {
 }
 
 const USAGE = `usage: node dist/runner/scripts/tuner-replay.js SWEEP.json [--proposer tuner|shape-tuner]
-  [--candidates N] [--seeds A-B] [--no-race] [--json]`;
+  [--candidates N] [--seeds A-B] [--parallel N] [--no-race] [--json]`;
 
 async function main(argv: string[]): Promise<number> {
   const value = (flag: string) => {
     const i = argv.indexOf(flag);
     return i === -1 ? undefined : argv[i + 1];
   };
-  const flagged = new Set(["--proposer", "--candidates", "--seeds"]);
+  const flagged = new Set(["--proposer", "--candidates", "--seeds", "--parallel"]);
   const file = argv.find((arg, i) => !arg.startsWith("--") && !flagged.has(argv[i - 1] ?? ""));
   if (argv.includes("--help")) {
     console.log(USAGE);
@@ -258,7 +261,10 @@ async function main(argv: string[]): Promise<number> {
   const proposer = value("--proposer") ?? "tuner";
   const [from = 1, to = from] = (value("--seeds") ?? "1-10").split("-").map(Number);
   const candidates = Number(value("--candidates") ?? "40");
+  const parallel = Number(value("--parallel") ?? "8");
   if (
+    !Number.isInteger(parallel) ||
+    parallel < 1 ||
     file === undefined ||
     (proposer !== "tuner" && proposer !== "shape-tuner") ||
     !Number.isInteger(from) ||
@@ -273,20 +279,25 @@ async function main(argv: string[]): Promise<number> {
   const race = !argv.includes("--no-race");
   const seeds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
   const sweep = JSON.parse(readFileSync(file, "utf8")) as Sweep;
-  const result = await replay(sweep, { proposer, candidates, seeds, race });
+  const result = await replay(sweep, { proposer, candidates, seeds, race, parallel });
   const bests = result.runs.map((r) => r.best).sort((a, b) => a - b);
   const median = bests[Math.floor(bests.length / 2)] ?? 1;
   const mean = (pick: (r: Replay["runs"][number]) => number) =>
     result.runs.reduce((s, r) => s + pick(r), 0) / result.runs.length;
   if (argv.includes("--json")) {
     console.log(
-      JSON.stringify({ task: sweep.task, proposer, race, candidates, ...result }, null, 2),
+      JSON.stringify(
+        { task: sweep.task, proposer, race, candidates, parallel, ...result },
+        null,
+        2,
+      ),
     );
     return 0;
   }
   const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
   console.log(
     `${sweep.task} ${proposer}${race ? "" : " (no racing)"}, ${candidates} candidates, ` +
+      `${parallel} in flight, ` +
       `${seeds.length} seeds: best kept ${median.toFixed(3)}× median (${(bests[0] ?? 1).toFixed(3)}–` +
       `${(bests.at(-1) ?? 1).toFixed(3)}); the table's best single set ${result.optimum.toFixed(3)}× ` +
       `(${pct(median / result.optimum)}), one set per class of shapes ` +
