@@ -2,9 +2,10 @@
 // engine (evolve/engine.ts) and proposer (tuner or shape-tuner) propose as in `optimize`, and a
 // stand-in evaluator answers each candidate with the times scripts/template-sweep.py measured
 // for its combination (round 1's median per configuration; the kernel to beat is the
-// template's defaults). With racing on (as in `optimize`), a candidate whose speedups on the
-// configurations timed so far stay under its context's leader's is stopped there, as the
-// harness's screen does (bench.py _race), with a ±1 % band standing for the noise.
+// template's defaults). With racing on (as in `optimize`), a candidate is stopped once its
+// speedups on the configurations timed so far, with the most a kernel could gain on the rest
+// (the sweep's floors), cannot reach its context's leader's over them all, as the harness's
+// screen does (bench.py _race), with a ±1 % band standing for the noise.
 //   npm run build && node dist/runner/scripts/tuner-replay.js SWEEP.json
 //     [--proposer tuner|shape-tuner] [--candidates 40] [--seeds 1-20] [--parallel 8] [--no-race]
 //     [--json]
@@ -26,13 +27,19 @@ import { classOf, classRule, classesOf } from "../src/proposers/shape-classes.js
 import { parseExpression } from "../src/tasks/expression.js";
 
 const BAND = 0.01;
+/** bench.py's BELOW_FLOOR: a time under 85 % of the floor is refused, so none is faster. */
+const BELOW_FLOOR = 0.85;
 
 type Values = Record<string, string | number>;
 export type Sweep = {
   task: string;
   default: Values;
   rows: { combo: Values; ok: boolean }[];
-  timing: { round1: Record<string, Record<string, number>> };
+  timing: {
+    round1: Record<string, Record<string, number>>;
+    /** Each configuration's roofline floor, as the sweep measured it. */
+    configs?: { name: string; floorMs: number }[];
+  };
 };
 type Spec = {
   name: string;
@@ -84,6 +91,9 @@ export async function replay(sweep: Sweep, options: ReplayOptions): Promise<Repl
   const base = times.get(keyOf(sweep.default, names));
   if (base === undefined) throw new Error("the sweep did not time the template's defaults");
   const configs: Config[] = spec.configs.map((c) => ({ ...c, shapes: shapesOf(spec, c.dims) }));
+  const floors = Object.fromEntries(
+    (sweep.timing.configs ?? []).map((c) => [c.name, c.floorMs] as const),
+  );
   const best = (within: readonly Config[]) =>
     Math.max(
       ...[...times.values()].map((m) =>
@@ -133,7 +143,7 @@ export async function replay(sweep: Sweep, options: ReplayOptions): Promise<Repl
       config: "insight",
       seed,
       proposer,
-      evaluator: standIn({ times, names, base, configs, defaults: sweep.default, stats }),
+      evaluator: standIn({ times, names, base, configs, defaults: sweep.default, stats, floors }),
       archive: memoryArchive(),
       clock: { now: () => (now += 1) },
       budget: { candidates: options.candidates, seconds: 1e9, usd: 1e9 },
@@ -155,8 +165,9 @@ function standIn(table: {
   configs: Config[];
   defaults: Values;
   stats: { raced: number; outside: number };
+  floors: Record<string, number>;
 }): Evaluator {
-  const { times, names, base, configs, defaults, stats } = table;
+  const { times, names, base, configs, defaults, stats, floors } = table;
   const seconds = { compile: 0, verify: 0, time: 0 };
   return {
     evaluate(variant: Variant, _signal, race): Promise<Evaluation> {
@@ -196,6 +207,7 @@ function standIn(table: {
             seconds,
           });
         }
+        const floor = floors[config.name];
         timings.push({
           config: config.name,
           medianMs: ms,
@@ -204,12 +216,17 @@ function standIn(table: {
           baselineMs: b,
           baselineP20Ms: b * (1 - BAND),
           baselineP80Ms: b * (1 + BAND),
+          ...(floor === undefined ? {} : { floorMs: floor }),
         });
-        const leader = race === undefined ? [] : timings.map((t) => race[t.config]);
-        if (timings.length < configs.length && leader.every((x) => x !== undefined)) {
-          const upper = geometricMean(timings.map((t) => t.baselineP80Ms / t.p20Ms));
-          const lower = geometricMean(leader);
-          if (upper < lower) {
+        if (race !== undefined && timings.length < configs.length) {
+          // bench.py _race: the rest at the most a kernel could gain there; none known, go on
+          const rest = configs.slice(timings.length).map((c) => race.ceilings[c.name]);
+          const upper = geometricMean([
+            ...timings.map((t) => t.baselineP80Ms / t.p20Ms),
+            ...rest.map((ceiling) => (ceiling ?? NaN) / BELOW_FLOOR),
+          ]);
+          const lower = geometricMean(configs.map((c) => race.leader[c.name] ?? NaN));
+          if (rest.every((ceiling) => ceiling !== undefined) && upper < lower) {
             stats.raced += 1;
             return Promise.resolve({
               ok: true,

@@ -62,7 +62,7 @@ export type BenchOptions = {
   baseline?: string;
   compile?: boolean;
   budgetS?: number;
-  race?: Readonly<Record<string, number>>;
+  race?: client.Race;
 };
 
 /**

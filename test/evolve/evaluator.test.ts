@@ -155,6 +155,9 @@ describe("the harness evaluator", () => {
     const geomean = Math.exp(ratios.reduce((sum, r) => sum + Math.log(r), 0) / ratios.length);
     expect(evaluation.fitness).toBeCloseTo(geomean, 10);
     expect(evaluation.timings).toHaveLength(configs.length);
+    // each configuration's floor goes with its timing: what the next candidates race against
+    expect(evaluation.timings.map((t) => t.floorMs)).toEqual(configs.map((c) => c.floorMs));
+    expect(evaluation.timings.every((t) => (t.floorMs ?? 0) > 0)).toBe(true);
     expect(evaluation.timePhases).toMatchObject({ load: 0.8, timing: 1.6, profiler: 0.9 });
     // and the verification children's, the quick one and the full one
     expect(evaluation.verifyPhases?.quick).toMatchObject({ load: 0.8, candidate: 0.9 });

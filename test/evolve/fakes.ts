@@ -77,6 +77,7 @@ export function evaluationOf(source: string): Evaluation {
         baselineMs: 1,
         baselineP20Ms: 0.99,
         baselineP80Ms: 1.01,
+        floorMs: 0.25,
       },
     ],
     fitness,

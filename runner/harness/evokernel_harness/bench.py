@@ -179,6 +179,7 @@ def bench(
     time_eager: bool = True,
     adaptive: bool = False,
     race: dict[str, float] | None = None,
+    race_ceilings: dict[str, float] | None = None,
     judged: JudgedSide | None = None,
     compiled: Callable[[Any], Any] | None = None,
 ) -> Record:
@@ -189,14 +190,20 @@ def bench(
     with the baseline only) leaves eager untimed: its row's "eager" is None.
     adaptive (the screen): as many samples as the spread needs (screen_stop), at most the
     budget's. race (the screen): configuration name → the leader's speedup there at its least
-    favourable; after each configuration, a candidate whose most favourable speedup over the
-    configurations timed so far (geometric mean) is under the leader's least favourable one
-    over the same configurations stops there: the record's "race" says where and by how much,
-    the rest is not timed (nor checked after timing, nor profiled: it is no contender).
+    favourable; race_ceilings: configuration name → the kernel to beat's time there over the
+    roofline floor (the leader's run measured both). After each configuration, a candidate stops
+    when even its most favourable speedup on the configurations timed so far, and on every other
+    one the most a kernel can gain there (the floor's speedup over BELOW_FLOOR: a time below it
+    is refused), make a geometric mean under the leader's least favourable one over them all:
+    it can no longer win, whatever the rest would show. The record's "race" says where and by
+    how much; the rest is not timed (nor checked after timing, nor profiled: it is no
+    contender). A configuration with no ceiling (no floor known) keeps every candidate timed.
     judged: the candidate's side of a judged bench (JudgedSide); ceilings may then be None.
     compiled: torch.compile's baseline already compiled (warm_compiled), used instead of a new one."""
     start = time.perf_counter()
-    run = _Bench(task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, judged)
+    run = _Bench(
+        task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, race_ceilings, judged
+    )
     run.set_up(head_start_cycles, compile_baseline, time_eager, adaptive, compiled)
     for ci, config in enumerate(task.visible_configs()):
         if run.config(ci, config):
@@ -211,7 +218,19 @@ class _Bench:
     implementations, timing, the checks after timing and the profile; then summary."""
 
     def __init__(
-        self, task, candidate, baseline, ceilings, device_info, seed, log, budget_s, probe_cache, race, judged
+        self,
+        task,
+        candidate,
+        baseline,
+        ceilings,
+        device_info,
+        seed,
+        log,
+        budget_s,
+        probe_cache,
+        race,
+        race_ceilings,
+        judged,
     ):
         self.task, self.candidate, self.baseline, self.judged = task, candidate, baseline, judged
         self.ceilings, self.device_info, self.seed, self.log = ceilings, device_info, seed, log
@@ -219,6 +238,7 @@ class _Bench:
         self.configs_out, self.reasons, self.notes = [], [], []
         self.details = {}  # configuration -> what a check found, in the user's words
         self.raced = None
+        self.race_ceilings = race_ceilings or {}
         self.profile = None
         self.task_hash = None
         # what one configuration leaves alive until the next one's rebinds it (bench() held
@@ -288,7 +308,7 @@ class _Bench:
                 f"(under {TINY_MS * 1e3:.0f} µs), so its times measure launch overhead; not in the headline speedup"
             )
         if self.race is not None and self.candidate is not None and self.baseline is not None and not launch_bound:
-            self.raced = _race(self.race, self.configs_out + [row])
+            self.raced = _race(self.race, self.race_ceilings, self.configs_out + [row])
         if self.raced is not None:
             self.configs_out.append(row)
             self.log(f"bench {config.name}: raced out: {self.raced['message']}")
@@ -580,21 +600,32 @@ MESSAGES = {
 }
 
 
-def _race(race: dict[str, float], rows: list[Record]) -> Record | None:
-    """The race's verdict after the configurations in `rows` (timed, not launch-bound): a dict
-    when the candidate is slower than the leader beyond the noise, else None."""
+def _race(race: dict[str, float], ceilings: dict[str, float], rows: list[Record]) -> Record | None:
+    """The race's verdict after the configurations in `rows`: a dict when the candidate cannot
+    reach the leader over every configuration the leader was timed on (`race`), else None.
+    Timed ones count at the candidate's most favourable speedup (baseline p80 / its p20); the
+    others at the most any kernel could gain there (`ceilings`, over BELOW_FLOOR), so a
+    candidate that loses the first configuration but could still win the rest goes on."""
     timed = [r for r in rows if not r["launchBound"] and r["candidate"] and r["baseline"] and r["name"] in race]
     if not timed:
         return None
-    upper = _geomean([_upper_speedup(r["baseline"], r["candidate"]) for r in timed])
-    leader = _geomean([race[r["name"]] for r in timed])
+    names = {r["name"] for r in timed}
+    rest = [name for name in race if name not in names]
+    if any(not ceilings.get(name, 0) > 0 for name in rest):
+        return None  # no bound on what a configuration still to come could give
+    upper = _geomean(
+        [_upper_speedup(r["baseline"], r["candidate"]) for r in timed] + [ceilings[n] / BELOW_FLOOR for n in rest]
+    )
+    leader = _geomean(list(race.values()))
     if upper is None or leader is None or upper >= leader:
         return None
+    rest_text = f"; at the floor's on {', '.join(rest)}" if rest else ""
     return {
         "config": timed[-1]["name"],
         "timed": [r["name"] for r in rows],
         "speedupUpper": upper,
         "leaderLower": leader,
-        "message": f"at most {upper:.3f}x the kernel to beat on {', '.join(r['name'] for r in timed)} "
-        f"(baseline p80 / candidate p20), under the leader's {leader:.3f}x (its p20 / p80)",
+        "message": f"at most {upper:.3f}x the kernel to beat over every configuration (baseline p80 / candidate "
+        f"p20 on {', '.join(r['name'] for r in timed)}{rest_text}), under the leader's {leader:.3f}x "
+        "(its p20 / p80): it cannot win",
     }

@@ -9,7 +9,7 @@ from .schemas import enum
 # evaluate's cascade, in order (the contract's EVALUATE_STAGES): one record (--<stage>-out) each
 STAGES = tuple(enum("evaluate-stage.schema.json"))
 # Options whose value is JSON text on the command line and a JSON value in a typed request.
-JSON_VALUED = ("reference_ops", "race", "static", "task_spec")
+JSON_VALUED = ("reference_ops", "race", "race_ceilings", "static", "task_spec")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,8 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument(
                 "--race",
                 help="the screen only: a JSON object, configuration → the leader's least "
-                "favourable speedup there; a candidate slower than it beyond the noise "
-                "stops after that configuration",
+                "favourable speedup there; a candidate that can no longer reach it over every "
+                "configuration (see --race-ceilings) stops",
+            )
+            sp.add_argument(
+                "--race-ceilings",
+                help="the screen only: a JSON object, configuration → the kernel to beat's time "
+                "there over the roofline floor; a configuration still to be timed counts at the "
+                "most a kernel could gain there (none given: no candidate stops early)",
             )
         if name == "evaluate":
             for stage in STAGES:

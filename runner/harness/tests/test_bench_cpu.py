@@ -173,12 +173,23 @@ class BenchCpuTest(CpuModel):
         self.assertEqual(rec["reason"], "side-stream")
 
     def test_a_candidate_slower_than_the_leader_is_raced_out_after_one_configuration(self):
-        rec = self.bench(race={name: 100.0 for name in self.config_names}, adaptive=True, time_eager=False)
+        # every kernel to beat at the floor: nothing the rest could give makes up for the first
+        everywhere = {name: 1.0 for name in self.config_names}
+        rec = self.bench(
+            race={name: 100.0 for name in self.config_names},
+            race_ceilings=everywhere,
+            adaptive=True,
+            time_eager=False,
+        )
         self.assertTrue(rec["ok"])
         self.assertEqual([r["name"] for r in rec["configs"]], ["64x1000"])
         self.assertEqual(rec["race"]["config"], "64x1000")
         self.assertTrue(rec["message"].startswith("raced out after 64x1000"))
         self.assertIsNone(rec["configs"][0]["eager"])
+        # without the ceilings no configuration still to come is bounded: every one is timed
+        rec = self.bench(race={name: 100.0 for name in self.config_names}, adaptive=True, time_eager=False)
+        self.assertIsNone(rec["race"])
+        self.assertEqual([r["name"] for r in rec["configs"]], self.config_names)
 
     def test_a_derived_launch_bound_configuration_is_not_timed(self):
         for config in self.task.configs:

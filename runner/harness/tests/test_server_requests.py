@@ -46,8 +46,11 @@ SAME = [
         + ["--no-compile", "--budget", "2", "--ceilings", "x.json"],
     ),
     (
-        {"command": "evaluate", "task": "t", "candidate": "c", "seed": 3, "race": {"8192x8192": 1.25}} | OUTS,
+        {"command": "evaluate", "task": "t", "candidate": "c", "seed": 3, "race": {"8192x8192": 1.25}}
+        | {"raceCeilings": {"8192x8192": 1.4}}
+        | OUTS,
         ["evaluate", "--task", "t", "--candidate", "c", "--seed", "3", "--race", '{"8192x8192": 1.25}']
+        + ["--race-ceilings", '{"8192x8192": 1.4}']
         + ["--quick-out", "q.json", "--verify-out", "v.json", "--bench-out", "b.json"],
     ),
 ]

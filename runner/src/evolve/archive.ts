@@ -16,6 +16,8 @@ const configTimingSchema = z.object({
   baselineMs: z.number().nonnegative(),
   baselineP20Ms: z.number().nonnegative(),
   baselineP80Ms: z.number().nonnegative(),
+  launchBound: z.boolean().optional(),
+  floorMs: z.number().positive().optional(),
 });
 
 export const evaluationSchema = z.object({

@@ -25,6 +25,7 @@ import type {
   ProposalContext,
   ProposalResult,
   Proposer,
+  Race,
   Usage,
 } from "./types.js";
 import { ZERO_USAGE } from "./types.js";
@@ -98,19 +99,29 @@ export type EngineResult = {
 export const DEFAULTS = { populationSize: 5, parallel: 4, insights: 3 } as const;
 
 /**
- * What a candidate races against: the leader's speedup on each configuration at its least
- * favourable (its baseline's p20 over its own p80), from the leader's own screen; undefined
- * when the leader has no timings to race against.
+ * What a candidate races against, from the leader's own screen: on each configuration its
+ * speedup at its least favourable (its baseline's p20 over its own p80), and the kernel to
+ * beat's time over the floor (its p80 over the floor: what a kernel at the floor would gain);
+ * undefined when the leader has no timings to race against. Without a floor a configuration
+ * has no ceiling, and the harness then times every candidate to the end.
  */
-export function raceAgainst(leader: Individual): Record<string, number> | undefined {
+export function raceAgainst(leader: Individual): Race | undefined {
   const { evaluation } = leader;
   if (!evaluation.ok || evaluation.fitness === null) return undefined;
-  const race = Object.fromEntries(
-    evaluation.timings
-      .filter((t) => t.launchBound !== true && t.p80Ms > 0 && t.baselineP20Ms > 0)
-      .map((t) => [t.config, t.baselineP20Ms / t.p80Ms]),
+  const timed = evaluation.timings.filter(
+    (t) => t.launchBound !== true && t.p80Ms > 0 && t.baselineP20Ms > 0,
   );
-  return Object.keys(race).length > 0 ? race : undefined;
+  if (timed.length === 0) return undefined;
+  return {
+    leader: Object.fromEntries(timed.map((t) => [t.config, t.baselineP20Ms / t.p80Ms])),
+    ceilings: Object.fromEntries(
+      timed.flatMap((t) =>
+        t.floorMs !== undefined && t.floorMs > 0 && t.baselineP80Ms > 0
+          ? [[t.config, t.baselineP80Ms / t.floorMs]]
+          : [],
+      ),
+    ),
+  };
 }
 
 export async function runEngine(options: EngineOptions): Promise<EngineResult> {

@@ -327,6 +327,7 @@ function timingsOf(bench: BenchRecord | null): ConfigTiming[] {
             baselineP20Ms: config.baseline.p20Ms,
             baselineP80Ms: config.baseline.p80Ms,
             launchBound: config.launchBound,
+            ...(config.floorMs > 0 ? { floorMs: config.floorMs } : {}),
           },
         ],
   );

@@ -3,8 +3,10 @@
 // `Proposer`; a new one is one new file in runner/src/proposers.
 import type { CandidateFormat } from "#shared/contract/formats.js";
 import type { Spread } from "#shared/result.js";
+import type { Race } from "../harness/client.js";
 
 export type { Spread } from "#shared/result.js";
+export type { Race } from "../harness/client.js";
 
 /** Timing of one configuration, in milliseconds (median and spread as the harness reports). */
 export type ConfigTiming = {
@@ -18,6 +20,8 @@ export type ConfigTiming = {
   baselineP80Ms: number;
   /** The reference runs under 20 µs a call here: out of the fitness (noise.ts). */
   launchBound?: boolean | undefined;
+  /** The configuration's roofline floor, as the screen computed it (absent: not known). */
+  floorMs?: number | undefined;
 };
 
 /** What a candidate's evaluation produced: a verdict, and timings when it passed. */
@@ -180,15 +184,16 @@ export type Proposer = {
 
 /**
  * Evaluates one candidate source (cascade: static → compile → quick → verify → time).
- * `race`: configuration → the leader's least favourable speedup there (noise.ts's lower
- * bound of one configuration); a candidate slower than that beyond the noise may stop being
- * timed early (Evaluation.raced). Absent: every configuration is timed.
+ * `race`: what the leader reached on each configuration (noise.ts's lower bound of one
+ * configuration) and how far from the floor the kernel to beat is there; a candidate that can
+ * no longer reach the leader over every configuration stops being timed (Evaluation.raced).
+ * Absent: every configuration is timed.
  */
 export type Evaluator = {
   evaluate(
     variant: Variant,
     signal?: AbortSignal,
-    race?: Readonly<Record<string, number>>,
+    race?: Race,
     /** Its place in the GPU queue (the proposal number): lower first. */
     order?: number,
   ): Promise<Evaluation>;

@@ -268,6 +268,19 @@ export async function verify(
   });
 }
 
+/**
+ * What the search's screen races a candidate against, per configuration, from the leader's
+ * own screen: `leader`, its least favourable speedup over the kernel to beat; `ceilings`, the
+ * kernel to beat's time over the roofline floor (the most a kernel could gain there, before
+ * the harness's margin for a time under the floor). The harness stops a candidate once even
+ * its most favourable speedups so far, with the ceilings on the configurations still to come,
+ * cannot reach the leader's over all of them; with no ceiling for one of those, it goes on.
+ */
+export type Race = {
+  leader: Readonly<Record<string, number>>;
+  ceilings: Readonly<Record<string, number>>;
+};
+
 export type BenchOptions = CallOptions & {
   candidate?: string;
   artifact?: string | null;
@@ -277,11 +290,8 @@ export type BenchOptions = CallOptions & {
   compile?: boolean;
   /** Seconds of timing per configuration (the harness's default, 1.5, when not given). */
   budgetS?: number;
-  /**
-   * The search's screen (evaluate) only: configuration → the leader's least favourable
-   * speedup there; a candidate slower than the leader beyond the noise stops early.
-   */
-  race?: Readonly<Record<string, number>>;
+  /** The search's screen (evaluate) only: what a candidate races against (Race). */
+  race?: Race;
   knownDevice?: Device;
   /**
    * The reference alone, no candidate or baseline: torch.compile compiled before the GPU's lock
@@ -379,7 +389,9 @@ export async function evaluate(
     ...(options.seed === undefined ? {} : { seed: options.seed }),
     ...(options.static === undefined ? {} : { static: options.static }),
     ...timing(options),
-    ...(options.race === undefined ? {} : { race: { ...options.race } }),
+    ...(options.race === undefined
+      ? {}
+      : { race: { ...options.race.leader }, raceCeilings: { ...options.race.ceilings } }),
     quickOut: outs.quick,
     verifyOut: outs.verify,
     benchOut: outs.bench,

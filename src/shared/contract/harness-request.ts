@@ -52,9 +52,15 @@ const timed = {
   noProbeCache: z.boolean().optional(),
   /**
    * The search's screen only: configuration → the leader's least favourable speedup there; a
-   * candidate slower than it beyond the noise stops after that configuration.
+   * candidate that can no longer reach it over every configuration stops (`raceCeilings`).
    */
   race: z.record(z.string(), z.number()).optional(),
+  /**
+   * The search's screen only: configuration → the kernel to beat's time there over the roofline
+   * floor, from the leader's run. A configuration not yet timed counts at the most a kernel
+   * could gain there; one with no ceiling keeps every candidate timed to the end.
+   */
+  raceCeilings: z.record(z.string(), z.number().positive()).optional(),
 };
 
 /**

@@ -86,9 +86,13 @@ def bench_run(
         from ..probe_cache import ProbeCache
 
         probes = ProbeCache(os.path.join(args.cache or default_cache(), "probe"))
-    race = None
+    race = race_ceilings = None
     if screen and getattr(args, "race", None):
-        race = _race_arg(args.race)
+        race = _race_arg(args.race, "--race", "the leader's least favourable speedup there")
+    if screen and getattr(args, "race_ceilings", None):
+        race_ceilings = _race_arg(
+            args.race_ceilings, "--race-ceilings", "the kernel to beat's time there over the roofline floor"
+        )
     result = bench(
         task,
         candidate,
@@ -104,6 +108,7 @@ def bench_run(
         time_eager=not screen and judged is None,
         adaptive=screen,
         race=race,
+        race_ceilings=race_ceilings,
         judged=judged,
     )
     # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
@@ -150,16 +155,17 @@ def _ceilings(args: argparse.Namespace, info: Record) -> Record:
     return ceilings
 
 
-def _race_arg(text: str) -> dict[str, float]:
-    """--race: a JSON object, configuration name → the leader's least favourable speedup there."""
+def _race_arg(text: str, flag: str, what: str) -> dict[str, float]:
+    """--race, --race-ceilings: a JSON object, configuration name → a positive number."""
     try:
         race = json.loads(text)
     except ValueError:
         race = None
     if not isinstance(race, dict) or not all(
-        isinstance(k, str) and isinstance(v, (int, float)) and v > 0 for k, v in race.items()
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        for k, v in race.items()
     ):
-        raise SystemExit("--race takes a JSON object: configuration name → a positive speedup")
+        raise SystemExit(f"{flag} takes a JSON object: configuration name → {what} (a positive number)")
     return {k: float(v) for k, v in race.items()}
 
 
