@@ -72,6 +72,10 @@ describe("the loop", () => {
     );
     expect(evaluated[0]).toBe(BASELINE);
     expect(contexts).toHaveLength(10);
+    // each proposal is told how many the candidate budget allows after it
+    expect(contexts.map((context) => context.left).sort((a, b) => (b ?? 0) - (a ?? 0))).toEqual(
+      range(10).map((k) => 9 - k),
+    );
     expect(archive.entries.map((entry) => [entry.generation, entry.slot])).toEqual(
       Array.from({ length: 11 }, (_, number) => [number, 0]),
     );

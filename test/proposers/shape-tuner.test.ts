@@ -194,6 +194,73 @@ describe("shape-tuner", () => {
     expect(next.filter((i) => before.has(keyOf(i))).map((i) => i.id)).toEqual([]);
   });
 
+  it("puts each class at the best values it has seen, at most every 8th proposal and in the last one", async () => {
+    const assembled = (p: Pick<Individual, "insight">) =>
+      p.insight.includes("each class at the best values it has seen");
+    /** Per class, the block size of the fittest candidate on that class's configurations. */
+    const bestPerClass = (pool: Individual[]) => {
+      const rule = classRule(configs);
+      const out: Record<string, number> = {};
+      for (const cls of ["short-rows", "long-rows"]) {
+        const names = configs
+          .filter((c) => classOf(rule, c.shapes[0] ?? []).id === cls)
+          .map((c) => c.name);
+        const fitness = (i: Individual) =>
+          Math.exp(
+            i.evaluation.timings
+              .filter((t) => names.includes(t.config))
+              .reduce((sum, t) => sum + Math.log(t.baselineMs / t.medianMs), 0) / names.length,
+          );
+        const top = pool.reduce((a, b) => (fitness(b) > fitness(a) ? b : a));
+        out[cls] = blockSizes(top)[cls] ?? 0;
+      }
+      return out;
+    };
+    for (const seed of [1, 2, 3]) {
+      const tuner = createShapeTuner({ seed, baselineSource: softmax, tunables: softmaxTunables });
+      const seen: Individual[] = [];
+      let leader = individual("c0", softmax, 1, {
+        evaluation: evaluate({ source: softmax, defines: {}, insight: "", name: "" }),
+      });
+      for (let i = 0; i < 24; i++) {
+        const result = await tuner.propose(softmaxContext(leader, i));
+        if (!result.ok) break;
+        const child = individual(`c${i + 1}`, result.proposal.source, null, {
+          defines: result.proposal.defines,
+          insight: result.proposal.insight,
+          evaluation: evaluate(result.proposal),
+        });
+        tuner.observe(child);
+        seen.push(child);
+        if ((child.evaluation.fitness ?? 0) > (leader.evaluation.fitness ?? 0)) leader = child;
+      }
+      const at = seen.flatMap((child, i) => (assembled(child) ? [i + 1] : []));
+      expect(at.length, `seed ${seed}`).toBeGreaterThan(0);
+      let previous = 0;
+      for (const n of at) {
+        // due 8 proposals after the last (or the start), then at the first whose combination is new
+        expect(n - previous, `seed ${seed}: proposal ${n}`).toBeGreaterThanOrEqual(8);
+        previous = n;
+        const child = seen[n - 1];
+        if (child === undefined) throw new Error("no such proposal");
+        const base = individual("c0", softmax, 1, {
+          evaluation: evaluate({ source: softmax, defines: {}, insight: "", name: "" }),
+        });
+        expect(blockSizes(child)).toEqual(bestPerClass([base, ...seen.slice(0, n - 1)]));
+      }
+      // the last proposal the budget allows: each class's best now, unless that was tried
+      const last = await tuner.propose({ ...softmaxContext(seen[0] as Individual, 24), left: 0 });
+      const tried = new Set(seen.map((child) => JSON.stringify(blockSizes(child))));
+      const best = bestPerClass(seen);
+      if (last.ok && !tried.has(JSON.stringify(best))) {
+        expect(assembled(last.proposal)).toBe(true);
+        expect(blockSizes(last.proposal)).toEqual(best);
+      } else if (last.ok) {
+        expect(assembled(last.proposal)).toBe(false);
+      }
+    }
+  });
+
   it("runs through optimize (stand-in harness): the winner is built, verified and written", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-shape-tuner-"));
     try {

@@ -384,6 +384,9 @@ class Run {
       best,
       lastFailure: this.lastFailureUpTo(limit),
       techniques: options.techniques ?? "",
+      ...(Number.isFinite(options.budget.candidates)
+        ? { left: Math.max(0, options.budget.candidates - number) }
+        : {}),
     };
     const insightCount = options.insights ?? DEFAULTS.insights;
     if (options.config === "free") {

@@ -114,6 +114,11 @@ export type ProposalContext = {
   techniques: string;
   /** Deterministic per proposal under --seed. */
   seed: number;
+  /**
+   * Proposals the candidate budget allows after this one (absent: no such limit known); the
+   * time or money budget may end the search sooner.
+   */
+  left?: number;
 };
 
 export type Proposal = {
