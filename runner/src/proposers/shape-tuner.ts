@@ -155,7 +155,7 @@ export function createShapeTuner(options: ShapeTunerOptions): Proposer & {
       }
     });
     if (seenValues.length === s.tuners.length && seenValues.every((v) => v !== null))
-      tried.add(keyOf(seenValues as Values[]));
+      tried.add(keyOf(seenValues));
   }
 
   /** One key per combination of class values (a class's values in the tunables' order). */
