@@ -58,13 +58,20 @@ describe("archive", () => {
     expect(await readArchive(file)).toEqual([entry(0), entry(1)]);
   });
 
-  it("keeps where the seconds of verification and timing went", async () => {
+  it("keeps where the seconds of verification and timing went, and what racing reads back", async () => {
     const file = join(dir, "archive.jsonl");
     const timed = entry(0);
     const individual = timed.individual;
     if (individual === null) throw new Error("entry(0) has a candidate");
     individual.evaluation = {
       ...individual.evaluation,
+      // a resumed run races against these: a launch-bound configuration stays out, and each
+      // configuration's floor bounds what the ones still to come could give
+      timings: individual.evaluation.timings.map((t) => ({
+        ...t,
+        launchBound: true,
+        floorMs: 0.2,
+      })),
       timePhases: { load: 0.15, probe: 0.01, inputs: 0.3, timing: 1.25 },
       verifyPhases: { quick: { start: 0.2, candidate: 0.1 }, full: { reference: 0.4 } },
     };
