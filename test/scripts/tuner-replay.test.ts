@@ -12,7 +12,37 @@ const sweep = JSON.parse(
   readFileSync(join(repo, "docs/results/gpu-2026-11-26c/sweep_softmax/sweep/softmax.json"), "utf8"),
 ) as Sweep;
 
+const bf16 = JSON.parse(
+  readFileSync(
+    join(
+      repo,
+      "docs/results/gpu-2026-11-26g/sweep_softmax_bf16_layernorm_bf16_fused_elementwise_rmsnorm_backward_gemm_bias_relu/sweep/softmax_bf16.json",
+    ),
+    "utf8",
+  ),
+) as Sweep;
+
 describe("the tuners replayed on a measured sweep", () => {
+  it("races without losing what racing off finds, where short and long rows want different kernels", async () => {
+    // softmax_bf16: the sets that win overall lose the first configuration (long rows); a
+    // race on the configurations timed so far stopped them (1.49-1.51x kept, not 1.61-1.74x)
+    const raced = await replay(bf16, {
+      proposer: "tuner",
+      candidates: 40,
+      seeds: [1, 2, 3],
+      race: true,
+    });
+    const plain = await replay(bf16, {
+      proposer: "tuner",
+      candidates: 40,
+      seeds: [1, 2, 3],
+      race: false,
+    });
+    expect(raced.runs.map((run) => run.best)).toEqual(plain.runs.map((run) => run.best));
+    for (const run of raced.runs) expect(run.best).toBeGreaterThan(1.6);
+    expect(raced.runs.every((run) => run.raced > 0)).toBe(true);
+  });
+
   it("the plain tuner stays within the best single set, and races only when racing is on", async () => {
     const raced = await replay(sweep, {
       proposer: "tuner",
