@@ -49,10 +49,11 @@ export type Evaluation = {
     | { quick?: Record<string, number> | undefined; full?: Record<string, number> | undefined }
     | undefined;
   /**
-   * The screen stopped timing it: after `config`, its most favourable speedup over the
-   * kernel to beat (`speedupUpper`, over the configurations in `timed`) was under the
-   * leader's least favourable one (`leaderLower`). It passed verification (ok) but has no
-   * fitness: it is no contender, so the configurations after `config` were not timed.
+   * The screen stopped timing it: after `config`, the most it could still reach over every
+   * configuration (`speedupUpper`: its most favourable speedup on those in `timed`, the most
+   * a kernel could gain on the rest) was under the leader's least favourable one
+   * (`leaderLower`). It passed verification (ok) but has no fitness: it is no contender, so
+   * the configurations after `config` were not timed.
    */
   raced?:
     | {

@@ -257,9 +257,10 @@ export const benchRecordSchema = z.object({
     .default(null),
   /**
    * The search's screen raced the candidate out: after `config` (the configurations in
-   * `timed` were timed, the rest not), its most favourable speedup over the kernel to beat
-   * (baseline p80 / candidate p20, geometric mean) was under the leader's least favourable
-   * one (`leaderLower`). Null: not raced (every configuration timed).
+   * `timed` were timed, the rest not), the most it could still reach over every configuration
+   * (`speedupUpper`: geometric mean of baseline p80 / candidate p20 where timed, and the most
+   * a kernel could gain where not) was under the leader's least favourable speedup over
+   * them all (`leaderLower`). Null: not raced (every configuration timed).
    */
   race: z
     .object({
