@@ -36,45 +36,37 @@ export function candidatesOf(text) {
 /** When the last candidate finishes, from `start`, with `parallel` in flight. */
 export function simulate(candidates, { parallel, cores = 16, start = 0 }) {
   const finish = [];
-  const slots = Array.from({ length: Math.max(1, cores) }, () => start);
   const built = [];
-  // proposal n (0-based here) starts once proposals 0 … n−parallel have finished; the
-  // GPU takes finished builds in the order they end, so the simulation advances in rounds:
-  // every proposal whose start is known is built, then the GPU takes the earliest build
+  const slots = Array.from({ length: Math.max(1, cores) }, () => start);
+  const pending = [];
   let gpuFree = start;
   let next = 0;
-  const pending = [];
-  const finishedUpTo = () => {
-    // the latest finish over 0 … k, or undefined while one of them is unknown
-    return (k) => {
-      let latest = start;
-      for (let i = 0; i <= k; i += 1) {
-        if (finish[i] === undefined) return undefined;
-        latest = Math.max(latest, finish[i]);
-      }
-      return latest;
-    };
+  /** The latest finish over proposals 0 … k, or undefined while one of them is unknown. */
+  const doneUpTo = (k) => {
+    let latest = start;
+    for (let i = 0; i <= k; i += 1) {
+      if (finish[i] === undefined) return undefined;
+      latest = Math.max(latest, finish[i]);
+    }
+    return latest;
   };
-  const upTo = finishedUpTo();
-  while (finish.filter((x) => x !== undefined).length < candidates.length) {
-    // start every proposal whose predecessors are done
+  // proposal n (0-based here) starts once proposals 0 … n−parallel have finished; the GPU takes
+  // finished builds in the order they end. Each round: every proposal whose start is known is
+  // built, then the GPU takes the earliest build.
+  for (let done = 0; done < candidates.length; done += 1) {
     while (next < candidates.length) {
-      const gate = next - parallel < 0 ? start : upTo(next - parallel);
+      const gate = next < parallel ? start : doneUpTo(next - parallel);
       if (gate === undefined) break;
       slots.sort((a, b) => a - b);
-      const begin = Math.max(gate, slots[0]);
-      const end = begin + candidates[next].build;
-      slots[0] = end;
-      built[next] = end;
+      built[next] = Math.max(gate, slots[0]) + candidates[next].build;
+      slots[0] = built[next];
       pending.push(next);
       next += 1;
     }
-    // the GPU takes the build that ended first
     pending.sort((a, b) => built[a] - built[b] || a - b);
     const n = pending.shift();
     if (n === undefined) throw new Error("no candidate can start: the model is stuck");
-    const begin = Math.max(gpuFree, built[n]);
-    gpuFree = begin + candidates[n].gpu;
+    gpuFree = Math.max(gpuFree, built[n]) + candidates[n].gpu;
     finish[n] = gpuFree;
   }
   return Math.max(start, ...finish);

@@ -169,9 +169,10 @@ export function createShapeTuner(options: ShapeTunerOptions): Proposer & {
     const due = sinceAssembly >= ASSEMBLE_EVERY || left === 0;
     if (!due || !bestOf.some((b) => b.fitness > 0)) return null;
     const chosen = bestOf.map((b) => b.values);
-    if (tried.has(keyOf(chosen))) return null;
+    const key = keyOf(chosen);
+    if (tried.has(key)) return null;
     sinceAssembly = 0;
-    tried.add(keyOf(chosen));
+    tried.add(key);
     const notes = chosen.map((values, k) => `${s.classes[k]?.id ?? "all"}: ${label(values)}.`);
     const insight =
       `Shape-keyed tuner (${describeRule(s.rule)}): each class at the best values it has seen. ` +
