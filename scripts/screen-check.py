@@ -91,9 +91,12 @@ def main(argv):
                     "benchSpread": max(f) / min(f) - 1,
                 }
             )
+            n = [r["configs"][ci]["candidate"]["n"] for r in screen]
+            rows[-1]["screenSamples"] = n
             print(
                 f"{task:18s} {config['name']:10s} bench {f[0]:.4f} {f[1]:.4f} ms  screen {s[0]:.4f} {s[1]:.4f} ms  "
-                f"screen/bench {ratio:.3f}  (bench runs differ {max(f) / min(f) - 1:.1%})"
+                f"screen/bench {ratio:.3f}  (bench runs differ {max(f) / min(f) - 1:.1%}; "
+                f"screen samples {n[0]}, {n[1]})"
             )
         tf = statistics.median(r["phases"].get("timing", 0.0) for r in full)
         ts = statistics.median(r["phases"].get("timing", 0.0) for r in screen)
