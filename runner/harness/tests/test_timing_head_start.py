@@ -1,6 +1,7 @@
 """The timer's head start on the CPU, against a model of a GPU stream: a short head start
 (the search's screen) gives the same events as the full one when it covers the call's host
-side, and a call whose host side outlasts it is timed again with the full one; the number of
+side, it is fitted to the host side the budget's estimate measured, and a call whose host side
+outlasts it anyway is timed again with the full one (the short run cut short); the number of
 samples never depends on the head start. (On the GPU machine the timer itself runs in every
 bench; this checks the decision it makes, which the GPU cannot show apart.)"""
 
@@ -100,12 +101,55 @@ class HeadStartTest(unittest.TestCase):
             self.assertAlmostEqual(short_ms[name], full_ms[name], places=6)
         self.assertEqual(short_n, full_n)  # as many samples, in less time
 
-    def test_a_host_side_longer_than_the_short_head_start_is_timed_again_with_the_full_one(self):
+    def test_a_host_side_longer_than_the_short_head_start_gets_one_that_covers_it(self):
+        """The screen's head start is fitted to the host side the budget's estimate measured
+        (0.159 ms here: twice that and the margin is 0.338 ms, 676,000 cycles at the 2 GHz
+        bound, 700,000 in steps): the events hold the GPU work alone, timed once."""
         timer, medians, _ = self.time(timing.SCREEN_HEAD_START_CYCLES, host_ms=0.15)
-        self.assertEqual(timer.last_head_start, timing.HEAD_START_CYCLES)
-        # the full head start covers 0.15 ms of host side: the events hold the GPU work alone
+        self.assertEqual(timer.last_head_start, 700_000)
+        self.assertFalse(timer.last_retimed)
+        self.assertEqual(max(timer.last_exposed.values()), 0.0)
         self.assertAlmostEqual(medians["baseline"], 0.30, places=6)
         self.assertAlmostEqual(medians["candidate"], 0.20, places=6)
+
+    def test_a_host_side_that_outgrows_the_fitted_head_start_is_timed_again_with_the_full_one(self):
+        """The estimate saw a short host side (0.02 ms), the calls after it take 0.15 ms: the
+        short run is exposed on every call, stops after ABORT_ROUNDS rounds, and the
+        configuration is timed again with the full head start, which covers them."""
+        calls = {"baseline": 0, "candidate": 0}
+
+        def impl(name, gpu_ms):
+            def call(_):
+                calls[name] += 1
+                self.stream.launch(0.02 if calls[name] <= 4 else 0.15, gpu_ms)  # 3 warm-ups, 1 estimate
+
+            return call
+
+        runs = []
+        timer = fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
+        real_run = timer._run
+
+        def run(impls, args, iters, seed, prepare, cycles, stop=None):
+            out, exposed = real_run(impls, args, iters, seed, prepare, cycles, stop)
+            runs.append((cycles, len(out["candidate"]["event"]), iters))
+            return out, exposed
+
+        timer._run = run
+        raw = timer.interleaved(
+            {"baseline": impl("baseline", 0.30), "candidate": impl("candidate", 0.20)}, [None], budget_s=0.5, seed=3
+        )
+        self.assertEqual(runs[0][:2], (timing.SCREEN_HEAD_START_CYCLES, timing.ABORT_ROUNDS))
+        self.assertEqual(runs[1][0], timing.HEAD_START_CYCLES)
+        self.assertEqual(runs[1][1], runs[1][2])  # the full run takes every round the budget gives
+        self.assertEqual((timer.last_head_start, timer.last_retimed), (timing.HEAD_START_CYCLES, True))
+        self.assertAlmostEqual(timing.stats(raw["baseline"]["event"])["medianMs"], 0.30, places=6)
+        self.assertAlmostEqual(timing.stats(raw["candidate"]["event"])["medianMs"], 0.20, places=6)
+
+    def test_the_fitted_head_start_is_at_most_the_full_one(self):
+        timer = fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
+        self.assertEqual(timer.fitted_cycles(0.0), timing.SCREEN_HEAD_START_CYCLES)
+        self.assertEqual(timer.fitted_cycles(5.0), timing.HEAD_START_CYCLES)
+        self.assertEqual(fake_timer(self.stream, timing.HEAD_START_CYCLES).fitted_cycles(0.0), timing.HEAD_START_CYCLES)
 
     def test_without_the_retry_the_events_would_hold_the_launch(self):
         """What the check guards against: behind a head start the host side outlasts, the
@@ -113,11 +157,15 @@ class HeadStartTest(unittest.TestCase):
         timer = fake_timer(self.stream, timing.SCREEN_HEAD_START_CYCLES)
         raw, exposed = timer._run(self.impls(0.15), [None], 20, 3, None, timing.SCREEN_HEAD_START_CYCLES)
         self.assertEqual(exposed, {"baseline": 1.0, "candidate": 1.0})
+        # two exposed calls of 20 rounds already exceed the limit: the run stops there
+        self.assertEqual(len(raw["candidate"]["event"]), 2)
         self.assertGreater(timing.stats(raw["candidate"]["event"])["medianMs"], 0.24)
 
     def test_the_full_head_start_is_never_retried(self):
-        timer, _, _ = self.time(timing.HEAD_START_CYCLES, host_ms=0.7)
+        timer, _, counts = self.time(timing.HEAD_START_CYCLES, host_ms=0.7)
         self.assertEqual(timer.last_head_start, timing.HEAD_START_CYCLES)
+        self.assertFalse(timer.last_retimed)
+        self.assertGreater(counts["candidate"], timing.ABORT_ROUNDS)  # never cut short either
         self.assertEqual(max(timer.last_exposed.values()), 1.0)
 
     def test_the_clock_bound_follows_a_faster_gpu(self):
