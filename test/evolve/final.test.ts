@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { finalize, noFasterWhereLost, where } from "../../runner/src/evolve/final.js";
 import { judgeSpeedup } from "../../runner/src/evolve/noise.js";
-import type { Individual } from "../../runner/src/evolve/types.js";
+import type { Individual, Rechecker } from "../../runner/src/evolve/types.js";
 import { BASELINE, evaluationOf, fakeRechecker, finalConfig } from "./fakes.js";
 
 function individual(id: string, source: string): Individual {
@@ -231,6 +231,97 @@ describe("finalize", () => {
     expect(final.rejected).toEqual([{ id: "c8", reason: "slower beyond the noise on 8192x16384" }]);
     expect(final.candidate?.id).toBe("c5");
     expect(final.win).toBe(true);
+  });
+
+  it("verifies the first contender while its timing waits, and keeps that verdict", async () => {
+    const { rechecker, calls } = fakeRechecker();
+    let waits = true;
+    const time = rechecker.time.bind(rechecker);
+    const waiting: Rechecker = {
+      ...rechecker,
+      timingWaits: () => waits,
+      async time(variant, signal) {
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the reference's timing ends
+        waits = false;
+        return time(variant, signal);
+      },
+    };
+    const best = individual("c7", "k7 speed=1.5");
+    const final = await finalize({ population: [best, baseline], baseline, rechecker: waiting });
+    // the verification started first and was not run again
+    expect(calls).toEqual(["verify k7 speed=1.5", "time k7 speed=1.5"]);
+    expect(final.win).toBe(true);
+    expect(final.verification?.configs.some((config) => config.heldout)).toBe(true);
+  });
+
+  it("a first contender its timing passes over is not the result whatever its early verification said", async () => {
+    const { rechecker, calls } = fakeRechecker({
+      time: (source) => ({
+        ok: true,
+        reason: null,
+        message: "",
+        configs: source?.includes("k8")
+          ? [
+              finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
+              finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
+            ]
+          : [
+              finalConfig("32768x1024", spread(0.9, 0.89, 0.91)),
+              finalConfig("8192x16384", spread(0.95, 0.94, 0.96)),
+            ],
+      }),
+    });
+    const population = [
+      individual("c8", "k8 speed=1.3"),
+      individual("c5", "k5 speed=1.1"),
+      baseline,
+    ];
+    const final = await finalize({
+      population,
+      baseline,
+      rechecker: { ...rechecker, timingWaits: () => true },
+    });
+    // only the first contender is verified early; the next one after its timing, as ever
+    expect(calls).toEqual([
+      "verify k8 speed=1.3",
+      "time k8 speed=1.3",
+      "time k5 speed=1.1",
+      "verify k5 speed=1.1",
+    ]);
+    expect(final.rejected).toEqual([{ id: "c8", reason: "slower beyond the noise on 8192x16384" }]);
+    expect(final.candidate?.id).toBe("c5");
+  });
+
+  it("a failed early verification passes its contender over", async () => {
+    const { rechecker, calls } = fakeRechecker({
+      verify: (source) => ({
+        ok: !source.includes("k7"),
+        status: source.includes("k7") ? "rejected" : "passed",
+        reason: source.includes("k7") ? "mismatch" : null,
+        message: "",
+        configs: [
+          { name: "tall-12289x999", heldout: true, ok: !source.includes("k7"), reason: null },
+        ],
+      }),
+    });
+    const population = [
+      individual("c7", "k7 speed=1.5"),
+      individual("c5", "k5 speed=1.2"),
+      baseline,
+    ];
+    const final = await finalize({
+      population,
+      baseline,
+      rechecker: { ...rechecker, timingWaits: () => true },
+    });
+    expect(calls).toEqual([
+      "verify k7 speed=1.5",
+      "time k7 speed=1.5",
+      "time k5 speed=1.2",
+      "verify k5 speed=1.2",
+    ]);
+    expect(final.rejected).toEqual([{ id: "c7", reason: "mismatch" }]);
+    expect(final.candidate?.id).toBe("c5");
   });
 
   it("with every contender passed over for a shape, the baseline's figures are the last one's timing", async () => {

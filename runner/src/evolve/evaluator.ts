@@ -63,16 +63,10 @@ export type HarnessEvaluator = Evaluator &
     /**
      * Starts timing the reference alone, eager and torch.compile (bench --warm-compile, in a
      * process of its own beside the search: torch.compile compiles before it takes the GPU's
-     * lock). The final timings then skip torch.compile's warm-up and do not wait for it:
-     * withCompileTimes adds its figures once the final checks are done.
+     * lock). The final timings then take torch.compile's times from it and skip their warm-up;
+     * when it gives none, the first final timing times torch.compile as before.
      */
     timeReference(): void;
-    /**
-     * A final timing with torch.compile's times on every configuration that lacks them: the
-     * reference's own timing (waited for here, after the final checks, which it ran beside),
-     * else, when that gave none, torch.compile timed beside the baseline now.
-     */
-    withCompileTimes(timing: FinalTiming, signal?: AbortSignal): Promise<FinalTiming>;
   };
 
 export function createHarnessEvaluator(options: HarnessEvaluatorOptions): HarnessEvaluator {
@@ -122,56 +116,16 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
   }
 
   /**
-   * torch.compile's times per configuration from the reference's own timing or the run's first
-   * final timing that had them: the reference, its configurations and the machine are the same
-   * for every contender, so a later one is timed beside the baseline and eager only and carries
-   * these (its bench skips torch.compile's warm-up, seconds in a fresh process). Null until a
-   * timing has them.
+   * torch.compile's times per configuration from the run's first final timing that had them:
+   * the reference, its configurations and the machine are the same for every contender, so a
+   * later one is timed beside the baseline and eager only and carries these (its bench skips
+   * torch.compile's warm-up, seconds in a fresh process). Null until a timing has them.
    */
   let compileTimes: Map<string, Spread> | null = null;
   /** The reference's own timing (timeReference), while it runs or once it has. */
   let reference: Promise<Map<string, Spread> | null> | null = null;
-  /** The reference's timing ended without torch.compile's times: a final timing takes them. */
-  let referenceFailed = false;
-
-  const withTimes = (timing: FinalTiming, known: Map<string, Spread>): FinalTiming => ({
-    ...timing,
-    configs: timing.configs.map((c) => ({
-      ...c,
-      compile: c.compile ?? known.get(c.config) ?? null,
-    })),
-  });
-
-  async function time(candidate: Variant | null): Promise<FinalTiming> {
-    // torch.compile is timed here only when no timing has its figures and the reference's
-    // own timing is not running (none was started, or it gave none): a final timing never
-    // waits for that one (on the H100, 2026-11-26: 2-8 s of a 35 s run once the search took
-    // under 20 s); withCompileTimes adds its figures at the end
-    const timeCompile = compileTimes === null && (reference === null || referenceFailed);
-    const file = candidate === null ? null : await write(candidate.source);
-    const [built, baseline] = await Promise.all([
-      file === null || candidate === null
-        ? null
-        : pool.build(file, candidate.defines, candidate.flags),
-      pool.build(options.baseline),
-    ]);
-    if (built !== null && !built.ok) {
-      return { ok: false, reason: "compile-error", message: built.log, configs: [] };
-    }
-    const record = await gpu(() =>
-      benchCall(options.task, {
-        ...(file === null ? {} : { candidate: file, artifact: built?.artifact ?? null }),
-        baseline: options.baseline,
-        baselineArtifact: baseline.ok ? baseline.artifact : null,
-        compile: timeCompile,
-        ...(options.server === undefined ? {} : { runner: options.server.run }),
-        ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
-      }),
-    );
-    const timing = toFinalTiming(record);
-    if (timeCompile) compileTimes = compileTimesOf(record);
-    return compileTimes === null ? timing : withTimes(timing, compileTimes);
-  }
+  /** Whether that timing has ended. */
+  let referenceEnded = false;
 
   return {
     timeReference() {
@@ -180,10 +134,13 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
         ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
       })
         .then(compileTimesOf, () => null)
-        .then((times) => {
-          referenceFailed = times === null;
-          return times;
+        .finally(() => {
+          referenceEnded = true;
         });
+    },
+
+    timingWaits() {
+      return compileTimes === null && reference !== null && !referenceEnded;
     },
 
     async evaluate(variant, _signal, race, order) {
@@ -206,19 +163,41 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
       return toFinalVerification(result);
     },
 
-    time,
-
-    async withCompileTimes(timing, signal) {
-      if (!timing.configs.some((c) => c.compile === null)) return timing;
+    async time(candidate) {
+      // before the GPU queue: the reference's timing waits for the GPU's lock, not for it. A
+      // final timing waits for it whole: its torch.compile runs GPU work (inductor's first
+      // calls) outside the lock, which must not fall inside a final timing
       if (compileTimes === null && reference !== null) compileTimes = await reference;
-      if (compileTimes === null) {
-        // the reference's timing gave none: torch.compile beside the baseline, as a final
-        // timing of the baseline alone times it
-        signal?.throwIfAborted();
-        await time(null);
-        if (compileTimes === null) return timing;
+      const file = candidate === null ? null : await write(candidate.source);
+      const [built, baseline] = await Promise.all([
+        file === null || candidate === null
+          ? null
+          : pool.build(file, candidate.defines, candidate.flags),
+        pool.build(options.baseline),
+      ]);
+      if (built !== null && !built.ok) {
+        return { ok: false, reason: "compile-error", message: built.log, configs: [] };
       }
-      return withTimes(timing, compileTimes);
+      const record = await gpu(() =>
+        benchCall(options.task, {
+          ...(file === null ? {} : { candidate: file, artifact: built?.artifact ?? null }),
+          baseline: options.baseline,
+          baselineArtifact: baseline.ok ? baseline.artifact : null,
+          compile: compileTimes === null,
+          ...(options.server === undefined ? {} : { runner: options.server.run }),
+          ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+        }),
+      );
+      const timing = toFinalTiming(record);
+      if (compileTimes !== null) {
+        const known = compileTimes;
+        return {
+          ...timing,
+          configs: timing.configs.map((c) => ({ ...c, compile: known.get(c.config) ?? null })),
+        };
+      }
+      compileTimes = compileTimesOf(record);
+      return timing;
     },
   };
 }

@@ -256,4 +256,10 @@ export type Rechecker = {
   verify(variant: Variant, signal?: AbortSignal): Promise<FinalVerification>;
   /** Times the candidate (null: the baseline alone) beside the baseline, eager and compile. */
   time(variant: Variant | null, signal?: AbortSignal): Promise<FinalTiming>;
+  /**
+   * Whether a timing started now would first wait for something else to end (the reference's
+   * own timing, whose torch.compile runs GPU work outside the GPU's lock and must not overlap
+   * a final timing): then the first contender's verification fills the wait.
+   */
+  timingWaits?(): boolean;
 };

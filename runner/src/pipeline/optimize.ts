@@ -169,19 +169,12 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
       say(
         `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
       );
-      const checked = await finalize({
+      const final = await finalize({
         population: engine.population,
         baseline: engine.baseline,
         rechecker: evaluator,
         onStep: say,
       });
-      // torch.compile's figures from the reference's timing, which ran beside the search and
-      // the final checks (none of them waited for it)
-      const waiting = performance.now();
-      const final = { ...checked, timing: await evaluator.withCompileTimes(checked.timing) };
-      const waited = (performance.now() - waiting) / 1000;
-      if (waited >= 0.1)
-        say(`  torch.compile's times: ${waited.toFixed(1)} s more for the reference's timing`);
       const file = relative(io.cwd, start);
       const result = buildResult({
         task: { name: info.name, format: info.format, path: target.task.path },
