@@ -12,6 +12,8 @@
 #   correct   the "correct but unusual" corpus (scripts/gpu-results.sh correct)
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
 #   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
+#   llm-throughput[:TASK]  the LLM path's rate: the stand-in answering at once with the template's
+#             combinations (scripts/llm-throughput.mjs; EVK_CANDIDATES replies, EVK_PARALLEL in flight)
 #   action[:TASK]  the Action's steps from a release's tree, bench TASK (softmax) from the bundle, no npm (scripts/gpu-action.sh)
 #   builds    torch-extension build throughput (scripts/bench-builds.sh)
 #   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
@@ -87,6 +89,10 @@ run_step() {
           done
           ;;
         llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
+        llm-throughput)
+          node scripts/llm-throughput.mjs --task "${arg:-softmax}" --replies "${EVK_CANDIDATES:-40}" \
+            --parallel "${EVK_PARALLEL:-4}" --out "$dir/${arg:-softmax}"
+          ;;
         action) bash scripts/gpu-action.sh ${arg:-softmax} ;;
         builds) bash scripts/bench-builds.sh ;;
         sandbox) bash scripts/gpu-sandbox.sh ;;
