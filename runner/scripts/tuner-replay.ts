@@ -247,11 +247,6 @@ function standIn(table: {
           }
         }
       }
-      if (process.env.EVK_X_TRACE === "1")
-        console.error(
-          timings.map((t) => (t.baselineMs / t.medianMs).toFixed(2)).join(" "),
-          shaped === null ? JSON.stringify(variant.defines) : JSON.stringify(shaped.values),
-        );
       return Promise.resolve({
         ok: true,
         stage: "done",

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { finalize, noFasterWhereLost, where } from "../../runner/src/evolve/final.js";
 import { judgeSpeedup } from "../../runner/src/evolve/noise.js";
-import type { Individual, Rechecker } from "../../runner/src/evolve/types.js";
+import type { FinalTiming, Individual, Rechecker } from "../../runner/src/evolve/types.js";
 import { BASELINE, evaluationOf, fakeRechecker, finalConfig } from "./fakes.js";
 
 function individual(id: string, source: string): Individual {
@@ -17,6 +17,24 @@ function individual(id: string, source: string): Individual {
     insight: "",
     proposer: "fake",
     evaluation: evaluationOf(source),
+  };
+}
+
+/** A timing where k8 is faster overall but slower beyond the noise on 8192x16384; others faster everywhere. */
+function k8SlowerOnOneShape(source: string | null): FinalTiming {
+  return {
+    ok: true,
+    reason: null,
+    message: "",
+    configs: source?.includes("k8")
+      ? [
+          finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
+          finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
+        ]
+      : [
+          finalConfig("32768x1024", spread(0.9, 0.89, 0.91)),
+          finalConfig("8192x16384", spread(0.95, 0.94, 0.96)),
+        ],
   };
 }
 
@@ -205,20 +223,7 @@ describe("finalize", () => {
 
   it("passes over a candidate that is slower beyond the noise on one shape", async () => {
     const { rechecker, calls } = fakeRechecker({
-      time: (source) => ({
-        ok: true,
-        reason: null,
-        message: "",
-        configs: source?.includes("k8")
-          ? [
-              finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
-              finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
-            ]
-          : [
-              finalConfig("32768x1024", spread(0.9, 0.89, 0.91)),
-              finalConfig("8192x16384", spread(0.95, 0.94, 0.96)),
-            ],
-      }),
+      time: k8SlowerOnOneShape,
     });
     const population = [
       individual("c8", "k8 speed=1.3"),
@@ -256,20 +261,7 @@ describe("finalize", () => {
 
   it("a first contender its timing passes over is not the result whatever its early verification said", async () => {
     const { rechecker, calls } = fakeRechecker({
-      time: (source) => ({
-        ok: true,
-        reason: null,
-        message: "",
-        configs: source?.includes("k8")
-          ? [
-              finalConfig("32768x1024", spread(0.6, 0.59, 0.61)),
-              finalConfig("8192x16384", spread(1.1, 1.09, 1.11)),
-            ]
-          : [
-              finalConfig("32768x1024", spread(0.9, 0.89, 0.91)),
-              finalConfig("8192x16384", spread(0.95, 0.94, 0.96)),
-            ],
-      }),
+      time: k8SlowerOnOneShape,
     });
     const population = [
       individual("c8", "k8 speed=1.3"),

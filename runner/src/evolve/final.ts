@@ -177,9 +177,7 @@ function timed(rechecker: Rechecker, onStep: FinalOptions["onStep"]): Rechecker 
   const name = (variant: Parameters<Rechecker["time"]>[0]) =>
     variant === null ? "the baseline" : ((variant as Partial<Individual>).id ?? "the candidate");
   return {
-    ...(rechecker.timingWaits === undefined
-      ? {}
-      : { timingWaits: () => rechecker.timingWaits?.() === true }),
+    timingWaits: () => rechecker.timingWaits?.() === true,
     async time(variant, signal) {
       const since = performance.now();
       const timing = await rechecker.time(variant, signal);
