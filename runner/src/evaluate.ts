@@ -87,6 +87,11 @@ export type EvaluateOptions = GpuSteps & {
   knownDevice?: Device;
   /** Verification and timing run in its children when given. */
   server?: client.ForkServer;
+  /**
+   * Static checks run in its children when given: the CPU fork server (one sandbox for all of
+   * them, not one each). The build pool given is built on it by whoever made the pool.
+   */
+  checks?: client.ForkServer;
   pool?: BuildPool;
   gpu?: GpuQueue;
   /** Limits the static checks; shared by calls that share a pool (one per core by default). */
@@ -160,6 +165,7 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
         task,
         relaxed: options.device === "cpu",
         contexts: context.staticContexts,
+        ...(options.checks === undefined ? {} : { runner: options.checks.run }),
       }),
     ),
   );

@@ -303,7 +303,10 @@ if (argv[0] === "serve") {
   // EVOKERNEL_FAKE_READY_AFTER_BUILD=S: the server is ready once a build has written its
   // artifact (or S seconds have passed), as torch's import outlasts a build; it writes which
   // in $EVOKERNEL_CACHE/fake-serve-ready.txt
-  const waitS = Number(process.env.EVOKERNEL_FAKE_READY_AFTER_BUILD ?? 0);
+  // (the CPU fork server, `serve --cpu`, is the one that builds: it is ready at once)
+  const waitS = argv.includes("--cpu")
+    ? 0
+    : Number(process.env.EVOKERNEL_FAKE_READY_AFTER_BUILD ?? 0);
   const cache = process.env.EVOKERNEL_CACHE;
   if (waitS > 0 && cache !== undefined) {
     const built = () =>

@@ -12,9 +12,9 @@ from .options import parse
 def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.command == "serve":
-        from .server import serve
+        from .server import serve, serve_cpu
 
-        return serve()
+        return serve_cpu() if args.cpu else serve()
     if args.command == "request":
         try:
             args = parse_command_json(args.json)

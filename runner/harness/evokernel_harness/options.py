@@ -130,7 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
             for stage in STAGES:
                 sp.add_argument(f"--{stage}-out", required=True, help=f"write the {stage} record here")
     common(sub.add_parser("ceilings", help="measure this GPU's bandwidth and matmul rates"))
-    sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
+    sp = sub.add_parser("serve", help="fork server: JSON requests on stdin, one child each")
+    sp.add_argument(
+        "--cpu",
+        action="store_true",
+        help="the CPU fork server: static checks and builds only, without torch, every request "
+        "in a child of its own at once (server.py, serve_cpu)",
+    )
     sp = sub.add_parser("request", help="run one typed request (src/shared/contract/harness-request.ts)")
     sp.add_argument("json", help='the request as JSON, e.g. {"command": "device"}')
     return p

@@ -1,6 +1,11 @@
 """The fork server: import torch once, then a fresh child process for every request, except
 the search's `evaluate` requests, which go to a long-lived worker (worker.py) for as long as
-they stay clean.
+they stay clean. Requests run one at a time (the GPU's work).
+
+The CPU fork server (`serve --cpu`, serve_cpu): static checks and builds, which need neither
+torch nor the GPU, each in a child forked at once, many in flight. A search starts one sandbox
+for all of them instead of one per check and per build (each a new set of namespaces and
+mounts: tenths of a second a candidate, twice).
 
 CUDA is initialised only in children (and the worker), so a candidate that ends its process
 (an illegal memory access, a hang, a segfault) leaves the next request a healthy GPU.
@@ -12,6 +17,7 @@ import gc
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import tempfile
@@ -279,4 +285,167 @@ def serve() -> int:
             continue
         print(json.dumps(_run(req, out)), file=out, flush=True)
     WORKER.stop()
+    return 0
+
+
+# --- the CPU fork server ---------------------------------------------------------------
+CPU_COMMANDS = ("static", "build")
+POLL_S = 0.01  # how often children are looked at while one runs
+MEM_EVERY_S = 0.25  # how often their memory is
+
+
+@dataclass
+class _Running:
+    req: Request
+    start: float
+    log_path: str
+    timed_out: bool = False
+    mem_killed: bool = False
+
+
+def _sessions() -> dict[int, list[tuple[int, int]]]:
+    """Every process by its session (field 6 of stat), with its resident bytes (field 24): a
+    child setsid's, and nvcc keeps its session (build.py, _own_group)."""
+    found: dict[int, list[tuple[int, int]]] = {}
+    page = resource.getpagesize()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            found.setdefault(int(fields[3]), []).append((int(entry), int(fields[21]) * page))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _end_session(session: int) -> None:
+    """Kills what a child left running in its session (its own group and nvcc's)."""
+    for pid, _ in _sessions().get(session, []):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _cpu_answer(run: _Running, status: int) -> dict[str, Any]:
+    return {
+        "id": run.req.id,
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "seconds": round(time.perf_counter() - run.start, 3),
+        "timedOut": run.timed_out,
+        "memKilled": run.mem_killed,
+        "log": _log(run.log_path),
+    }
+
+
+class CpuServer:
+    """The loop of serve_cpu, on one thread (a fork from a process with other threads may
+    inherit a lock one of them held): request lines are read as they come, each starts a
+    child at once, and each child's end is answered as it comes. Children past their
+    deadline or their memory limit are killed, with whatever they started."""
+
+    def __init__(self, out: Any, mem_limit: int = MEM_LIMIT) -> None:
+        self.out, self.mem_limit = out, mem_limit
+        self.running: dict[int, _Running] = {}
+        self.mem_checked = 0.0
+
+    def say(self, message: dict[str, Any]) -> None:
+        print(json.dumps(message), file=self.out, flush=True)
+
+    def take(self, line: str) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            req = parse_request(line)
+        except BadCommand as err:
+            self.say(_bad_command(err))
+            return
+        except (ValueError, AttributeError) as err:
+            self.say({"id": None, "error": f"bad request: {err}"})
+            return
+        if req.args.command not in CPU_COMMANDS:
+            self.say(
+                _bad_command(
+                    BadCommand(req.id, f"the CPU fork server runs {' and '.join(CPU_COMMANDS)} only, not {req.args.command}")
+                )
+            )
+            return
+        fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
+        os.close(fd)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(req.args, log_path)
+        self.running[pid] = _Running(req, time.perf_counter(), log_path)
+        self.say({"id": req.id, "started": True, "waitedS": 0.0})
+
+    def poll(self) -> None:
+        """Answers the children that ended; kills those past their deadline or memory."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            run = self.running.pop(pid, None)
+            if run is None:
+                continue  # an orphan of an earlier child (this is the namespace's first process)
+            _end_session(pid)
+            self.say(_cpu_answer(run, status))
+        now = time.perf_counter()
+        sessions = None
+        if now - self.mem_checked >= MEM_EVERY_S:
+            self.mem_checked = now
+            sessions = _sessions()
+        for pid, run in self.running.items():
+            if run.timed_out or run.mem_killed:
+                continue
+            if now - run.start > run.req.timeout_s:
+                run.timed_out = True
+            elif sessions is not None and sum(rss for _, rss in sessions.get(pid, [])) > self.mem_limit:
+                run.mem_killed = True
+            if run.timed_out or run.mem_killed:
+                _end_session(pid)  # its end is answered when it is reaped
+
+    def serve(self, fd: int) -> None:
+        """Until stdin ends and every child has been answered."""
+        pending = b""
+        open_ = True
+        while open_ or self.running:
+            if open_:
+                ready, _, _ = select.select([fd], [], [], POLL_S if self.running else None)
+            else:
+                ready = []
+                time.sleep(POLL_S)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                else:
+                    open_ = False
+                    lines, pending = [pending], b""
+                for line in lines:
+                    self.take(line.decode(errors="replace"))
+            self.poll()
+
+
+def serve_cpu() -> int:
+    """`serve --cpu`: no torch, the build and static check modules imported once."""
+    from . import static_check  # noqa: F401 — inherited by every child
+    from .candidates import build  # noqa: F401 — likewise
+
+    gc.collect()
+    gc.freeze()
+    _not_dumpable()
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing but answers on the protocol stream
+    print(json.dumps({"ready": True, "pid": os.getpid()}), file=out, flush=True)
+    CpuServer(out).serve(sys.stdin.fileno())
     return 0

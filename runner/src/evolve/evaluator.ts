@@ -40,6 +40,8 @@ export type HarnessEvaluatorOptions = {
   /** Where candidate files are written (one per distinct source). */
   workDir: string;
   server?: client.ForkServer;
+  /** The CPU fork server: static checks run there (the pool given builds there too). */
+  checks?: client.ForkServer;
   knownDevice?: Device;
   pool?: BuildPool;
   gpu?: GpuQueue;
@@ -89,6 +91,7 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
         : (task) => client.staticContext(task, { runner: server.run }),
     ),
     ...(options.server === undefined ? {} : { server: options.server }),
+    ...(options.checks === undefined ? {} : { checks: options.checks }),
     ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
     ...(options.harness === undefined ? {} : { harness: options.harness }),
     ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),

@@ -1,6 +1,8 @@
 // The client side of `python -m evokernel_harness serve` (docs/DESIGN.md, "The fork
 // server"): torch is imported once, and each request runs in a fresh forked child. Requests
-// go one at a time, so a request's deadline starts when the server takes it.
+// go one at a time, so a request's deadline starts when the server takes it. The CPU fork
+// server (`serve --cpu`: static checks and builds, no torch) takes every request at once
+// (`concurrent`), each answered as its child ends.
 import {
   harnessResponseSchema,
   harnessStartedSchema,
@@ -23,7 +25,12 @@ export type ForkServerOptions = {
   graceMs?: number;
   /** Deaths in a row, with no answer between, after which we stop restarting. */
   maxDeaths?: number;
+  /** Every request sent at once, not one after another (the CPU fork server). */
+  concurrent?: boolean;
 };
+
+/** How the CPU fork server starts: static checks and builds, many at once, no torch. */
+export const startCpuServer: StartServer = (onLine) => startHarness(["serve", "--cpu"], onLine);
 
 type Pending = {
   id: string;
@@ -37,7 +44,9 @@ type Pending = {
 
 export class ForkServer {
   private process: LineProcess | null = null;
-  private pending: Pending | null = null;
+  /** A server starting: requests sent meanwhile wait for it rather than start another. */
+  private launching: Promise<LineProcess> | null = null;
+  private readonly pending = new Map<string, Pending>();
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
   private deathsInARow = 0;
@@ -50,10 +59,14 @@ export class ForkServer {
     this.start = options.start ?? ((onLine) => startHarness(["serve"], onLine));
     this.graceMs = options.graceMs ?? 30_000;
     this.maxDeaths = options.maxDeaths ?? 3;
+    this.concurrent = options.concurrent ?? false;
   }
+
+  private readonly concurrent: boolean;
 
   /** A HarnessRunner: runs one harness command in a forked child of the server. */
   readonly run = (command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> => {
+    if (this.concurrent) return this.send(command, timeoutMs);
     const answer = this.queue.then(() => this.send(command, timeoutMs));
     this.queue = answer.catch(() => undefined);
     return answer;
@@ -76,7 +89,7 @@ export class ForkServer {
         `the fork server died ${this.deathsInARow} times in a row; not restarting it`,
       );
     }
-    const server = this.process ?? (await this.launch());
+    const server = this.process ?? (await (this.launching ??= this.launch()));
     const id = `r${this.nextId++}`;
     return new Promise<HarnessOutcome>((resolve) => {
       const arm = () =>
@@ -87,7 +100,7 @@ export class ForkServer {
           server.kill();
         }, timeoutMs + this.graceMs);
       let hung = arm();
-      this.pending = {
+      this.pending.set(id, {
         id,
         server,
         resolve: (outcome) => {
@@ -99,7 +112,7 @@ export class ForkServer {
           clearTimeout(hung);
           hung = arm();
         },
-      };
+      });
       const request: HarnessRequest = { id, request: command, timeoutS: timeoutMs / 1000 };
       server.write(JSON.stringify(request));
     });
@@ -108,10 +121,14 @@ export class ForkServer {
   private async launch(): Promise<LineProcess> {
     // its sandbox's view is fixed from its start until it exits
     const release = holdView();
-    const server = await this.start((line) => this.receive(line)).catch((error: unknown) => {
-      release();
-      throw error;
-    });
+    const server = await this.start((line) => this.receive(line))
+      .catch((error: unknown) => {
+        release();
+        throw error;
+      })
+      .finally(() => {
+        this.launching = null;
+      });
     this.process = server;
     void server.exited.then((ended) => {
       release();
@@ -119,10 +136,11 @@ export class ForkServer {
       if (this.closed) return;
       this.deathsInARow += 1;
       const how = ended.signal ?? `exit ${ended.exitCode ?? "?"}`;
-      // Only the request this server had; a newer server's request is not its to settle.
-      const pending = this.pending;
-      if (pending?.server !== server) return;
-      this.settle(pending.id, crashed(`the fork server died (${how})\n${ended.output}`));
+      // Only the requests this server had; a newer server's are not its to settle.
+      for (const pending of [...this.pending.values()]) {
+        if (pending.server !== server) continue;
+        this.settle(pending.id, crashed(`the fork server died (${how})\n${ended.output}`));
+      }
     });
     return server;
   }
@@ -133,12 +151,12 @@ export class ForkServer {
       const message: unknown = JSON.parse(line);
       const started = harnessStartedSchema.safeParse(message);
       if (started.success) {
-        if (this.pending?.id === started.data.id) this.pending.started();
+        this.pending.get(started.data.id)?.started();
         return;
       }
       const waiting = harnessWaitingSchema.safeParse(message);
       if (waiting.success) {
-        if (this.pending?.id === waiting.data.id) this.pending.waiting();
+        this.pending.get(waiting.data.id)?.waiting();
         return;
       }
       response = harnessResponseSchema.parse(message);
@@ -158,10 +176,10 @@ export class ForkServer {
   }
 
   private settle(id: string, outcome: HarnessOutcome): void {
-    if (this.pending?.id !== id) return;
-    const { resolve } = this.pending;
-    this.pending = null;
-    resolve(outcome);
+    const pending = this.pending.get(id);
+    if (pending === undefined) return;
+    this.pending.delete(id);
+    pending.resolve(outcome);
   }
 }
 

@@ -20,7 +20,8 @@ import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
 import { TECHNIQUES } from "../evolve/techniques.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
-import { inspectTask } from "../harness/client.js";
+import { build, ForkServer, inspectTask } from "../harness/client.js";
+import { startCpuServer } from "../harness/fork-server.js";
 import { packageVersion } from "../paths.js";
 import { createProposer, DEFAULT_MODEL, defaultProposer } from "../proposers/index.js";
 import { describeEngineEvent } from "../render/optimize-progress.js";
@@ -118,98 +119,109 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   });
 
   const interrupt = options.interruptSignal?.();
+  // Static checks and builds run in the CPU fork server: one sandbox for the whole search,
+  // each check and build a child forked in it, instead of a sandbox each (namespaces and
+  // mounts made anew: two or three a candidate, the baseline's cached build included).
+  const checks = new ForkServer({ concurrent: true, start: startCpuServer });
   // The kernel to beat is built while the harness starts: its first step after the static
   // check, and the pool shares the build (or the harness's cache has it) when it gets there.
-  const pool = createBuildPool();
+  const pool = createBuildPool({
+    build: (candidate, defines, flags) => build(candidate, { defines, flags, runner: checks.run }),
+  });
   const beside = () => void pool.build(start).catch(() => undefined);
-  return withSession(
-    async function optimizeWithServer(session) {
-      requireGpu(session);
-      const startedAt = new Date().toISOString();
-      const info = await inspectTask(taskRef(target), { runner: session.server.run });
-      const { device } = session.device;
-      const evaluator = createHarnessEvaluator({
-        task: taskRef(target),
-        baseline: start,
-        workDir: candidatesDir,
-        pool,
-        server: session.server,
-        knownDevice: device,
-        ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
-      });
-      // torch.compile's warm-up beside the search, not in the final checks' first timing
-      evaluator.timeReference();
-      const language: Language = extname(start) === ".py" ? "python" : "c";
-      const reference = await referenceSource(target, info);
-      const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
-      const engine = await runEngine({
-        task,
-        config,
-        seed,
-        proposer,
-        evaluator,
-        archive: fileArchive(archivePath),
-        clock: { now: () => performance.now() },
-        budget: settings.budget,
-        baseline: { source: baselineSource },
-        language,
-        populationSize: settings.population,
-        parallel: parallelFor(settings.parallel, proposerName),
-        techniques: TECHNIQUES,
-        onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
-        ...(interrupt === undefined ? {} : { signal: interrupt }),
-      });
-      if (engine.stoppedBy === "interrupted") {
-        say(
-          `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
-            "has each one; run the same command to resume",
-        );
-        return { interrupted: true };
-      }
-      say(
-        `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
-      );
-      const final = await finalize({
-        population: engine.population,
-        baseline: engine.baseline,
-        rechecker: evaluator,
-        onStep: say,
-      });
-      const file = relative(io.cwd, start);
-      const result = buildResult({
-        task: { name: info.name, format: info.format, path: target.task.path },
-        run: {
+  try {
+    return await withSession(
+      async function optimizeWithServer(session) {
+        requireGpu(session);
+        const startedAt = new Date().toISOString();
+        const info = await inspectTask(taskRef(target), { runner: session.server.run });
+        const { device } = session.device;
+        const evaluator = createHarnessEvaluator({
+          task: taskRef(target),
+          baseline: start,
+          workDir: candidatesDir,
+          pool,
+          server: session.server,
+          checks,
+          knownDevice: device,
+          ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
+        });
+        // torch.compile's warm-up beside the search, not in the final checks' first timing
+        evaluator.timeReference();
+        const language: Language = extname(start) === ".py" ? "python" : "c";
+        const reference = await referenceSource(target, info);
+        const task = proposalTask(info, reference, formatOf(start, baselineSource), device);
+        const engine = await runEngine({
+          task,
           config,
-          proposer: proposer.name,
-          model,
           seed,
+          proposer,
+          evaluator,
+          archive: fileArchive(archivePath),
+          clock: { now: () => performance.now() },
+          budget: settings.budget,
+          baseline: { source: baselineSource },
+          language,
           populationSize: settings.population,
-          archive: archivePath,
-          startedAt,
-          finishedAt: new Date().toISOString(),
-        },
-        budget: settings.budget,
-        engine,
-        final,
-        original: {
-          file: file.startsWith("..") || isAbsolute(file) ? basename(start) : file,
-          source: baselineSource,
-        },
-        language,
-        device: {
-          gpu: device.name,
-          driver: device.driver,
-          cuda: device.cuda,
-          torch: device.torch,
-          python: device.python,
-          evokernel: packageVersion(),
-        },
-      });
-      const written = await writeOutputs(result, options.out, io.cwd, start);
-      return { interrupted: false, result, written };
-    },
-    { say, beside },
-  );
+          parallel: parallelFor(settings.parallel, proposerName),
+          techniques: TECHNIQUES,
+          onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
+          ...(interrupt === undefined ? {} : { signal: interrupt }),
+        });
+        if (engine.stoppedBy === "interrupted") {
+          say(
+            `interrupted after ${engine.spent.candidates} candidates: the archive ${archivePath} ` +
+              "has each one; run the same command to resume",
+          );
+          return { interrupted: true };
+        }
+        say(
+          `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
+        );
+        const final = await finalize({
+          population: engine.population,
+          baseline: engine.baseline,
+          rechecker: evaluator,
+          onStep: say,
+        });
+        const file = relative(io.cwd, start);
+        const result = buildResult({
+          task: { name: info.name, format: info.format, path: target.task.path },
+          run: {
+            config,
+            proposer: proposer.name,
+            model,
+            seed,
+            populationSize: settings.population,
+            archive: archivePath,
+            startedAt,
+            finishedAt: new Date().toISOString(),
+          },
+          budget: settings.budget,
+          engine,
+          final,
+          original: {
+            file: file.startsWith("..") || isAbsolute(file) ? basename(start) : file,
+            source: baselineSource,
+          },
+          language,
+          device: {
+            gpu: device.name,
+            driver: device.driver,
+            cuda: device.cuda,
+            torch: device.torch,
+            python: device.python,
+            evokernel: packageVersion(),
+          },
+        });
+        const written = await writeOutputs(result, options.out, io.cwd, start);
+        return { interrupted: false, result, written };
+      },
+      { say, beside },
+    );
+  } finally {
+    await checks.close();
+  }
 }
 
 /** The proposals in flight for a proposer, unless given. */

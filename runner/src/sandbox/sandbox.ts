@@ -233,10 +233,7 @@ export function sandboxed(spec: SandboxSpec): Invocation {
     mountPoint(),
     user === null ? "-" : String(user.uid),
     user === null ? "-" : String(user.gid),
-    ...mounts(
-      "--ro",
-      [...readOnly].filter((path) => !writable.has(path)),
-    ),
+    ...mounts("--ro", boundOnce([...readOnly], writable)),
     ...mounts("--rw", [...writable]),
     ...mounts("--dev", [...DEVICES, ...gpuDevices()]),
     ...[...links].flatMap(([path, target]) => ["--link", path, target]),
@@ -253,6 +250,31 @@ export function sandboxed(spec: SandboxSpec): Invocation {
     PATH: [dirname(python.executable), spec.env["PATH"] ?? "/usr/bin:/bin"].join(":"),
   };
   return { file: "unshare", args, env };
+}
+
+/**
+ * The read-only paths that need a bind of their own: not one already shown read-only through a
+ * recursive bind of a folder above it (/usr/bin, the Python's folders and the CUDA toolkit under
+ * /usr), unless a writable folder lies between (a read-only folder inside scratch must still be
+ * bound read-only). Each bind costs enter.sh a recursive mount and a remount of every mount
+ * under it: the same tree bound again made each sandbox start slower, and changed nothing.
+ * /sys is bound alone (not recursively), so nothing under it is covered by it.
+ */
+export function boundOnce(readOnly: readonly string[], writable: ReadonlySet<string>): string[] {
+  const within = (path: string, folder: string) =>
+    path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+  const parents = readOnly.filter((path) => path !== "/sys" && !writable.has(path));
+  return readOnly.filter(
+    (path) =>
+      !writable.has(path) &&
+      !parents.some(
+        (parent) =>
+          within(path, parent) &&
+          ![...writable].some(
+            (folder) => within(folder, parent) && (path === folder || within(path, folder)),
+          ),
+      ),
+  );
 }
 
 /** Parents before children: a folder bound inside another is bound after it. */

@@ -146,12 +146,19 @@ def _build_evk(path, source, out_dir, defines, arch, timeout, flags):
     return ok, lib, " ".join(cmd) + "\n" + shim_log + output
 
 
+def _own_group() -> dict:
+    """nvcc in a process group of its own (a timeout kills it and its children), in the
+    caller's session where Python can (3.11+): the CPU fork server (server.py) ends whatever a
+    request's child left running by its session, so an nvcc outliving its child goes too."""
+    return {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+
+
 def _nvcc(cmd, timeout):
     """(ok, output) of one nvcc command, in one of the machine's compile slots (its steps run
     one after another); a timeout ends nvcc and its children (cudafe++, cicc, ptxas)."""
     with jobserver.slot(1):
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **_own_group()
         )
         try:
             output, _ = proc.communicate(timeout=timeout)
