@@ -46,10 +46,10 @@ export async function bundleApp(outfile) {
   return outfile;
 }
 
-/** The sandbox's check on a GPU machine (scripts/gpu-sandbox.sh). */
-export async function bundleSandboxProbe(outfile) {
+/** The sandbox's check on a GPU machine (scripts/gpu-sandbox.sh), or its start's cost (sandbox-spawn). */
+export async function bundleSandboxProbe(outfile, script = "sandbox-probe") {
   await build({
-    entryPoints: [`${root}runner/scripts/sandbox-probe.ts`],
+    entryPoints: [`${root}runner/scripts/${script}.ts`],
     outfile,
     bundle: true,
     platform: "node",
@@ -65,5 +65,6 @@ export async function bundleSandboxProbe(outfile) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   await bundleCli(`${root}dist/evokernel.mjs`);
   await bundleSandboxProbe(`${root}dist/sandbox-probe.mjs`);
+  await bundleSandboxProbe(`${root}dist/sandbox-spawn.mjs`, "sandbox-spawn");
   await bundleApp(`${root}dist/app.mjs`);
 }

@@ -20,7 +20,7 @@
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   timer-probe:T1,T2…  where the screen's timing seconds go, per configuration (scripts/timer-probe.py)
 #   spawn-cost  a harness process's start with and without the sandbox, and a static check in
-#             a sandbox of its own against one in the CPU fork server (scripts/sandbox-spawn.mjs)
+#             a sandbox of its own against one in the CPU fork server (runner/scripts/sandbox-spawn.ts, dist/sandbox-spawn.mjs)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
 #             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full, issue18:adversarial or issue18:correct for one)
@@ -102,7 +102,7 @@ run_step() {
         compare-bench) python3 scripts/compare-bench.py --json "$dir/compare-bench.json" ;;
         screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         timer-probe) python3 scripts/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
-        spawn-cost) node scripts/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;
+        spawn-cost) node dist/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
           ;;
