@@ -106,6 +106,42 @@ describe("ForkServer", () => {
     await expect(server.run(ask("ok"), 1_000)).rejects.toBeInstanceOf(HarnessError);
   });
 
+  it("sends every request at once when concurrent (the CPU fork server), each answered as it ends", async () => {
+    const finished: string[] = [];
+    const run = async (srv: ForkServer, what: string) => {
+      const answer = await srv.run(ask(what), 5_000);
+      finished.push(what.split(" ")[0] ?? what);
+      return answer;
+    };
+    // one after another: the second request waits for the first's answer
+    server = fakeServer();
+    await Promise.all([run(server, "queued 300"), run(server, "ok b")]);
+    expect(finished).toEqual(["queued", "ok"]);
+    await server.close();
+    // at once: the quick one is answered while the slow one runs, from one server
+    finished.length = 0;
+    starts = 0;
+    server = fakeServer({ concurrent: true });
+    const answers = await Promise.all([run(server, "queued 300"), run(server, "ok b")]);
+    expect(finished).toEqual(["ok", "queued"]);
+    expect(answers.every((answer) => answer.exitCode === 0)).toBe(true);
+    expect(starts).toBe(1);
+  });
+
+  it("marks every request in flight as crashed when a concurrent server dies", async () => {
+    server = fakeServer({ concurrent: true });
+    const [slow, died] = await Promise.all([
+      server.run(ask("queued 2000"), 5_000),
+      server.run(ask("die"), 5_000),
+    ]);
+    for (const answer of [slow, died]) {
+      expect(answer).toMatchObject({ exitCode: null, timedOut: false });
+      expect(answer.log).toContain("the fork server died (exit 7)");
+    }
+    expect((await server.run(ask("ok again"), 1_000)).exitCode).toBe(0);
+    expect(starts).toBe(2);
+  });
+
   it("holds its sandbox's view while it is up: a folder allowed then throws, once it is closed it does not", async () => {
     vi.stubEnv("EVOKERNEL_SANDBOX", "on");
     const late = await mkdtemp(join(tmpdir(), "evk-late-task-"));

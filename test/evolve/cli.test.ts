@@ -115,11 +115,13 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
   it("searches, re-checks the best, writes the result, and resumes from its archive", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {
+      const calls = join(dir, "calls.log");
       const env = {
         ...noKey,
         EVOKERNEL_PYTHON: fakeHarness,
         EVOKERNEL_SANDBOX: "off",
         EVOKERNEL_CACHE: dir,
+        EVOKERNEL_FAKE_CALLS: calls,
       };
       const archive = join(dir, "archive.jsonl");
       const out = join(dir, "out");
@@ -138,6 +140,26 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
       expect(run.stdout).toContain("search: 6/6 candidates");
       expect(result.search).toMatchObject({ candidates: 6, stoppedBy: "candidates" });
       expect(result.verification.configs.some((config) => config.heldout)).toBe(true);
+      // static checks and builds in the CPU fork server (one sandbox, not one each), GPU work
+      // in the GPU one, the reference's own timing in a process of its own, once
+      const ran = (await readFile(calls, "utf8")).trim().split("\n");
+      const where = (command: string) => [
+        ...new Set(
+          ran.filter((l) => l.endsWith(` ${command}`)).map((l) => l.slice(0, -command.length - 1)),
+        ),
+      ];
+      expect(where("static")).toEqual(["serve --cpu"]);
+      expect(where("build")).toEqual(["serve --cpu"]);
+      expect(where("evaluate")).toEqual(["serve"]);
+      expect(
+        ran
+          .filter((line) => line.startsWith("serve --cpu "))
+          .every((line) => / (static|build)$/.test(line)),
+      ).toBe(true);
+      expect(ran.filter((line) => line === "request bench --warm-compile")).toHaveLength(1);
+      expect(run.stderr).toMatch(
+        /the reference alone \(eager, torch\.compile\) timed [\d.]+ s after the harness began to start/,
+      );
       expect(result.device).toMatchObject({ gpu: "Fake GPU", driver: "999.1" });
       expect((await readFile(archive, "utf8")).trim().split("\n")).toHaveLength(7);
       if (result.win) {

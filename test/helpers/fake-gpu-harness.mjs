@@ -258,6 +258,13 @@ function stageOf(request) {
 
 /** Runs one typed request; says how it ended when not normally ({ signal }). */
 function run(request) {
+  // EVOKERNEL_FAKE_CALLS=FILE: each request's command and where it ran ("serve --cpu": the
+  // CPU fork server, "serve": the GPU one, "request": a process of its own), a line each
+  const callLog = process.env.EVOKERNEL_FAKE_CALLS;
+  if (callLog !== undefined) {
+    const warm = request.warmCompile === true ? " --warm-compile" : "";
+    appendFileSync(callLog, `${startedAs} ${request.command}${warm}\n`);
+  }
   // EVOKERNEL_FAKE_TASK_LOG=FILE: each request naming a task, and whether it carried the
   // task.json (a real harness reads the file when it did not), one JSON line each
   const taskLog = process.env.EVOKERNEL_FAKE_TASK_LOG;
@@ -299,6 +306,7 @@ const [isolated, code, source, ...argv] = process.argv.slice(2);
 const launch = isolated === "-I" && code === "-c" && source?.includes("evokernel_harness.__main__");
 if (!launch && process.argv.includes("-c")) process.exit(0);
 if (!launch) process.exit(2);
+const startedAs = argv[0] === "serve" ? argv.join(" ") : "request";
 if (argv[0] === "serve") {
   // EVOKERNEL_FAKE_READY_AFTER_BUILD=S: the server is ready once a build has written its
   // artifact (or S seconds have passed), as torch's import outlasts a build; it writes which

@@ -304,8 +304,9 @@ class _Running:
 
 
 def _sessions() -> dict[int, list[tuple[int, int]]]:
-    """Every process by its session (field 6 of stat), with its resident bytes (field 24): a
-    child setsid's, and nvcc keeps its session (build.py, _own_group)."""
+    """Every live process by its session (field 6 of stat), with its resident bytes (field
+    24): a child setsid's, and nvcc keeps its session (build.py, _own_group). Zombies (dead,
+    not yet reaped) are left out."""
     found: dict[int, list[tuple[int, int]]] = {}
     page = resource.getpagesize()
     for entry in os.listdir("/proc"):
@@ -314,6 +315,8 @@ def _sessions() -> dict[int, list[tuple[int, int]]]:
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] in ("Z", "X"):
+                continue
             found.setdefault(int(fields[3]), []).append((int(entry), int(fields[21]) * page))
         except (OSError, IndexError, ValueError):
             continue
@@ -321,12 +324,18 @@ def _sessions() -> dict[int, list[tuple[int, int]]]:
 
 
 def _end_session(session: int) -> None:
-    """Kills what a child left running in its session (its own group and nvcc's)."""
-    for pid, _ in _sessions().get(session, []):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    """Kills what a child left running in its session (its own group and nvcc's), pass after
+    pass: a process seen alive may start another before it is killed (seen: an nvcc started
+    between the look and the kill outlived its child). A killed process starts nothing."""
+    for _ in range(20):
+        members = [pid for pid, _ in _sessions().get(session, []) if pid != os.getpid()]
+        if not members:
+            return
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _cpu_answer(run: _Running, status: int) -> dict[str, Any]:
@@ -368,11 +377,8 @@ class CpuServer:
             self.say({"id": None, "error": f"bad request: {err}"})
             return
         if req.args.command not in CPU_COMMANDS:
-            self.say(
-                _bad_command(
-                    BadCommand(req.id, f"the CPU fork server runs {' and '.join(CPU_COMMANDS)} only, not {req.args.command}")
-                )
-            )
+            runs = " and ".join(CPU_COMMANDS)
+            self.say(_bad_command(BadCommand(req.id, f"the CPU fork server runs {runs} only, not {req.args.command}")))
             return
         fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
         os.close(fd)

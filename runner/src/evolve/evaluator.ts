@@ -53,7 +53,27 @@ export type HarnessEvaluatorOptions = {
    * timed again at the harness's full budget before it is called one.
    */
   searchBudgetS?: number;
+  /**
+   * The reference's own timing (referenceTiming), already started: optimize starts it as the
+   * harness starts, so its torch.compile compiles while the fork server imports torch.
+   */
+  reference?: Promise<BenchRecord>;
 };
+
+/**
+ * Times the reference alone, eager and torch.compile (bench --warm-compile, in a process of its
+ * own: torch.compile compiles before it takes the GPU's lock). Never rejects: a failure is a
+ * failed record.
+ */
+export function referenceTiming(
+  task: client.TaskRef,
+  options: { knownDevice?: Device; bench?: typeof client.bench } = {},
+): Promise<BenchRecord> {
+  return (options.bench ?? client.bench)(task, {
+    warmCompile: true,
+    ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+  });
+}
 
 export const SEARCH_BUDGET_S = 0.5;
 
@@ -63,10 +83,10 @@ const MESSAGE_LIMIT = 4000;
 export type HarnessEvaluator = Evaluator &
   Rechecker & {
     /**
-     * Starts timing the reference alone, eager and torch.compile (bench --warm-compile, in a
-     * process of its own beside the search: torch.compile compiles before it takes the GPU's
-     * lock). The final timings then take torch.compile's times from it and skip their warm-up;
-     * when it gives none, the first final timing times torch.compile as before.
+     * Starts timing the reference alone, eager and torch.compile (referenceTiming, beside the
+     * search; or takes options.reference, started before). The final timings then take
+     * torch.compile's times from it and skip their warm-up; when it gives none, the first
+     * final timing times torch.compile as before.
      */
     timeReference(): void;
   };
@@ -132,10 +152,13 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
 
   return {
     timeReference() {
-      reference ??= benchCall(options.task, {
-        warmCompile: true,
-        ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
-      })
+      reference ??= (
+        options.reference ??
+        referenceTiming(options.task, {
+          bench: benchCall,
+          ...(options.knownDevice === undefined ? {} : { knownDevice: options.knownDevice }),
+        })
+      )
         .then(compileTimesOf, () => null)
         .finally(() => {
           referenceEnded = true;

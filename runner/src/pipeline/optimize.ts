@@ -5,7 +5,7 @@
 import { randomInt } from "node:crypto";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from "node:path";
 import { detectCandidateFormat, type CandidateFormat } from "#shared/contract/formats.js";
-import type { TaskInfo } from "#shared/contract/records.js";
+import type { BenchRecord, TaskInfo } from "#shared/contract/records.js";
 import type { Result } from "#shared/result.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "./session.js";
@@ -13,8 +13,8 @@ import { createBuildPool } from "../build/pool.js";
 import type { EvaluationEvent } from "../evaluate.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
 import { DEFAULTS, runEngine } from "../evolve/engine.js";
-import { createHarnessEvaluator } from "../evolve/evaluator.js";
-import { finalize } from "../evolve/final.js";
+import { createHarnessEvaluator, referenceTiming } from "../evolve/evaluator.js";
+import { finalize, where } from "../evolve/final.js";
 import type { Language } from "../evolve/fingerprint.js";
 import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
@@ -128,7 +128,15 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   const pool = createBuildPool({
     build: (candidate, defines, flags) => build(candidate, { defines, flags, runner: checks.run }),
   });
-  const beside = () => void pool.build(start).catch(() => undefined);
+  // So is the reference's own timing (its torch.compile compiles for 10-30 s): the final
+  // timings wait for it, and on the H100 it outlasted a tuner's whole search (2026-11-26)
+  let referenceRun: { promise: Promise<BenchRecord>; startedAt: number } | undefined;
+  const beside = () => {
+    void pool.build(start).catch(() => undefined);
+    const promise = referenceTiming(taskRef(target));
+    promise.catch(() => undefined); // read by the evaluator and referenceLine, which say why
+    referenceRun = { promise, startedAt: performance.now() };
+  };
   try {
     return await withSession(
       async function optimizeWithServer(session) {
@@ -143,6 +151,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
           pool,
           server: session.server,
           checks,
+          ...(referenceRun === undefined ? {} : { reference: referenceRun.promise }),
           knownDevice: device,
           ...(options.onEvaluation === undefined ? {} : { onEvent: options.onEvaluation }),
         });
@@ -184,6 +193,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
           rechecker: evaluator,
           onStep: say,
         });
+        if (referenceRun !== undefined) say(await referenceLine(referenceRun));
         const file = relative(io.cwd, start);
         const result = buildResult({
           task: { name: info.name, format: info.format, path: target.task.path },
@@ -222,6 +232,25 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   } finally {
     await checks.close();
   }
+}
+
+/** What the reference's own timing took, beside the search, and where its seconds went. */
+async function referenceLine(reference: {
+  promise: Promise<BenchRecord>;
+  startedAt: number;
+}): Promise<string> {
+  let record: BenchRecord;
+  try {
+    record = await reference.promise;
+  } catch (error) {
+    return `  the reference could not be timed beside the search: ${String(error)}`;
+  }
+  const seconds = (performance.now() - reference.startedAt) / 1000;
+  const ended = record.ok ? "" : `: ${record.reason ?? "failed"}`;
+  return (
+    `  the reference alone (eager, torch.compile) timed ${seconds.toFixed(1)} s after the harness began to start` +
+    `${where(record.phases)}${ended}`
+  );
 }
 
 /** The proposals in flight for a proposer, unless given. */

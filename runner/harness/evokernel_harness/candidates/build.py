@@ -157,9 +157,7 @@ def _nvcc(cmd, timeout):
     """(ok, output) of one nvcc command, in one of the machine's compile slots (its steps run
     one after another); a timeout ends nvcc and its children (cudafe++, cicc, ptxas)."""
     with jobserver.slot(1):
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **_own_group()
-        )
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **_own_group())
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
