@@ -78,11 +78,12 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
         requireGpu(session);
         const { pool, gpu } = createResources();
         const started = performance.now();
-        // one cascade per (task, check); all share the pool and the GPU queue, so every
-        // build starts at once and the GPU never waits for a compile it could skip
+        // one cascade per (task, check, time limit); all share the pool and the GPU queue, so
+        // every build starts at once and the GPU never waits for a compile it could skip
         const groups = new Map<string, CorpusEntry[]>();
+        const limitOf = (entry: CorpusEntry) => Math.max(timeoutS, entry.timeoutS ?? 0);
         for (const entry of entries) {
-          const key = `${entry.task}\n${entry.check}`;
+          const key = `${entry.task}\n${entry.check}\n${limitOf(entry)}`;
           groups.set(key, [...(groups.get(key) ?? []), entry]);
         }
         const results = new Map<CorpusEntry, CandidateResult>();
@@ -100,7 +101,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
                 gpu,
                 heldout: true,
                 knownDevice: session.device.device,
-                timeouts: { verifyMs: timeoutS * 1000, benchMs: 10 * timeoutS * 1000 },
+                timeouts: { verifyMs: limitOf(first) * 1000, benchMs: 10 * limitOf(first) * 1000 },
                 // hacks 14 and 16 show against eager and the floor: no torch.compile warm-up
                 ...(first.check === "bench" ? { bench: { compile: false } } : {}),
                 onEvent: createProgress(io),

@@ -19,6 +19,11 @@ export const corpusEntrySchema = z.object({
    * task too small to time is timed and marked, never a win's headline).
    */
   launchBound: z.boolean().optional(),
+  /**
+   * Seconds its verification may take where more than selftest's --timeout: a candidate whose
+   * own code compiles as it loads (load_inline in the verification: 24-30 s on the H100).
+   */
+  timeoutS: z.number().positive().max(3600).optional(),
 });
 export type CorpusEntry = z.infer<typeof corpusEntrySchema>;
 
