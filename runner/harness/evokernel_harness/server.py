@@ -391,7 +391,9 @@ class CpuServer:
         self.say({"id": req.id, "started": True, "waitedS": 0.0})
 
     def poll(self) -> None:
-        """Answers the children that ended; kills those past their deadline or memory."""
+        """Answers the children that ended; kills those past their deadline or memory, and
+        strays (end_strays)."""
+        ended = False
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -404,11 +406,13 @@ class CpuServer:
                 continue  # an orphan of an earlier child (this is the namespace's first process)
             _end_session(pid)
             self.say(_cpu_answer(run, status))
+            ended = True
         now = time.perf_counter()
         sessions = None
-        if now - self.mem_checked >= MEM_EVERY_S:
+        if ended or now - self.mem_checked >= MEM_EVERY_S:
             self.mem_checked = now
             sessions = _sessions()
+            self.end_strays(sessions)
         for pid, run in self.running.items():
             if run.timed_out or run.mem_killed:
                 continue
@@ -419,13 +423,32 @@ class CpuServer:
             if run.timed_out or run.mem_killed:
                 _end_session(pid)  # its end is answered when it is reaped
 
+    def end_strays(self, sessions: dict[int, list[tuple[int, int]]]) -> None:
+        """Inside the sandbox, where /proc lists nothing but ours: a process in no running
+        child's session and not in the server's own (a child before its setsid) left its
+        child's session (setsid, a double fork: a Python candidate's build imports it) and is
+        killed. As the GPU fork server's _reap_strays, but while other children run."""
+        if not _in_sandbox():
+            return
+        keep = {os.getsid(0), *self.running}
+        for session, members in sessions.items():
+            if session in keep:
+                continue
+            for pid, _ in members:
+                if pid == os.getpid():
+                    continue
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
     def serve(self, fd: int) -> None:
         """Until stdin ends and every child has been answered."""
         pending = b""
         open_ = True
         while open_ or self.running:
             if open_:
-                ready, _, _ = select.select([fd], [], [], POLL_S if self.running else None)
+                ready, _, _ = select.select([fd], [], [], POLL_S if self.running else MEM_EVERY_S)
             else:
                 ready = []
                 time.sleep(POLL_S)
@@ -440,6 +463,7 @@ class CpuServer:
                 for line in lines:
                     self.take(line.decode(errors="replace"))
             self.poll()
+        self.end_strays(_sessions())
 
 
 def serve_cpu() -> int:
