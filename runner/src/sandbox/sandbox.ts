@@ -233,9 +233,11 @@ export function sandboxed(spec: SandboxSpec): Invocation {
     mountPoint(),
     user === null ? "-" : String(user.uid),
     user === null ? "-" : String(user.gid),
-    ...mounts("--ro", boundOnce([...readOnly], writable)),
-    ...mounts("--rw", [...writable]),
-    ...mounts("--dev", [...DEVICES, ...gpuDevices()]),
+    ...mounts([
+      ...boundOnce([...readOnly], writable).map((path) => ["--ro", path] as const),
+      ...[...writable].map((path) => ["--rw", path] as const),
+    ]),
+    ...mounts([...DEVICES, ...gpuDevices()].map((path) => ["--dev", path] as const)),
     ...[...links].flatMap(([path, target]) => ["--link", path, target]),
     "--",
     spec.file,
@@ -277,10 +279,14 @@ export function boundOnce(readOnly: readonly string[], writable: ReadonlySet<str
   );
 }
 
-/** Parents before children: a folder bound inside another is bound after it. */
-function mounts(flag: string, paths: string[]): string[] {
-  return paths
-    .filter((path) => existsSync(path))
-    .sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
-    .flatMap((path) => [flag, path]);
+/**
+ * Parents before children, read-only and writable together: a folder bound inside another is
+ * bound after it, whatever its mode (a read-only folder inside a writable one, bound first,
+ * would be covered by the writable bind, and writable).
+ */
+export function mounts(binds: readonly (readonly [string, string])[]): string[] {
+  return binds
+    .filter(([, path]) => existsSync(path))
+    .sort(([, a], [, b]) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
+    .flatMap(([flag, path]) => [flag, path]);
 }
