@@ -249,7 +249,7 @@ async function referenceLine(reference: {
   const ended = record.ok ? "" : `: ${record.reason ?? "failed"}`;
   return (
     `  the reference alone (eager, torch.compile) timed ${seconds.toFixed(1)} s after the harness began to start` +
-    `${where(record.phases)}${ended}`
+    `${where(record.phases, seconds)}${ended}`
   );
 }
 
