@@ -70,21 +70,59 @@ def parse_request(line: str) -> Request:
     return Request(id, args, timeout_s)
 
 
-def _rss_bytes(pid: int) -> int:
-    """Resident memory of a child's whole process group (the child and what it started)."""
-    total = 0
+@dataclass(frozen=True)
+class _Proc:
+    """A live process as /proc/PID/stat gives it: its group, session and resident bytes."""
+
+    pid: int
+    group: int  # field 5 of stat
+    session: int  # field 6
+    rss: int  # field 24, in pages, times the page size
+
+
+def _processes() -> list[_Proc]:
+    """Every live process /proc shows (a zombie, dead but not reaped, is left out)."""
+    found = []
+    page = resource.getpagesize()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pid:  # field 5 of stat: the process group
+            if fields[0] in ("Z", "X"):
                 continue
-            total += int(fields[21]) * resource.getpagesize()  # field 24: rss pages
+            found.append(_Proc(int(entry), int(fields[2]), int(fields[3]), int(fields[21]) * page))
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return found
+
+
+def _rss_bytes(pid: int) -> int:
+    """Resident memory of a child's whole process group (the child and what it started)."""
+    return sum(p.rss for p in _processes() if p.group == pid)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _answer(
+    id: Optional[str], status: int, start: float, timed_out: bool, mem_killed: bool, log_path: str
+) -> dict[str, Any]:
+    """A request's answer line, from its child's wait status."""
+    return {
+        "id": id,
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "seconds": round(time.perf_counter() - start, 3),
+        "timedOut": timed_out,
+        "memKilled": mem_killed,
+        "log": _log(log_path),
+    }
 
 
 def _child(args: argparse.Namespace, log_path: str) -> None:
@@ -163,15 +201,7 @@ def _run_child(req: Request) -> dict[str, Any]:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    return {
-        "id": req.id,
-        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "seconds": round(time.perf_counter() - start, 3),
-        "timedOut": timed_out,
-        "memKilled": mem_killed,
-        "log": _log(log_path),
-    }
+    return _answer(req.id, status, start, timed_out, mem_killed, log_path)
 
 
 def _bad_command(err: BadCommand) -> dict[str, Any]:
@@ -211,17 +241,10 @@ def _reap_strays() -> None:
     if not _in_sandbox():
         return
     keep = {1, WORKER.pid}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in keep:
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if WORKER.pid is not None and int(fields[2]) == WORKER.pid:
-                continue  # the worker's own group: it is idle between requests
-            os.kill(int(entry), signal.SIGKILL)
-        except (OSError, IndexError, ValueError):
-            continue
+    for p in _processes():
+        # the worker's own group is idle between requests
+        if p.pid not in keep and (WORKER.pid is None or p.group != WORKER.pid):
+            _kill(p.pid)
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -303,51 +326,16 @@ class _Running:
     mem_killed: bool = False
 
 
-def _sessions() -> dict[int, list[tuple[int, int]]]:
-    """Every live process by its session (field 6 of stat), with its resident bytes (field
-    24): a child setsid's, and nvcc keeps its session (build.py, _own_group). Zombies (dead,
-    not yet reaped) are left out."""
-    found: dict[int, list[tuple[int, int]]] = {}
-    page = resource.getpagesize()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if fields[0] in ("Z", "X"):
-                continue
-            found.setdefault(int(fields[3]), []).append((int(entry), int(fields[21]) * page))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
 def _end_session(session: int) -> None:
     """Kills what a child left running in its session (its own group and nvcc's), pass after
     pass: a process seen alive may start another before it is killed (seen: an nvcc started
     between the look and the kill outlived its child). A killed process starts nothing."""
     for _ in range(20):
-        members = [pid for pid, _ in _sessions().get(session, []) if pid != os.getpid()]
+        members = [p.pid for p in _processes() if p.session == session and p.pid != os.getpid()]
         if not members:
             return
         for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-def _cpu_answer(run: _Running, status: int) -> dict[str, Any]:
-    return {
-        "id": run.req.id,
-        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "seconds": round(time.perf_counter() - run.start, 3),
-        "timedOut": run.timed_out,
-        "memKilled": run.mem_killed,
-        "log": _log(run.log_path),
-    }
+            _kill(pid)
 
 
 class CpuServer:
@@ -405,25 +393,25 @@ class CpuServer:
             if run is None:
                 continue  # an orphan of an earlier child (this is the namespace's first process)
             _end_session(pid)
-            self.say(_cpu_answer(run, status))
+            self.say(_answer(run.req.id, status, run.start, run.timed_out, run.mem_killed, run.log_path))
             ended = True
         now = time.perf_counter()
-        sessions = None
+        processes = None
         if ended or now - self.mem_checked >= MEM_EVERY_S:
             self.mem_checked = now
-            sessions = _sessions()
-            self.end_strays(sessions)
+            processes = _processes()
+            self.end_strays(processes)
         for pid, run in self.running.items():
             if run.timed_out or run.mem_killed:
                 continue
             if now - run.start > run.req.timeout_s:
                 run.timed_out = True
-            elif sessions is not None and sum(rss for _, rss in sessions.get(pid, [])) > self.mem_limit:
+            elif processes is not None and sum(p.rss for p in processes if p.session == pid) > self.mem_limit:
                 run.mem_killed = True
             if run.timed_out or run.mem_killed:
                 _end_session(pid)  # its end is answered when it is reaped
 
-    def end_strays(self, sessions: dict[int, list[tuple[int, int]]]) -> None:
+    def end_strays(self, processes: list[_Proc]) -> None:
         """Inside the sandbox, where /proc lists nothing but ours: a process in no running
         child's session and not in the server's own (a child before its setsid) left its
         child's session (setsid, a double fork: a Python candidate's build imports it) and is
@@ -431,16 +419,9 @@ class CpuServer:
         if not _in_sandbox():
             return
         keep = {os.getsid(0), *self.running}
-        for session, members in sessions.items():
-            if session in keep:
-                continue
-            for pid, _ in members:
-                if pid == os.getpid():
-                    continue
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+        for p in processes:
+            if p.session not in keep and p.pid != os.getpid():
+                _kill(p.pid)
 
     def serve(self, fd: int) -> None:
         """Until stdin ends and every child has been answered."""
@@ -463,7 +444,7 @@ class CpuServer:
                 for line in lines:
                     self.take(line.decode(errors="replace"))
             self.poll()
-        self.end_strays(_sessions())
+        self.end_strays(_processes())
 
 
 def serve_cpu() -> int:
