@@ -5,7 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { replay, type Sweep } from "../../runner/scripts/tuner-replay.js";
+import { keptByFinalRule, replay, type Sweep } from "../../runner/scripts/tuner-replay.js";
+import type { Individual } from "../../runner/src/evolve/types.js";
 import { repo } from "../helpers/cli.js";
 
 const sweep = JSON.parse(
@@ -76,5 +77,36 @@ describe("the tuners replayed on a measured sweep", () => {
     const best = shaped.runs[0]?.best ?? 0;
     expect(best).toBeGreaterThan(shaped.optimum);
     expect(best).toBeLessThanOrEqual(shaped.classOptimum + 1e-9);
+  });
+});
+
+/** A survivor timed on two configurations: its times against the kernel to beat's (1 ms), ±1 %. */
+function timed(id: string, a: number, b: number): Individual {
+  const timing = (config: string, ms: number) => ({
+    config,
+    medianMs: ms,
+    p20Ms: ms * 0.99,
+    p80Ms: ms * 1.01,
+    baselineMs: 1,
+    baselineP20Ms: 0.99,
+    baselineP80Ms: 1.01,
+  });
+  const timings = [timing("long", a), timing("short", b)];
+  return {
+    id,
+    evaluation: { ok: true, fitness: 1 / Math.sqrt(a * b), timings },
+  } as unknown as Individual;
+}
+
+describe("what the final checks' rule keeps of a replayed population", () => {
+  it("passes over a kernel slower on a configuration, and keeps the next that is not", () => {
+    // c1 is fastest overall but 5 % slower on "short": the final checks refuse it
+    const population = [timed("c1", 0.5, 1.05), timed("c2", 0.8, 0.99), timed("c3", 0.9, 1)];
+    expect(keptByFinalRule(population)).toBeCloseTo(1 / Math.sqrt(0.8 * 0.99), 6);
+  });
+
+  it("keeps nothing when every contender is slower somewhere, or none is faster", () => {
+    expect(keptByFinalRule([timed("c1", 0.5, 1.05), timed("c2", 0.6, 1.04)])).toBe(1);
+    expect(keptByFinalRule([timed("c1", 1.01, 1)])).toBe(1);
   });
 });
