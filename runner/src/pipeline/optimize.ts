@@ -130,12 +130,20 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   });
   // So is the reference's own timing (its torch.compile compiles for 10-30 s): the final
   // timings wait for it, and on the H100 it outlasted a tuner's whole search (2026-11-26)
-  let referenceRun: { promise: Promise<BenchRecord>; startedAt: number } | undefined;
+  let referenceRun: ReferenceRun | undefined;
   const beside = () => {
     void pool.build(start).catch(() => undefined);
-    const promise = referenceTiming(taskRef(target));
-    promise.catch(() => undefined); // read by the evaluator and referenceLine, which say why
-    referenceRun = { promise, startedAt: performance.now() };
+    const run: ReferenceRun = {
+      promise: referenceTiming(taskRef(target)),
+      startedAt: performance.now(),
+      endedAt: null,
+    };
+    // read by the evaluator and referenceLine, which say why it failed
+    run.promise.then(
+      () => (run.endedAt = performance.now()),
+      () => (run.endedAt = performance.now()),
+    );
+    referenceRun = run;
   };
   try {
     return await withSession(
@@ -234,21 +242,25 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   }
 }
 
-/** What the reference's own timing took, beside the search, and where its seconds went. */
-async function referenceLine(reference: {
+/** The reference's own timing, started as the harness starts: when, and when it ended. */
+type ReferenceRun = {
   promise: Promise<BenchRecord>;
   startedAt: number;
-}): Promise<string> {
+  endedAt: number | null;
+};
+
+/** What the reference's own timing took, beside the search, and where its seconds went. */
+async function referenceLine(reference: ReferenceRun): Promise<string> {
   let record: BenchRecord;
   try {
     record = await reference.promise;
   } catch (error) {
     return `  the reference could not be timed beside the search: ${String(error)}`;
   }
-  const seconds = (performance.now() - reference.startedAt) / 1000;
+  const seconds = ((reference.endedAt ?? performance.now()) - reference.startedAt) / 1000;
   const ended = record.ok ? "" : `: ${record.reason ?? "failed"}`;
   return (
-    `  the reference alone (eager, torch.compile) timed ${seconds.toFixed(1)} s after the harness began to start` +
+    `  the reference alone (eager, torch.compile) timed in ${seconds.toFixed(1)} s from the harness's start` +
     `${where(record.phases, seconds)}${ended}`
   );
 }
