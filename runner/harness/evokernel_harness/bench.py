@@ -126,10 +126,13 @@ def _compiled(task, log):
         return None
 
 
-def warm_compiled(task: Task, seed: int, log: Callable[[str], object]) -> Callable[[Any], Any] | None:
+def warm_compiled(
+    task: Task, seed: int, log: Callable[[str], object], seconds: dict[str, float] | None = None
+) -> Callable[[Any], Any] | None:
     """torch.compile's baseline, compiled for the shapes of every visible configuration: called
     once on each configuration's first input set, as bench's "compile" phase calls it. None when
-    it cannot compile (the bench that follows then notes why)."""
+    it cannot compile (the bench that follows then notes why). `seconds`, when given, gets each
+    configuration's first call (its compile, inductor's autotuning included), by name."""
     compiled = _compiled(task, log)
     if compiled is None:
         return None
@@ -137,12 +140,17 @@ def warm_compiled(task: Task, seed: int, log: Callable[[str], object]) -> Callab
     device = torch.device("cuda")
     for ci, config in enumerate(task.visible_configs()):
         case = task.make_case(config, seed + 31 * ci, device)
+        torch.cuda.synchronize(device)
+        started = time.perf_counter()
         try:
             with grad_ctx():
                 compiled(case.clone())
+            torch.cuda.synchronize(device)
         except Exception as err:  # as bench's compile phase: noted there, not fatal
             log(f"torch.compile failed on {config.name}: {type(err).__name__}: {str(err)[:300]}")
             return None
+        if seconds is not None:
+            seconds[config.name] = time.perf_counter() - started
         del case
     return compiled
 

@@ -35,8 +35,10 @@ class ReferenceAloneTest(unittest.TestCase):
             self.events.append(("ceilings", name))
             return CEILINGS
 
-        def warm(task, seed, log):
+        def warm(task, seed, log, seconds=None):
             self.events.append(("warm", os.environ.get(gpulock.HELD)))
+            if seconds is not None:
+                seconds["first-config"] = 0.5  # its first call, as warm_compiled times it
             return "compiled"
 
         @contextlib.contextmanager
@@ -73,6 +75,9 @@ class ReferenceAloneTest(unittest.TestCase):
         self.assertEqual((rec["kind"], rec["ceilings"], rec["seed"]), ("bench", CEILINGS, 5))
         self.assertEqual(rec["phases"]["lock"], 0.25)
         self.assertIn("warm-compile", rec["phases"])
+        # where the warm-up went: the imports, each configuration's first call, the rest
+        self.assertIn("imports", rec["phases"])
+        self.assertEqual(rec["phases"]["compile first-config"], 0.5)
 
     def test_the_judge_times_the_reference_with_the_same_helper(self):
         own, judging = command._judge_side(self.args("--seed", "5"))
