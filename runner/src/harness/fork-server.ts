@@ -54,6 +54,7 @@ export class ForkServer {
   private readonly start: StartServer;
   private readonly graceMs: number;
   private readonly maxDeaths: number;
+  private readonly concurrent: boolean;
 
   constructor(options: ForkServerOptions = {}) {
     this.start = options.start ?? ((onLine) => startHarness(["serve"], onLine));
@@ -61,8 +62,6 @@ export class ForkServer {
     this.maxDeaths = options.maxDeaths ?? 3;
     this.concurrent = options.concurrent ?? false;
   }
-
-  private readonly concurrent: boolean;
 
   /** A HarnessRunner: runs one harness command in a forked child of the server. */
   readonly run = (command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> => {
