@@ -19,6 +19,8 @@
 #   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
 #   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
 #   timer-probe:T1,T2…  where the screen's timing seconds go, per configuration (scripts/timer-probe.py)
+#   copy-floor:T1,T2…  a device copy of each configuration's bytes as a share of its floor: what
+#             the floor asks at that size (scripts/copy-floor.py)
 #   spawn-cost  a harness process's start with and without the sandbox, and a static check in
 #             a sandbox of its own against one in the CPU fork server (runner/scripts/sandbox-spawn.ts, dist/sandbox-spawn.mjs)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
@@ -103,6 +105,7 @@ run_step() {
         screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         timer-probe) python3 scripts/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
         spawn-cost) node dist/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;
+        copy-floor) python3 scripts/copy-floor.py ${arg//,/ } --json "$dir/copy-floor.json" ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
           ;;
