@@ -78,9 +78,6 @@ class CpuServerTest(unittest.TestCase):
                 self.assertTrue(json.load(f)["ok"])
         with open(os.path.join(self.dir, "s.json")) as f:
             self.assertTrue(json.load(f)["ok"])
-        seconds = {a["id"]: a["seconds"] for a in answers}
-        # the two builds ran side by side: the second did not wait for the first
-        self.assertLess(abs(seconds["b1"] - seconds["b2"]), min(seconds["b1"], seconds["b2"]))
 
     def test_other_commands_are_refused_for_their_id(self):
         answers = self.serve([request("d", {"command": "device", "out": os.path.join(self.dir, "d.json")})])
