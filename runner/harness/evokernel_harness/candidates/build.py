@@ -148,9 +148,10 @@ def _build_evk(path, source, out_dir, defines, arch, timeout, flags):
 
 def _own_group() -> dict:
     """nvcc in a process group of its own (a timeout kills it and its children), in the
-    caller's session where Python can (3.11+): the CPU fork server (server.py) ends whatever a
-    request's child left running by its session, so an nvcc outliving its child goes too."""
-    return {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+    caller's session: the CPU fork server (server.py) ends whatever a request's child left
+    running by its session, so an nvcc outliving its child goes too."""
+    # (never a session of its own: the CPU fork server would take it for a stray and end it)
+    return {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
 
 
 def _nvcc(cmd, timeout):
