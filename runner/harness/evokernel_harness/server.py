@@ -288,12 +288,19 @@ def warm() -> None:
     gc.freeze()
 
 
-def serve() -> int:
-    warm()
+def _ready() -> Any:
+    """The protocol stream, once the server says it is ready: stdout for answers only (what
+    the server prints goes to stderr), and the server's memory closed to the sandbox."""
     _not_dumpable()
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the protocol stream
     print(json.dumps({"ready": True, "pid": os.getpid()}), file=out, flush=True)
+    return out
+
+
+def serve() -> int:
+    warm()
+    out = _ready()
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -428,11 +435,8 @@ class CpuServer:
         pending = b""
         open_ = True
         while open_ or self.running:
-            if open_:
-                ready, _, _ = select.select([fd], [], [], POLL_S if self.running else MEM_EVERY_S)
-            else:
-                ready = []
-                time.sleep(POLL_S)
+            # after the input ends, the wait alone: the children still running are polled
+            ready, _, _ = select.select([fd] if open_ else [], [], [], POLL_S if self.running else MEM_EVERY_S)
             if ready:
                 chunk = os.read(fd, 1 << 16)
                 if chunk:
@@ -454,9 +458,5 @@ def serve_cpu() -> int:
 
     gc.collect()
     gc.freeze()
-    _not_dumpable()
-    out = sys.stdout
-    sys.stdout = sys.stderr  # nothing but answers on the protocol stream
-    print(json.dumps({"ready": True, "pid": os.getpid()}), file=out, flush=True)
-    CpuServer(out).serve(sys.stdin.fileno())
+    CpuServer(_ready()).serve(sys.stdin.fileno())
     return 0

@@ -62,8 +62,8 @@ export type HarnessEvaluatorOptions = {
 
 /**
  * Times the reference alone, eager and torch.compile (bench --warm-compile, in a process of its
- * own: torch.compile compiles before it takes the GPU's lock). Never rejects: a failure is a
- * failed record.
+ * own: torch.compile compiles before it takes the GPU's lock). A failure of the harness is a
+ * failed record; it rejects only where the harness cannot start at all.
  */
 export function referenceTiming(
   task: client.TaskRef,

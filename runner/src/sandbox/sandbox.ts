@@ -84,9 +84,12 @@ export function allowRead(path: string): void {
 function visible(target: string): boolean {
   const shown = [...baseReadOnly(), ...view.readOnly, ...view.writable];
   if (scratch !== undefined) shown.push(scratch);
-  return shown.some(
-    (path) => target === path || target.startsWith(path.endsWith(sep) ? path : path + sep),
-  );
+  return shown.some((path) => target === path || within(target, path));
+}
+
+/** Whether `path` lies inside `folder` (not a name that merely begins like it). */
+function within(path: string, folder: string): boolean {
+  return path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
 }
 
 /** Lets the sandbox write `path` (the build cache); everything else it can write is scratch. */
@@ -263,18 +266,14 @@ export function sandboxed(spec: SandboxSpec): Invocation {
  * /sys is bound alone (not recursively), so nothing under it is covered by it.
  */
 export function boundOnce(readOnly: readonly string[], writable: ReadonlySet<string>): string[] {
-  const within = (path: string, folder: string) =>
-    path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
-  const parents = readOnly.filter((path) => path !== "/sys" && !writable.has(path));
-  return readOnly.filter(
+  const kept = readOnly.filter((path) => !writable.has(path));
+  const parents = kept.filter((path) => path !== "/sys");
+  return kept.filter(
     (path) =>
-      !writable.has(path) &&
       !parents.some(
         (parent) =>
           within(path, parent) &&
-          ![...writable].some(
-            (folder) => within(folder, parent) && (path === folder || within(path, folder)),
-          ),
+          ![...writable].some((folder) => within(folder, parent) && within(path, folder)),
       ),
   );
 }
