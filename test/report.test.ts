@@ -83,6 +83,15 @@ describe("bench report", () => {
     expect(renderBench(benchRecord())).toMatchSnapshot();
   });
 
+  it("names the fp32-accurate tensor-core rate (3xTF32) where the ceilings have it", () => {
+    const base = benchRecord();
+    const ceilings = base.ceilings === null ? null : { ...base.ceilings, tf32x3Tflops: 163.5 };
+    expect(renderBench({ ...base, ceilings })).toContain(
+      "51.2 fp32 TFLOP/s (164 fp32-accurate by 3xTF32), 743 bf16 TFLOP/s",
+    );
+    expect(renderBench(base)).toContain("51.2 fp32 TFLOP/s, 743 bf16 TFLOP/s");
+  });
+
   it("launch-bound configurations are marked, with the harness's notes", () => {
     const base = benchRecord();
     const record = {

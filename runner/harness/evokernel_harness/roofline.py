@@ -1,4 +1,9 @@
-"""The physical floor: bytes over measured bandwidth, flops over the arithmetic peak."""
+"""The physical floor: bytes over measured bandwidth, flops over the arithmetic peak.
+
+The peak for fp32 results is the faster of fp32 FMA on the CUDA cores and 3xTF32 on the tensor
+cores (three TF32 products a multiply, with fp32-level accuracy: what the verifier's fp32
+tolerance admits). A floor from the FMA rate alone would call an honest tensor-core kernel
+faster than physics (below-floor) and turn it away."""
 
 import datetime
 from typing import Any
@@ -46,36 +51,49 @@ def measure_ceilings(device_name: str) -> dict[str, Any]:
     """Copy bandwidth (bytes read + written) and matmul rates, measured on this GPU."""
     bandwidth = _copy_bandwidth()
     prev = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
     rates = {}
-    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
-        rates[name] = _matmul_tflops(dtype)
-    torch.backends.cuda.matmul.allow_tf32 = prev
+    try:
+        for name, dtype, tf32 in (
+            ("fp32", torch.float32, False),
+            ("bf16", torch.bfloat16, False),
+            ("tf32", torch.float32, True),
+        ):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            rates[name] = _matmul_tflops(dtype)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
     peak = theoretical_peaks()
     return {
         "bandwidthGBs": bandwidth,
         # the library rate is a lower bound of the peak; never let the floor exceed the chip
         "fp32Tflops": max(rates["fp32"], peak.get("fp32", 0.0)),
         "bf16Tflops": max(rates["bf16"], peak.get("bf16", 0.0)),
+        # fp32-accurate products on the tensor cores: three TF32 products each (3xTF32)
+        "tf32x3Tflops": max(rates["tf32"], peak.get("tf32", 0.0)) / 3,
         "measuredAt": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": device_name,
     }
 
 
 def theoretical_peaks() -> dict[str, float]:
-    """Per-SM arithmetic rates for Hopper (sm_90): 128 fp32 FMA and 2048 dense bf16 FMA a clock."""
+    """Per-SM arithmetic rates for Hopper (sm_90): 128 fp32 FMA, 1024 dense TF32 FMA and 2048
+    dense bf16 FMA a clock."""
     props = torch.cuda.get_device_properties(0)
     if (props.major, props.minor) != (9, 0):
         return {}
     clock_ghz = 1.98  # H100/H200 SXM maximum boost clock
     return {
         "fp32": props.multi_processor_count * 128 * 2 * clock_ghz / 1e3,
+        "tf32": props.multi_processor_count * 2048 * clock_ghz / 1e3,
         "bf16": props.multi_processor_count * 4096 * clock_ghz / 1e3,
     }
 
 
 def floor_ms(nbytes: int, flops: int, dtype_name: str, ceilings: dict[str, Any]) -> float:
     mem = nbytes / (ceilings["bandwidthGBs"] * 1e9) * 1e3
-    rate = ceilings["bf16Tflops"] if dtype_name in ("bfloat16", "float16") else ceilings["fp32Tflops"]
+    if dtype_name in ("bfloat16", "float16"):
+        rate = ceilings["bf16Tflops"]
+    else:  # fp32 results: FMA or 3xTF32, whichever is faster (ceilings from before it: FMA)
+        rate = max(ceilings["fp32Tflops"], ceilings.get("tf32x3Tflops", 0.0))
     compute = flops / (rate * 1e12) * 1e3 if flops else 0.0
     return max(mem, compute)

@@ -29,7 +29,11 @@ function headline(record: BenchRecord): string {
   if (ceilings === null) return where;
   return (
     `${where}\nceilings: ${ceilings.bandwidthGBs.toFixed(0)} GB/s, ` +
-    `${ceilings.fp32Tflops.toFixed(1)} fp32 TFLOP/s, ${ceilings.bf16Tflops.toFixed(0)} bf16 TFLOP/s`
+    `${ceilings.fp32Tflops.toFixed(1)} fp32 TFLOP/s` +
+    (ceilings.tf32x3Tflops === undefined
+      ? ""
+      : ` (${ceilings.tf32x3Tflops.toFixed(0)} fp32-accurate by 3xTF32)`) +
+    `, ${ceilings.bf16Tflops.toFixed(0)} bf16 TFLOP/s`
   );
 }
 

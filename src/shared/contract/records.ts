@@ -186,6 +186,8 @@ export const ceilingsSchema = z.object({
   bandwidthGBs: z.number().nonnegative(),
   fp32Tflops: z.number().nonnegative(),
   bf16Tflops: z.number().nonnegative(),
+  /** fp32-accurate products on the tensor cores (3xTF32); the fp32 floor uses the faster rate. */
+  tf32x3Tflops: z.number().nonnegative().optional(),
   measuredAt: z.string(),
   device: z.string(),
 });
