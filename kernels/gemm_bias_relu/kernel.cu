@@ -3,7 +3,7 @@
 //   MATH  0: fp32 FMA on the CUDA cores (the first version); 1: 3xTF32 on the tensor cores.
 //         3xTF32 splits every operand x into big = tf32(x) and small = tf32(x - big) and adds
 //         small*big + big*small + big*big, each an mma.sync m16n8k8 TF32 product, into an
-//         fp32 accumulator of each BK tile's own, added to the total with a rounded fp32 add
+//         fp32 accumulator of each k8 step's own, added to the total with a rounded fp32 add
 //         (the tensor core's accumulation rounds toward zero: in place over a long K its bias
 //         grows with K). What is dropped (small*small, and small's own rounding) is about
 //         2^-22 of each product, the order of fp32's own rounding; plain TF32 (2^-11) is not used.
@@ -14,8 +14,7 @@
 // tile of C with (BM/8) x (BN/8) threads, each owning an 8 x 8 sub-tile (two 4-row halves x two
 // 4-column halves, so shared-memory float4 reads are free of bank conflicts). MATH 1: 256
 // threads, 2 x 4 warps, each a (BM/2) x (BN/4) tile of m16n8 fragments; A and W stay row-major
-// in shared memory, each 8 of k in the order 0 4 1 5 2 6 3 7 (a fragment's pair in one 64-bit
-// read), rows padded so that those reads are free of bank conflicts.
+// in shared memory with rows of BK + 4 floats (fragment reads free of bank conflicts).
 // Both: the K loop steps BK at a time through two shared-memory buffers; the next tile is
 // fetched into registers while the current one is multiplied. Loads are float4 when K % 4 == 0
 // and the pointers are 16-byte aligned, scalar otherwise; every load and store is
@@ -174,10 +173,7 @@ gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
 constexpr int kWarpsM = 2, kWarpsN = 4;               // 8 warps: THREADS
 constexpr int kWTM = BM / kWarpsM, kWTN = BN / kWarpsN;  // a warp's tile of C
 constexpr int kMT = kWTM / 16, kNT = kWTN / 8;         // its m16n8 fragments
-constexpr int kSteps = BK / 8;                         // k8 steps a tile
-// floats per shared-memory row: a multiple of 8 that is 8 mod 16 keeps the fragments' 64-bit
-// reads free of bank conflicts (each half-warp: 4 rows x 4 places)
-constexpr int kLD = BK + 8 < 24 ? 24 : BK + 8;
+constexpr int kLD = BK + 4;                            // floats per shared-memory row
 constexpr int kGroupsPerRow = BK / 4;                  // 4-element groups per row of a tile
 constexpr int kLoadsA = (BM * kGroupsPerRow + THREADS - 1) / THREADS;
 constexpr int kLoadsW = (BN * kGroupsPerRow + THREADS - 1) / THREADS;
@@ -186,7 +182,6 @@ constexpr int kBufFloats = kPlanes * (BM + BN) * kLD;  // one of the two buffers
 constexpr size_t kSmemBytes = 2 * kBufFloats * sizeof(float);
 static_assert(kWTM % 16 == 0 && kWTN % 8 == 0, "BM a multiple of 32, BN of 32");
 static_assert(BK % 8 == 0, "MATH 1 steps K by 8: BK a multiple of 8");
-static_assert(kLD % 16 == 8, "rows of 8 mod 16 floats");
 
 // Fetch the rows [r0, r0 + R) x columns [k0, k0 + BK) of a row-major [rows, K] matrix into
 // registers, 4 consecutive k per group, zero outside the matrix.
@@ -221,47 +216,45 @@ __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
   const float rest = isfinite(x) ? x - __uint_as_float(big) : 0.f;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(small) : "f"(rest));
 }
+__device__ __forceinline__ void split4(float4 v, float4& big, float4& small) {
+  uint32_t b[4], s[4];
+  split(v.x, b[0], s[0]);
+  split(v.y, b[1], s[1]);
+  split(v.z, b[2], s[2]);
+  split(v.w, b[3], s[3]);
+  big = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]), __uint_as_float(b[2]), __uint_as_float(b[3]));
+  small = make_float4(__uint_as_float(s[0]), __uint_as_float(s[1]), __uint_as_float(s[2]), __uint_as_float(s[3]));
+}
 
-// Store fetched groups into tile[row][k'], where within each 8 of k the order is
-// 0 4 1 5 2 6 3 7: a fragment's k = t and t + 4 are neighbours, one 64-bit read. SPLIT 1: big
-// into the first plane, small into the second (R rows further on).
+// Store fetched groups as they are (tile[row][k]); SPLIT 1: big into the first plane, small
+// into the second (R rows further on).
 template <int R, int LOADS>
 __device__ __forceinline__ void stash(float* tile, const float4 (&reg)[LOADS]) {
 #pragma unroll
   for (int l = 0; l < LOADS; ++l) {
     const int idx = threadIdx.x + l * THREADS;
     if (idx < R * kGroupsPerRow) {
-      const int q = idx % kGroupsPerRow;  // k = 4q .. 4q + 3
-      float* at = tile + (idx / kGroupsPerRow) * kLD + (q >> 1) * 8 + (q & 1);
-      const float v[4] = {reg[l].x, reg[l].y, reg[l].z, reg[l].w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (SPLIT) {
-          uint32_t big, small;
-          split(v[e], big, small);
-          at[2 * e] = __uint_as_float(big);
-          at[R * kLD + 2 * e] = __uint_as_float(small);
-        } else {
-          at[2 * e] = v[e];
-        }
+      float* at = tile + (idx / kGroupsPerRow) * kLD + (idx % kGroupsPerRow) * 4;
+      if (SPLIT) {
+        float4 big, small;
+        split4(reg[l], big, small);
+        *reinterpret_cast<float4*>(at) = big;
+        *reinterpret_cast<float4*>(at + R * kLD) = small;
+      } else {
+        *reinterpret_cast<float4*>(at) = reg[l];
       }
     }
   }
 }
 
-// The elements at (row, k0 + t) and (row, k0 + t + 4) of a tile of R rows, split (from the
-// planes, or here): big[0], small[0] the first, big[1], small[1] the second
+// The element at (row, k) of a tile of R rows, split (from the planes, or here)
 template <int R>
-__device__ __forceinline__ void pair_at(const float* tile, int row, int k0, int t, uint32_t (&big)[2],
-                                        uint32_t (&small)[2]) {
-  const float2 b = *reinterpret_cast<const float2*>(tile + row * kLD + k0 + 2 * t);
+__device__ __forceinline__ void split_at(const float* tile, int row, int k, uint32_t& big, uint32_t& small) {
   if (SPLIT) {
-    const float2 s = *reinterpret_cast<const float2*>(tile + (R + row) * kLD + k0 + 2 * t);
-    big[0] = __float_as_uint(b.x), big[1] = __float_as_uint(b.y);
-    small[0] = __float_as_uint(s.x), small[1] = __float_as_uint(s.y);
+    big = __float_as_uint(tile[row * kLD + k]);
+    small = __float_as_uint(tile[(R + row) * kLD + k]);
   } else {
-    split(b.x, big[0], small[0]);
-    split(b.y, big[1], small[1]);
+    split(tile[row * kLD + k], big, small);
   }
 }
 
@@ -272,6 +265,20 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// acc += a * b over one k8 step, 3xTF32. The tensor core rounds each accumulation toward zero
+// (measured on the H100: accumulated in place over K = 4096, the error grew with K to 2.9e-5
+// of the norm, biased); so the step's three products go into a fresh accumulator, small
+// enough that its rounding is far below acc's, which then takes it with a rounded fp32 add.
+__device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&ab)[4], const uint32_t (&as)[4],
+                                     const uint32_t (&bb)[2], const uint32_t (&bs)[2]) {
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  mma(d, as, bb);  // the small terms first
+  mma(d, ab, bs);
+  mma(d, ab, bb);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) acc[e] += d[e];
 }
 
 template <bool VEC>
@@ -313,39 +320,26 @@ gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
       fetch<BM, kLoadsA, VEC>(A, M, K, m0, (tile + 1) * BK, ra);
       fetch<BN, kLoadsW, VEC>(W, N, K, n0, (tile + 1) * BK, rw);
     }
-    // B fragments (k x n, "col") of every k8 step: b0 at (k = t, n = g), b1 at (k = t + 4, n = g)
-    uint32_t bb[kSteps][kNT][2], bs[kSteps][kNT][2];
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s)
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) pair_at<BN>(Ws, wn + j * 8 + g, s * 8, t, bb[s][j], bs[s][j]);
-#pragma unroll
-    for (int i = 0; i < kMT; ++i) {
-      // A fragments (m x k, "row"): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
-      uint32_t ab[kSteps][4], as[kSteps][4];
-#pragma unroll
-      for (int s = 0; s < kSteps; ++s) {
-        uint32_t lb[2], ls[2], hb[2], hs[2];
-        pair_at<BM>(As, wm + i * 16 + g, s * 8, t, lb, ls);
-        pair_at<BM>(As, wm + i * 16 + g + 8, s * 8, t, hb, hs);
-        ab[s][0] = lb[0], ab[s][1] = hb[0], ab[s][2] = lb[1], ab[s][3] = hb[1];
-        as[s][0] = ls[0], as[s][1] = hs[0], as[s][2] = ls[1], as[s][3] = hs[1];
-      }
+    for (int kk = 0; kk < BK; kk += 8) {
+      // B fragment (k x n, "col"): b0 at (k = t, n = g), b1 at (k = t + 4, n = g)
+      uint32_t bb[kNT][2], bs[kNT][2];
 #pragma unroll
       for (int j = 0; j < kNT; ++j) {
-        // The tensor core rounds each accumulation toward zero (measured on the H100: in place
-        // over K = 4096 the error grew with K to 2.9e-5 of the norm, biased). So a tile's
-        // products go into a fresh accumulator, small enough that its rounding is far below
-        // acc's, which takes it with one rounded fp32 add (simulated: 3e-7 of the norm).
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        split_at<BN>(Ws, wn + j * 8 + g, kk + t, bb[j][0], bs[j][0]);
+        split_at<BN>(Ws, wn + j * 8 + g, kk + t + 4, bb[j][1], bs[j][1]);
+      }
 #pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-          mma(d, as[s], bb[s][j]);  // the small terms first
-          mma(d, ab[s], bs[s][j]);
-          mma(d, ab[s], bb[s][j]);
-        }
+      for (int i = 0; i < kMT; ++i) {
+        // A fragment (m x k, "row"): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+        const int r = wm + i * 16 + g;
+        uint32_t ab[4], as[4];
+        split_at<BM>(As, r, kk + t, ab[0], as[0]);
+        split_at<BM>(As, r + 8, kk + t, ab[1], as[1]);
+        split_at<BM>(As, r, kk + t + 4, ab[2], as[2]);
+        split_at<BM>(As, r + 8, kk + t + 4, ab[3], as[3]);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] += d[e];
+        for (int j = 0; j < kNT; ++j) mma3(acc[i][j], ab, as, bb[j], bs[j]);
       }
     }
     // The other buffer was last read in the previous iteration, before its barrier.
