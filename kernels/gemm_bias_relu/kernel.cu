@@ -9,6 +9,9 @@
 //         2^-22 of each product, the order of fp32's own rounding; plain TF32 (2^-11) is not used.
 //   SPLIT (MATH 1) 0: each warp splits the operands it reads from shared memory; 1: they are
 //         split once, as a tile is stored, and shared memory holds big and small apart
+//   STAGES (MATH 1) 2: the next tile through registers (stored, split with SPLIT 1, after the
+//         current one's products); 3, 4: tiles copied straight to shared memory (cp.async),
+//         STAGES - 1 of them in flight while one is multiplied
 //   BM, BN, BK  the block's tile of C (BM x BN) and the K step through shared memory.
 // MATH 0: classic shared-memory tiled SGEMM with register blocking: a block computes a BM x BN
 // tile of C with (BM/8) x (BN/8) threads, each owning an 8 x 8 sub-tile (two 4-row halves x two
@@ -36,8 +39,13 @@
 #ifndef SPLIT
 #define SPLIT 0
 #endif
+#ifndef STAGES
+#define STAGES 2
+#endif
 static_assert(MATH == 0 || MATH == 1, "MATH must be 0 (fp32 FMA) or 1 (3xTF32)");
 static_assert(SPLIT == 0 || SPLIT == 1, "SPLIT must be 0 or 1");
+static_assert(STAGES >= 2 && STAGES <= 4, "STAGES must be 2, 3 or 4");
+static_assert(STAGES == 2 || SPLIT == 0, "STAGES 3 and 4 copy tiles as they are: SPLIT 0");
 #if MATH == 0
 #define THREADS ((BM / 8) * (BN / 8))
 #else
@@ -178,8 +186,8 @@ constexpr int kGroupsPerRow = BK / 4;                  // 4-element groups per r
 constexpr int kLoadsA = (BM * kGroupsPerRow + THREADS - 1) / THREADS;
 constexpr int kLoadsW = (BN * kGroupsPerRow + THREADS - 1) / THREADS;
 constexpr int kPlanes = SPLIT ? 2 : 1;  // SPLIT 1: shared memory holds big and small apart
-constexpr int kBufFloats = kPlanes * (BM + BN) * kLD;  // one of the two buffers
-constexpr size_t kSmemBytes = 2 * kBufFloats * sizeof(float);
+constexpr int kBufFloats = kPlanes * (BM + BN) * kLD;  // one of the STAGES buffers
+constexpr size_t kSmemBytes = STAGES * kBufFloats * sizeof(float);
 static_assert(kWTM % 16 == 0 && kWTN % 8 == 0, "BM a multiple of 32, BN of 32");
 static_assert(BK % 8 == 0, "MATH 1 steps K by 8: BK a multiple of 8");
 
@@ -281,12 +289,77 @@ __device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&ab)[4], c
   for (int e = 0; e < 4; ++e) acc[e] += d[e];
 }
 
+// cp.async: n bytes (16 or 4) from global to shared memory, zeros where full is false (then
+// src is only a valid address, never read)
+template <int n>
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool full) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  if constexpr (n == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(full ? 16 : 0));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(full ? 4 : 0));
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int n>
+__device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
+
+// Rows [r0, r0 + R) x columns [k0, k0 + BK) of a row-major [rows, K] matrix into tile[row][k]
+// by cp.async, zero outside the matrix
+template <int R, bool VEC>
+__device__ __forceinline__ void copy_tile(float* tile, const float* __restrict__ src, int64_t rows,
+                                          int64_t K, int64_t r0, int64_t k0) {
+#pragma unroll
+  for (int l = 0; l < (R * kGroupsPerRow + THREADS - 1) / THREADS; ++l) {
+    const int idx = threadIdx.x + l * THREADS;
+    if (idx >= R * kGroupsPerRow) break;
+    const int64_t r = r0 + idx / kGroupsPerRow, k = k0 + (idx % kGroupsPerRow) * 4;
+    float* dst = tile + (idx / kGroupsPerRow) * kLD + (idx % kGroupsPerRow) * 4;
+    if (VEC) {
+      const bool full = r < rows && k < K;
+      copy_async<16>(dst, full ? src + r * K + k : src, full);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const bool full = r < rows && k + e < K;
+        copy_async<4>(dst + e, full ? src + r * K + k + e : src, full);
+      }
+    }
+  }
+}
+
+// acc += the products of one BK tile in shared memory (As: kPlanes x BM rows, Ws: kPlanes x BN)
+__device__ __forceinline__ void tile_products(float (&acc)[kMT][kNT][4], const float* As, const float* Ws,
+                                              int wm, int wn, int g, int t) {
+#pragma unroll
+  for (int kk = 0; kk < BK; kk += 8) {
+    // B fragment (k x n, "col"): b0 at (k = t, n = g), b1 at (k = t + 4, n = g)
+    uint32_t bb[kNT][2], bs[kNT][2];
+#pragma unroll
+    for (int j = 0; j < kNT; ++j) {
+      split_at<BN>(Ws, wn + j * 8 + g, kk + t, bb[j][0], bs[j][0]);
+      split_at<BN>(Ws, wn + j * 8 + g, kk + t + 4, bb[j][1], bs[j][1]);
+    }
+#pragma unroll
+    for (int i = 0; i < kMT; ++i) {
+      // A fragment (m x k, "row"): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+      const int r = wm + i * 16 + g;
+      uint32_t ab[4], as[4];
+      split_at<BM>(As, r, kk + t, ab[0], as[0]);
+      split_at<BM>(As, r + 8, kk + t, ab[1], as[1]);
+      split_at<BM>(As, r, kk + t + 4, ab[2], as[2]);
+      split_at<BM>(As, r + 8, kk + t + 4, ab[3], as[3]);
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) mma3(acc[i][j], ab, as, bb[j], bs[j]);
+    }
+  }
+}
+
 template <bool VEC>
 __global__ void __launch_bounds__(THREADS)
 gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
                const float* __restrict__ bias, float* __restrict__ C, int64_t M, int64_t N,
                int64_t K) {
-  // two buffers, each [A: kPlanes x BM rows][W: kPlanes x BN rows] of kLD floats
+  // STAGES buffers, each [A: kPlanes x BM rows][W: kPlanes x BN rows] of kLD floats
   extern __shared__ float4 smem4[];
   float* const smem = reinterpret_cast<float*>(smem4);
 
@@ -303,52 +376,59 @@ gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
-  float4 ra[kLoadsA], rw[kLoadsW];
   const int64_t tiles = (K + BK - 1) / BK;
-  fetch<BM, kLoadsA, VEC>(A, M, K, m0, 0, ra);
-  fetch<BN, kLoadsW, VEC>(W, N, K, n0, 0, rw);
-  stash<BM, kLoadsA>(smem, ra);
-  stash<BN, kLoadsW>(smem + kPlanes * BM * kLD, rw);
-  __syncthreads();
-
-  for (int64_t tile = 0; tile < tiles; ++tile) {
-    const int cur = (int)(tile & 1);
-    const bool more = tile + 1 < tiles;
-    const float* As = smem + cur * kBufFloats;
-    const float* Ws = As + kPlanes * BM * kLD;
-    if (more) {
-      fetch<BM, kLoadsA, VEC>(A, M, K, m0, (tile + 1) * BK, ra);
-      fetch<BN, kLoadsW, VEC>(W, N, K, n0, (tile + 1) * BK, rw);
-    }
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 8) {
-      // B fragment (k x n, "col"): b0 at (k = t, n = g), b1 at (k = t + 4, n = g)
-      uint32_t bb[kNT][2], bs[kNT][2];
-#pragma unroll
-      for (int j = 0; j < kNT; ++j) {
-        split_at<BN>(Ws, wn + j * 8 + g, kk + t, bb[j][0], bs[j][0]);
-        split_at<BN>(Ws, wn + j * 8 + g, kk + t + 4, bb[j][1], bs[j][1]);
-      }
-#pragma unroll
-      for (int i = 0; i < kMT; ++i) {
-        // A fragment (m x k, "row"): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
-        const int r = wm + i * 16 + g;
-        uint32_t ab[4], as[4];
-        split_at<BM>(As, r, kk + t, ab[0], as[0]);
-        split_at<BM>(As, r + 8, kk + t, ab[1], as[1]);
-        split_at<BM>(As, r, kk + t + 4, ab[2], as[2]);
-        split_at<BM>(As, r + 8, kk + t + 4, ab[3], as[3]);
-#pragma unroll
-        for (int j = 0; j < kNT; ++j) mma3(acc[i][j], ab, as, bb[j], bs[j]);
-      }
-    }
-    // The other buffer was last read in the previous iteration, before its barrier.
-    if (more) {
-      float* next = smem + (cur ^ 1) * kBufFloats;
-      stash<BM, kLoadsA>(next, ra);
-      stash<BN, kLoadsW>(next + kPlanes * BM * kLD, rw);
-    }
+  if constexpr (STAGES == 2) {
+    float4 ra[kLoadsA], rw[kLoadsW];
+    fetch<BM, kLoadsA, VEC>(A, M, K, m0, 0, ra);
+    fetch<BN, kLoadsW, VEC>(W, N, K, n0, 0, rw);
+    stash<BM, kLoadsA>(smem, ra);
+    stash<BN, kLoadsW>(smem + kPlanes * BM * kLD, rw);
     __syncthreads();
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      const int cur = (int)(tile & 1);
+      const bool more = tile + 1 < tiles;
+      const float* As = smem + cur * kBufFloats;
+      if (more) {
+        fetch<BM, kLoadsA, VEC>(A, M, K, m0, (tile + 1) * BK, ra);
+        fetch<BN, kLoadsW, VEC>(W, N, K, n0, (tile + 1) * BK, rw);
+      }
+      tile_products(acc, As, As + kPlanes * BM * kLD, wm, wn, g, t);
+      // The other buffer was last read in the previous iteration, before its barrier.
+      if (more) {
+        float* next = smem + (cur ^ 1) * kBufFloats;
+        stash<BM, kLoadsA>(next, ra);
+        stash<BN, kLoadsW>(next + kPlanes * BM * kLD, rw);
+      }
+      __syncthreads();
+    }
+  } else {
+    // tiles 0 .. STAGES - 2 in flight; one group committed per tile (empty past the last), so
+    // waiting until STAGES - 2 groups remain means the tile about to be multiplied has landed
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < tiles) {
+        float* buf = smem + s * kBufFloats;
+        copy_tile<BM, VEC>(buf, A, M, K, m0, (int64_t)s * BK);
+        copy_tile<BN, VEC>(buf + BM * kLD, W, N, K, n0, (int64_t)s * BK);
+      }
+      copy_commit();
+    }
+    for (int64_t tile = 0; tile < tiles; ++tile) {
+      copy_wait<STAGES - 2>();
+      // every thread's copies of this tile have landed, and every warp is done with the
+      // buffer the next copy overwrites (the previous tile's)
+      __syncthreads();
+      const int64_t ahead = tile + STAGES - 1;
+      if (ahead < tiles) {
+        float* buf = smem + (int)(ahead % STAGES) * kBufFloats;
+        copy_tile<BM, VEC>(buf, A, M, K, m0, ahead * BK);
+        copy_tile<BN, VEC>(buf + BM * kLD, W, N, K, n0, ahead * BK);
+      }
+      copy_commit();
+      const float* As = smem + (int)(tile % STAGES) * kBufFloats;
+      tile_products(acc, As, As + BM * kLD, wm, wn, g, t);
+    }
+    copy_wait<0>();
   }
 
   // Epilogue: the accumulator fragment holds (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
