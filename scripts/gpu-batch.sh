@@ -39,7 +39,7 @@
 # far), the steps' console output to $OUT/batch.log. Needs dist/ and .device/ carried along.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-batch=/tmp/evk-batch
+batch=${EVK_BATCH_DIR:-/tmp/evk-batch}
 out=${OUT:-/tmp/evk-batch-out}
 mkdir -p "$out"
 
@@ -132,6 +132,12 @@ case ${1:-wait} in
   start)
     shift
     [ $# -gt 0 ] || { echo "name the steps: selftest correct e2e llm builds screen tuner:T,… shape-tuner:T,…" >&2; exit 2; }
+    # one batch at a time: a second start would delete the running one's results, and its
+    # end would then mark the new one done
+    if [ -f "$batch/pid" ] && kill -0 "$(cat "$batch/pid")" 2>/dev/null; then
+      echo "a batch is still running (pid $(cat "$batch/pid")): gpu-batch.sh wait, or kill it first" >&2
+      exit 4
+    fi
     [ -f "$root/dist/evokernel.mjs" ] && [ -f "$root/.device/node.xz" ] ||
       { echo "carry dist and .device (npm run bundle; ../shared/tools/pack-node-for-device.sh)" >&2; exit 3; }
     rm -rf "$batch" && mkdir -p "$batch/steps"
@@ -143,6 +149,7 @@ case ${1:-wait} in
       echo "# commit $(tr '\n' ' ' 2>/dev/null <"$root/.device/commit" || echo "unknown (run scripts/gpu-prep.sh)"), steps: $*"
     } >"$batch/log"
     setsid bash "$0" _run "$@" >>"$batch/log" 2>&1 </dev/null &
+    echo $! >"$batch/pid"
     shift $#
     set -- wait
     ;&
