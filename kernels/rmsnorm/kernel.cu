@@ -248,46 +248,13 @@ static bool contiguous(const EvkTensor* t) {
 }
 // ---- end of the row toolkit ----
 
-// n values of a per-column vector (weight, bias) of N elements from j on: one pack when n == V
-// and the address allows; a 16-byte pack whose address is off its boundary (a row's packs and
-// the vector's differ; the odd shapes' rows, seven in eight for bf16) from the two aligned
-// packs around it, where both lie inside the vector; else one by one.
-template <int SB>  // the pack's bytes from SB on, out of the 32 from an aligned pack's start
-__device__ __forceinline__ uint4 shifted(const uint4& lo, const uint4& hi) {
-  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  uint32_t o[4];
-  #pragma unroll
-  for (int k = 0; k < 4; ++k)
-    o[k] = SB % 4 == 0 ? w[SB / 4 + k] : __funnelshift_r(w[SB / 4 + k], w[SB / 4 + k + 1], 8 * (SB % 4));
-  return make_uint4(o[0], o[1], o[2], o[3]);
-}
+// n values of a per-column vector (weight, bias) from j on: one pack when n == V and the
+// address allows, else one by one.
 template <int V, int n>
-__device__ __forceinline__ void load_cols(const E* __restrict__ p, int64_t j, int64_t N, float* out) {
+__device__ __forceinline__ void load_cols(const E* __restrict__ p, int64_t j, float* out) {
   if constexpr (n == V && V > 1) {
-    const int off = (int)(reinterpret_cast<uintptr_t>(p + j) % (sizeof(E) * V));  // bytes
-    Pack<E, V> v;
-    bool got = off == 0;
-    if (got) v = *reinterpret_cast<const Pack<E, V>*>(p + j);
-    if constexpr (sizeof(E) * V == 16) {
-      const int64_t s = off / (int)sizeof(E);  // elements past the boundary
-      if (!got && off % sizeof(E) == 0 && j >= s && j - s + 2 * V <= N) {
-        const uint4* q = reinterpret_cast<const uint4*>(p + j - s);
-        const uint4 lo = q[0], hi = q[1];
-        uint4 u;
-        switch (off) {  // the same for every pack of a row: no divergence within its group
-          case 2: u = shifted<2>(lo, hi); break;
-          case 4: u = shifted<4>(lo, hi); break;
-          case 6: u = shifted<6>(lo, hi); break;
-          case 8: u = shifted<8>(lo, hi); break;
-          case 10: u = shifted<10>(lo, hi); break;
-          case 12: u = shifted<12>(lo, hi); break;
-          default: u = shifted<14>(lo, hi); break;
-        }
-        v = *reinterpret_cast<const Pack<E, V>*>(&u);
-        got = true;
-      }
-    }
-    if (got) {
+    if (reinterpret_cast<uintptr_t>(p + j) % (sizeof(E) * V) == 0) {
+      const Pack<E, V> v = *reinterpret_cast<const Pack<E, V>*>(p + j);
       #pragma unroll
       for (int e = 0; e < V; ++e) out[e] = to_f(v.e[e]);
       return;
@@ -320,7 +287,7 @@ rmsnorm_rows(const E* __restrict__ x, const E* __restrict__ w, E* __restrict__ y
   rw.each([&](auto n, const float* a, int64_t j) {
     constexpr int cnt = decltype(n)::value;
     float wv[cnt], o[cnt];
-    load_cols<V, cnt>(w, j, N, wv);
+    load_cols<V, cnt>(w, j, wv);
     #pragma unroll
     for (int e = 0; e < cnt; ++e) o[e] = a[e] * rs * wv[e];
     store<E, V, cnt>(yr, j, o);
