@@ -25,6 +25,7 @@ import { createLimit } from "../../runner/src/util/limit.js";
 import { repo, runCli } from "../helpers/cli.js";
 import { inCi } from "../helpers/python.js";
 import { context, evaluation, individual, timing } from "./helpers.js";
+import { stepWithinConstraints } from "../helpers/tunables.js";
 
 // the first built-in softmax (one knob, BLOCK_SIZE): kernels/softmax is a template now
 const softmax = readFileSync(
@@ -330,14 +331,12 @@ describe.skipIf(nvcc === null && !inCi)("shape-keyed kernels compile (nvcc -cubi
       const task = JSON.parse(readFileSync(join(repo, "kernels", name, "task.json"), "utf8")) as {
         kernel: string;
         tunables?: Record<string, (string | number)[]>;
+        constraints?: string[];
       };
       const source = readFileSync(join(repo, "kernels", name, task.kernel), "utf8");
       const tunables = detectTunables(source, task.tunables ?? {});
       if (entryOf(source) === null || tunables.length === 0) return;
-      const moved = tunables.map((t) => {
-        const at = t.values.indexOf(t.current);
-        return t.values[at > 0 ? at - 1 : at + 1] ?? t.current;
-      });
+      const moved = stepWithinConstraints(tunables, task.constraints);
       const rule = { row: 2048, size: null };
       const kept = classesOf(rule, [
         { name: "short", shapes: [[4096, 1024]] },

@@ -19,6 +19,7 @@ import { createLimit } from "../../runner/src/util/limit.js";
 import { repo } from "../helpers/cli.js";
 import { inCi } from "../helpers/python.js";
 import { context, evaluation, individual } from "./helpers.js";
+import { stepWithinConstraints } from "../helpers/tunables.js";
 
 // the first built-in softmax (one knob, BLOCK_SIZE): kernels/softmax is a template now
 const softmax = readFileSync(
@@ -364,15 +365,14 @@ describe.skipIf(nvcc === null && !inCi)("tuned kernels still compile (nvcc, sm_9
       const task = JSON.parse(readFileSync(join(repo, "kernels", name, "task.json"), "utf8")) as {
         kernel: string;
         tunables?: Record<string, (string | number)[]>;
+        constraints?: string[];
       };
       const source = readFileSync(join(repo, "kernels", name, task.kernel), "utf8");
       if (source.includes("PYBIND11_MODULE")) return;
       const tunables = detectTunables(source, task.tunables ?? {});
-      // One step down where there is one (up otherwise): every dimension moves at once.
-      const choice = tunables.map((t) => {
-        const at = t.values.indexOf(t.current);
-        return t.values[at > 0 ? at - 1 : at + 1] ?? t.current;
-      });
+      // One step down where there is one (up otherwise): every dimension moves at once, as far
+      // as the task's constraints allow.
+      const choice = stepWithinConstraints(tunables, task.constraints);
       const applied = applyTunables(source, tunables, choice);
       expect(applied.source).not.toBe(source);
       const file = join(out, `${name}.cu`);
