@@ -306,12 +306,12 @@ template <int n>
 __device__ __forceinline__ void copy_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(n)); }
 
 // Rows [r0, r0 + R) x columns [k0, k0 + BK) of a row-major [rows, K] matrix into tile[row][k]
-// by cp.async, zero outside the matrix
-template <int R, bool VEC>
+// by cp.async, zero outside the matrix (LOADS groups a thread, as fetch)
+template <int R, int LOADS, bool VEC>
 __device__ __forceinline__ void copy_tile(float* tile, const float* __restrict__ src, int64_t rows,
                                           int64_t K, int64_t r0, int64_t k0) {
 #pragma unroll
-  for (int l = 0; l < (R * kGroupsPerRow + THREADS - 1) / THREADS; ++l) {
+  for (int l = 0; l < LOADS; ++l) {
     const int idx = threadIdx.x + l * THREADS;
     if (idx >= R * kGroupsPerRow) break;
     const int64_t r = r0 + idx / kGroupsPerRow, k = k0 + (idx % kGroupsPerRow) * 4;
@@ -410,8 +410,8 @@ gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
     for (int s = 0; s < STAGES - 1; ++s) {
       if (s < tiles) {
         float* buf = smem + s * kBufFloats;
-        copy_tile<BM, VEC>(buf, A, M, K, m0, (int64_t)s * BK);
-        copy_tile<BN, VEC>(buf + BM * kLD, W, N, K, n0, (int64_t)s * BK);
+        copy_tile<BM, kLoadsA, VEC>(buf, A, M, K, m0, (int64_t)s * BK);
+        copy_tile<BN, kLoadsW, VEC>(buf + BM * kLD, W, N, K, n0, (int64_t)s * BK);
       }
       copy_commit();
     }
@@ -423,8 +423,8 @@ gemm_bias_relu(const float* __restrict__ A, const float* __restrict__ W,
       const int64_t ahead = tile + STAGES - 1;
       if (ahead < tiles) {
         float* buf = smem + (int)(ahead % STAGES) * kBufFloats;
-        copy_tile<BM, VEC>(buf, A, M, K, m0, ahead * BK);
-        copy_tile<BN, VEC>(buf + BM * kLD, W, N, K, n0, ahead * BK);
+        copy_tile<BM, kLoadsA, VEC>(buf, A, M, K, m0, ahead * BK);
+        copy_tile<BN, kLoadsW, VEC>(buf + BM * kLD, W, N, K, n0, ahead * BK);
       }
       copy_commit();
       const float* As = smem + (int)(tile % STAGES) * kBufFloats;

@@ -2,7 +2,9 @@
 floor from the FMA rate alone would call an honest tensor-core gemm below-floor."""
 
 import unittest
+from unittest import mock
 
+from evokernel_harness import roofline
 from evokernel_harness.bench import BELOW_FLOOR
 from evokernel_harness.roofline import floor_ms
 
@@ -32,6 +34,39 @@ class FloorTest(unittest.TestCase):
         self.assertGreaterEqual(1.5, BELOW_FLOOR * floor)
         fma_only = floor_ms(0, 150 * GFLOP, "float32", dict(CEILINGS, tf32x3Tflops=0.0))
         self.assertLess(1.5, BELOW_FLOOR * fma_only)  # what it would have been refused by
+
+
+class CeilingsTest(unittest.TestCase):
+    """The library's matmul rates are timed only where the chip's peak is not known (it is the
+    larger wherever it is): the ceilings come out the same, without the matmuls."""
+
+    def measure(self, peaks):
+        timed = []
+
+        def matmul(dtype):
+            timed.append(dtype)
+            return 40.0
+
+        with (
+            mock.patch.object(roofline, "_copy_bandwidth", return_value=3000.0),
+            mock.patch.object(roofline, "theoretical_peaks", return_value=peaks),
+            mock.patch.object(roofline, "_matmul_tflops", side_effect=matmul),
+        ):
+            return roofline.measure_ceilings("Fake GPU"), timed
+
+    def test_a_known_chip_times_no_matmul(self):
+        ceilings, timed = self.measure({"fp32": 66.9, "tf32": 535.0, "bf16": 1070.0})
+        self.assertEqual(timed, [])
+        self.assertEqual(
+            (ceilings["fp32Tflops"], ceilings["bf16Tflops"], ceilings["tf32x3Tflops"]), (66.9, 1070.0, 535.0 / 3)
+        )
+
+    def test_an_unknown_chip_times_each_rate(self):
+        ceilings, timed = self.measure({})
+        self.assertEqual(len(timed), 3)
+        self.assertEqual(
+            (ceilings["fp32Tflops"], ceilings["bf16Tflops"], ceilings["tf32x3Tflops"]), (40.0, 40.0, 40.0 / 3)
+        )
 
 
 if __name__ == "__main__":
