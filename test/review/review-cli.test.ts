@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { reviewResultSchema } from "../../src/shared/review.js";
 import { jobSpecSchema } from "../../src/shared/job.js";
 import { runCli } from "../helpers/cli.js";
+import { python, skipWithoutPython } from "../helpers/python.js";
 
 const fixture = fileURLToPath(new URL("../fixtures/tasks/small_softmax", import.meta.url));
 const fakeGpu = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
@@ -146,6 +147,45 @@ describe("evokernel review", () => {
         "1 wrong: small_softmax is wrong on 8192x8192: its output differs from the reference (mismatch)",
     });
   });
+
+  // Every failure says what failed: the stage, the exception, the output's tail (H200,
+  // 2026-11-28: every review said only "the harness failed (exit 4)").
+  it.each([
+    ["static", "static check"],
+    ["verify", "verification"],
+    ["bench", "timing"],
+  ])(
+    "a harness that fails in %s: the comment, the check run and --json say where and why",
+    async (stage, name) => {
+      const secret = "s3cret-value-of-the-runner";
+      await setKernel(`fake-harness: fail-in=${stage} fake-harness: print=${secret}`);
+      await commit(`a kernel the harness fails on in ${stage}`);
+      const run = await review(["--json"], { ...env, GITHUB_TOKEN: secret });
+      expect(run.exitCode, run.stderr).toBe(1);
+      const cause = "PermissionError: [Errno 13] Permission denied";
+      const comment = await readFile(join(out, "comment.md"), "utf8");
+      expect(comment).toContain(`${name}: the harness failed (exit 4): ${cause}`);
+      expect(comment).toContain("Traceback (most recent call last)");
+      const checkRun = JSON.parse(await readFile(join(out, "check-run.json"), "utf8")) as {
+        summary: string;
+        text?: string;
+      };
+      expect(checkRun.summary).toContain(`${name}: the harness failed (exit 4)`);
+      expect(checkRun.text).toContain("<details><summary>What failed");
+      expect(checkRun.text).toContain("Traceback (most recent call last)");
+      const result = reviewResultSchema.parse(JSON.parse(run.stdout));
+      expect(result.tasks[0]?.status).toBe("error");
+      expect(result.tasks[0]?.verification?.message).toContain(cause);
+      expect(result.tasks[0]?.verification?.message).toContain("Traceback");
+      // the runner's log line for the stage names the cause too
+      expect(run.stderr).toContain(cause);
+      // a secret of the runner's never reaches what is posted
+      for (const text of [comment, JSON.stringify(checkRun), run.stdout, run.stderr]) {
+        expect(text).not.toContain(secret);
+      }
+      expect(comment).toContain("[redacted]");
+    },
+  );
 
   it("a task moved: the old one removed, the new one checked with nothing to compare", async () => {
     await git("mv", "kernels/small_softmax", "kernels/softmax_v2");
@@ -299,3 +339,25 @@ describe("evokernel job", () => {
     expect(lacking.stderr).toContain("fetch-depth: 0");
   });
 });
+
+// The path every pull request takes, inside the sandbox: the job's checkout is a temporary
+// folder (0700, the runner's), which the sandbox's user could not read, so every kernel of
+// every review failed with "the harness failed (exit 4)" on the H200 (2026-11-28) while
+// `verify` of the same task passed. Here the real harness starts in the sandbox on the CPU:
+// the review gets as far as asking for a GPU, not stopped by the checkout's permissions.
+describe.skipIf(skipWithoutPython || process.getuid?.() !== 0)(
+  "evokernel review in the sandbox, as root",
+  () => {
+    it("lets the sandbox's user read the job's checkout", async () => {
+      await setKernel("speed=0.5");
+      await commit("a faster kernel");
+      const sandboxed: Record<string, string> = { ...env, EVOKERNEL_SANDBOX: "on" };
+      delete sandboxed["EVOKERNEL_PYTHON"]; // the real harness (the stand-in is no Python)
+      if (python !== null) sandboxed["EVOKERNEL_PYTHON"] = python;
+      const run = await review([], sandboxed);
+      expect(run.stderr).not.toContain("cannot read");
+      expect(run.stderr).toContain("no CUDA GPU");
+      expect(run.exitCode, run.stderr).toBe(3);
+    }, 300_000);
+  },
+);

@@ -13,7 +13,7 @@ import { packageVersion } from "../paths.js";
 import { optimizeHead, type Optimizer } from "./optimize-head.js";
 import { planJob, type Plan } from "./plan.js";
 import { needsGpu, quietReview, reviewTask } from "./review-task.js";
-import { allowRead, sandboxMode } from "../sandbox/sandbox.js";
+import { allowRead, sandboxMode, shareWithSandbox } from "../sandbox/sandbox.js";
 import { makeFolder, makeTempFolder, removeAll } from "../workspace/files.js";
 
 export const DEFAULT_THRESHOLD = 3;
@@ -31,7 +31,7 @@ export type JobOptions = {
 
 export async function runJob(spec: JobSpec, options: JobOptions): Promise<ReviewResult> {
   const startedAt = new Date().toISOString();
-  const work = await makeTempFolder("evokernel-job-");
+  const work = await makeJobFolder();
   try {
     const plan = await planJob(options.git, spec, work);
     // The tasks as checked out, and the search's candidates beside them: read-only inside.
@@ -98,6 +98,16 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
   } finally {
     await removeAll(work);
   }
+}
+
+/**
+ * The job's folder (the two commits' task files, the search's candidates): a temporary folder,
+ * which is 0700 and the runner's, shared with the sandbox's user, which reads it.
+ */
+export async function makeJobFolder(): Promise<string> {
+  const work = await makeTempFolder("evokernel-job-");
+  shareWithSandbox(work);
+  return work;
 }
 
 /** The device of a job that ran nothing on one. */

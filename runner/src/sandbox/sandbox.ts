@@ -10,6 +10,7 @@
 // app's files. Its environment is the allowlist of exec.ts. EVOKERNEL_SANDBOX=off runs without
 // it: only an operator says so, and every report then says that it ran unsandboxed.
 import {
+  chmodSync,
   chownSync,
   existsSync,
   mkdirSync,
@@ -17,6 +18,7 @@ import {
   readdirSync,
   realpathSync,
   rmSync,
+  statSync,
 } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -76,8 +78,44 @@ export function allowRead(path: string): void {
         "allow a command's tasks and candidates before its session opens",
     );
   }
+  if (sandboxMode() === "namespaces") requireSandboxCanRead(path, target);
   view.readOnly.add(target);
   if (resolve(path) !== target) links.set(resolve(path), target);
+}
+
+/**
+ * Inside, a folder the sandbox is shown keeps its owner and mode, and its parents are not
+ * there: the sandbox's user needs read (and, for a folder, search) permission on the path
+ * itself. A temporary folder is 0700 and root's: shown as it was, every harness child failed
+ * to read the job's checkout ("the harness failed (exit 4)", H200, 2026-11-28). Said here, with
+ * what to change, rather than as a PermissionError from inside.
+ */
+function requireSandboxCanRead(path: string, target: string): void {
+  const user = sandboxUser();
+  if (user === null) return; // unprivileged: inside, the runner's own user (mapped to root)
+  const info = statSync(target);
+  const need = info.isDirectory() ? 5 : 4; // r-x for a folder, r-- for a file
+  const bits =
+    info.uid === user.uid ? info.mode >> 6 : info.gid === user.gid ? info.mode >> 3 : info.mode;
+  if ((bits & need) === need) return;
+  const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+  throw new EnvironmentError(
+    `the sandbox's user (uid ${user.uid}) cannot read ${path} (mode ${mode}, owner uid ${info.uid}, ` +
+      `group ${info.gid}), which a command showed it: make it readable by others ` +
+      `(chmod o+r${info.isDirectory() ? "x" : ""}), or move the task or candidate to a folder that is`,
+  );
+}
+
+/**
+ * A folder the runner made for the sandbox to read (a job's checkout): its group becomes the
+ * sandbox user's, with read and search for the group and nothing for others (mode 0750). Inside
+ * it is read-only whatever its mode (allowRead binds it so).
+ */
+export function shareWithSandbox(path: string): void {
+  const user = sandboxUser();
+  if (user === null) return;
+  chownSync(path, process.getuid?.() ?? 0, user.gid);
+  chmodSync(path, 0o750);
 }
 
 /** Whether `target` (a real path) is inside what every sandbox shows. */
