@@ -370,15 +370,32 @@ async function runStep<T extends StepRecord>(
   return { record, seconds };
 }
 
+/**
+ * A step's outcome in a few words for a progress line; where the harness itself failed, with
+ * what failed (the stage and the exception or signal), never a bare code.
+ */
 function describeRecord(record: StepRecord): string {
   if (record.kind === "static") {
-    return record.ok ? record.format : record.findings.map((finding) => finding.code).join(", ");
+    if (record.ok) return record.format;
+    const codes = record.findings.map((finding) => finding.code).join(", ");
+    return staticFailure(record) === null
+      ? codes
+      : withCause(codes, record.findings[0]?.message ?? "");
   }
   if (record.kind === "build") {
     return record.ok ? `${record.format}${record.cached ? ", cached" : ""}` : "compile error";
   }
-  if (record.kind === "verify") return record.reason ?? record.status;
-  return record.reason ?? "timed";
+  const code = record.reason ?? (record.kind === "verify" ? record.status : "timed");
+  return HARNESS_FAILURES.has(code) ? withCause(code, record.message) : code;
+}
+
+/** The statuses that mean the harness's run ended badly (not a verdict on the candidate). */
+const HARNESS_FAILURES: ReadonlySet<string> = new Set(["error", "crash", "timeout"]);
+
+function withCause(code: string, message: string): string {
+  const line = message.trim().split("\n")[0] ?? "";
+  if (line === "") return code;
+  return `${code}: ${line.length <= 240 ? line : `${line.slice(0, 239)}…`}`;
 }
 
 const NOT_VERIFIED: Verdict = {

@@ -1,9 +1,9 @@
 // The check run that gates a pull request: failure when a kernel is wrong or slower beyond
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
-import type { ReviewResult } from "../shared/review.js";
+import type { ReviewResult, TaskReview } from "../shared/review.js";
 import { summaryLine } from "./comment.js";
-import { mdText } from "./escape.js";
+import { codeBlock, mdText } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
 import { renderTaskTable } from "./table.js";
 
@@ -46,13 +46,29 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
         ]
       : [];
   const summary = clip([...lines, "", rule, ...unsandboxed].join("\n"));
-  const tables = ranked
-    .filter(({ task }) => task.timings.length > 0)
-    .map(({ task }) => `### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`);
+  const tables = ranked.flatMap(({ task }) => {
+    if (task.timings.length > 0) {
+      return [`### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`];
+    }
+    const failed = whatFailed(task);
+    return failed === null ? [] : [`### ${mdText(task.task.name)}\n\n${failed}`];
+  });
   const text = tables.length === 0 ? undefined : clip(tables.join("\n\n"));
   return text === undefined
     ? { conclusion, title: clipTitle(title), summary }
     : { conclusion, title: clipTitle(title), summary, text };
+}
+
+/**
+ * Where a task stopped before any timing (the static check, the build, the harness itself):
+ * the failure's message and its output's tail, collapsed.
+ */
+function whatFailed(task: TaskReview): string | null {
+  const verification = task.verification;
+  if (verification === null || verification.ok) return null;
+  const message = verification.message.trim();
+  if (message === "") return null;
+  return `<details><summary>What failed (the run's output)</summary>\n\n${codeBlock(message, "")}\n\n</details>`;
 }
 
 function clipTitle(title: string): string {

@@ -245,7 +245,14 @@ function evolvedDiff(result: Result, task: TaskReview): string {
 
 function detailsSection(task: TaskReview): string {
   const verification = task.verification;
-  if (verification === null || verification.configs.length === 0) return "";
+  if (verification === null) return "";
+  if (verification.configs.length === 0) {
+    // nothing ran to a verdict (a build, the static check, the harness itself failed): what failed
+    const message = verification.message.trim();
+    return verification.ok || message === ""
+      ? ""
+      : collapsed("What failed (the run's output)", codeBlock(message, ""));
+  }
   const rows = verification.configs.map(
     (config) =>
       `| ${mdText(config.name)}${config.heldout ? " (held out)" : ""} | ${config.ok ? "✅ passed" : `❌ ${describeReason(config.reason ?? "rejected")}`} | ${config.maxAbs === null ? "—" : formatError(config.maxAbs)} |`,

@@ -82,11 +82,16 @@ function wrongDetail(task: TaskReview, style: Style): string {
   return `${where}: ${reason}`;
 }
 
+/** The statuses whose message's first line says what failed (stage, exception or signal). */
+const HARNESS_FAILURES: ReadonlySet<string> = new Set(["error", "crash", "timeout"]);
+
 function errorDetail(task: TaskReview, style: Style): string {
   const { text } = style;
   const verification = task.verification;
   if (verification === null) return text(firstLine(task.summary));
-  return describeReason(verification.reason ?? verification.status, style);
+  const reason = describeReason(verification.reason ?? verification.status, style);
+  const why = HARNESS_FAILURES.has(verification.status) ? firstLine(verification.message) : "";
+  return why === "" ? reason : `${reason}: ${text(why)}`;
 }
 
 function quietDetail(task: TaskReview, { text }: Style): string {

@@ -39,6 +39,7 @@ const WORDS: Readonly<Partial<Record<Reason, string>>> = {
   "load-error": "it does not load",
   "no-entry-point": "it has no entry point the task can call",
   crash: "it crashed",
+  error: "the harness failed",
   timeout: "it ran out of time",
   "reference-error": "the task's reference fails",
   "task-invalid": "the task is invalid",

@@ -10,7 +10,9 @@
 // `fake-harness: static=CODE` (a static finding), `fake-harness: compile-error`,
 // `fake-harness: verify=REASON` (rejected, on the quick check too), `fake-harness:
 // crash-in=STAGE` (the child dies by a signal in quick, verify or bench, whether that stage
-// runs alone or in `evaluate`). Bench records carry a profile naming the source's first
+// runs alone or in `evaluate`), `fake-harness: fail-in=STAGE` (the harness itself fails there
+// as the real one does: a Python traceback on stderr, exit 4; `fake-harness: print=WORD`
+// puts WORD in that output, for the tests of redaction). Bench records carry a profile naming the source's first
 // __global__ function. `evaluate` writes the quick, verify and bench records to their own
 // files and stops after the first that is not ok.
 import { createHash } from "node:crypto";
@@ -256,7 +258,20 @@ function stageOf(request) {
   return request.command;
 }
 
-/** Runs one typed request; says how it ended when not normally ({ signal }). */
+/** The traceback the real harness prints when it fails (commands/__init__.py: exit 4). */
+function failure(request) {
+  const said = marked(request.candidate, "print");
+  return [
+    "Traceback (most recent call last):",
+    '  File "/opt/evokernel/runner/harness/evokernel_harness/commands/__init__.py", line 50, in run',
+    "    record = COMMANDS[args.command](args)",
+    ...(typeof said === "string" ? [`  the job's value: ${said}`] : []),
+    `PermissionError: [Errno 13] Permission denied: '${request.task ?? request.candidate}'`,
+    "",
+  ].join("\n");
+}
+
+/** Runs one typed request; says how it ended when not normally ({ signal } or { exit, log }). */
 function run(request) {
   // EVOKERNEL_FAKE_CALLS=FILE: each request's command and where it ran ("serve --cpu": the
   // CPU fork server, "serve": the GPU one, "request": a process of its own), a line each
@@ -273,6 +288,7 @@ function run(request) {
     appendFileSync(taskLog, `${JSON.stringify(line)}\n`);
   }
   const crashIn = marked(request.candidate, "crash-in");
+  const failIn = marked(request.candidate, "fail-in");
   if (request.command === "evaluate") {
     const stages = [
       ["quick", () => COMMANDS.verify({ ...request, command: "verify", quick: true })],
@@ -281,6 +297,7 @@ function run(request) {
     ];
     for (const [stage, make] of stages) {
       if (crashIn === stage) return { signal: "SIGSEGV" };
+      if (failIn === stage) return { exit: 4, log: failure(request) };
       const record = make();
       writeFileSync(request[`${stage}Out`], JSON.stringify(record));
       if (!record.ok) break;
@@ -288,6 +305,7 @@ function run(request) {
     return {};
   }
   if (crashIn !== null && crashIn === stageOf(request)) return { signal: "SIGSEGV" };
+  if (failIn !== null && failIn === stageOf(request)) return { exit: 4, log: failure(request) };
   const record = COMMANDS[request.command](request);
   writeFileSync(request.out, JSON.stringify(record));
   return {};
@@ -327,15 +345,15 @@ if (argv[0] === "serve") {
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {
     const request = JSON.parse(line);
-    const { signal } = run(request.request);
+    const { signal, exit, log } = run(request.request);
     const answer = {
       id: request.id,
-      exit: signal === undefined ? 0 : null,
+      exit: signal === undefined ? (exit ?? 0) : null,
       signal: signal ?? null,
       seconds: 0.01,
       timedOut: false,
       memKilled: false,
-      log: "",
+      log: log ?? "",
     };
     console.log(JSON.stringify(answer));
   });
@@ -343,6 +361,11 @@ if (argv[0] === "serve") {
   // the runner sends one typed request (`request JSON`), never flags
   process.stderr.write(`fake harness: not a typed request: ${argv.join(" ")}\n`);
   process.exit(2);
-} else if (run(JSON.parse(argv[1])).signal !== undefined) {
-  process.kill(process.pid, "SIGKILL");
+} else {
+  const ended = run(JSON.parse(argv[1]));
+  if (ended.signal !== undefined) process.kill(process.pid, "SIGKILL");
+  if (ended.exit !== undefined) {
+    process.stderr.write(ended.log);
+    process.exit(ended.exit);
+  }
 }

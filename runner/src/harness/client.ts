@@ -14,7 +14,7 @@ import {
   failedVerify,
   type Failure,
 } from "./failed-records.js";
-import { failureOf, type HarnessRunner } from "./outcome.js";
+import { failureOf, logTail, type HarnessOutcome, type HarnessRunner } from "./outcome.js";
 import { scratchFolder } from "../sandbox/sandbox.js";
 import { parseRecordText } from "./records.js";
 import {
@@ -105,21 +105,42 @@ async function call<T extends z.ZodType>(
   const out = join(dir, `${what}.json`);
   try {
     const outcome = await (options.runner ?? directRunner)({ ...request, out }, timeoutMs);
-    const failure = failureOf(outcome, timeoutMs);
+    const failure = failureOf(outcome, timeoutMs, stageName(what));
     if (failure !== null) return { failure };
     const text = await readText(out).catch(() => null);
     if (text === null) {
-      return {
-        failure: { status: "error", message: "the harness wrote no record", log: outcome.log },
-      };
+      const message = `${stageName(what)}: the harness exited 0 but wrote no record`;
+      return { failure: { status: "error", message, log: logTail(outcome.log) } };
     }
     return { record: parseRecordText(schema, text, what) };
   } catch (error) {
     if (!(error instanceof HarnessError)) throw error;
-    return { failure: { status: "error", message: error.message, log: error.log }, cause: error };
+    return { failure: harnessErrorFailure(stageName(what), error), cause: error };
   } finally {
     await removeAll(dir);
   }
+}
+
+/** What a stage is called where a failure names it. */
+const STAGE_NAMES: Readonly<Record<string, string>> = {
+  static: "static check",
+  "static-context": "static context",
+  task: "task inspection",
+  build: "build",
+  verify: "verification",
+  quick: "quick check",
+  bench: "timing",
+  device: "device query",
+  ceilings: "ceilings measurement",
+};
+
+function stageName(what: string): string {
+  return STAGE_NAMES[what] ?? what;
+}
+
+/** A harness error (a record that does not parse, a server that went away) as a failure. */
+function harnessErrorFailure(stage: string, error: HarnessError): Failure {
+  return { status: "error", message: `${stage}: ${error.message}`, log: logTail(error.log) };
 }
 
 function recordOrThrow<T>(called: Called<T>, what: string): T {
@@ -426,7 +447,7 @@ export async function evaluate(
         take(stage, parseRecordText(schema, text, stage === "bench" ? "bench" : "verify"));
       } catch (error) {
         if (!(error instanceof HarnessError)) throw error;
-        take(stage, failed(stage, { status: "error", message: error.message, log: error.log }));
+        take(stage, failed(stage, harnessErrorFailure(stageName(stage), error)));
       }
     }
   }
@@ -440,24 +461,26 @@ export async function evaluate(
       await Promise.race([running.catch(() => undefined), delay(pollMs)]);
       if (!ended) await collect();
     }
-    let failure: Failure | null;
-    let log = "";
+    let ending: Failure | HarnessOutcome;
     try {
-      const outcome = await running;
-      failure = failureOf(outcome, timeoutMs);
-      log = outcome.log;
+      ending = await running;
     } catch (error) {
       if (!(error instanceof HarnessError)) throw error;
-      failure = { status: "error", message: error.message, log: error.log };
+      ending = { status: "error", message: error.message, log: error.log };
     }
     await collect(); // what the child wrote last, before it ended
     if (!stopped && next < EVALUATE_STAGES.length) {
       // the stage that was running when the child ended wrote nothing: a failed record
       const stage = EVALUATE_STAGES[next] as EvaluateStage;
+      const name = stageName(stage);
+      const failure =
+        "status" in ending
+          ? { ...ending, message: `${name}: ${ending.message}`, log: logTail(ending.log) }
+          : failureOf(ending, timeoutMs, name);
       const none = {
         status: "error" as const,
-        message: `the harness wrote no ${stage} record`,
-        log,
+        message: `${name}: the harness exited 0 but wrote no record`,
+        log: "status" in ending ? "" : logTail(ending.log),
       };
       take(stage, failed(stage, failure ?? none));
     }

@@ -36,7 +36,10 @@ export function staticFailure(record: StaticRecord): Failure["status"] | null {
   return FAILURE_STATUSES.find((status) => code === `harness-${status}`) ?? null;
 }
 
-/** A static check that never ran: one finding, coded harness-<status>. */
+/**
+ * A static check that never ran: one finding, coded harness-<status>, whose message is the
+ * failure's (stage and cause on its first line) with the run's output tail below it.
+ */
 export function failedStatic(failure: Failure): StaticRecord {
   return {
     schema: 1,
@@ -49,7 +52,7 @@ export function failedStatic(failure: Failure): StaticRecord {
         hack: null,
         line: 0,
         text: "",
-        message: failure.message,
+        message: joinLog(failure),
         severity: "reject",
       },
     ],

@@ -98,5 +98,5 @@ function why(message: string): string {
   const lines = message.split("\n").filter((line) => line.trim() !== "");
   const first = (lines[0] ?? "").slice(0, 300);
   const last = lines.length > 1 ? (lines[lines.length - 1] ?? "").trim().slice(0, 300) : "";
-  return last === "" ? first : `${first}: ${last}`;
+  return last === "" || first.includes(last) ? first : `${first}: ${last}`;
 }
