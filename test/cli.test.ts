@@ -1,7 +1,9 @@
 // The CLI as a user meets it: the bundled command spawned with execa. Nothing here needs
 // Python: help, exit codes for usage errors, and `tasks` (schema checks only).
-import { describe, expect, it } from "vitest";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import { gpuPossible } from "../runner/src/gpu/presence.js";
 import { repo, runCli } from "./helpers/cli.js";
 
@@ -169,9 +171,51 @@ describe("usage errors exit 2 and say what to do", () => {
       cwd: join(repo, "runner", "corpus", "correct"),
       env: { EVOKERNEL_SHARED_DATA: "/no/such/evokernel-data" },
     });
+    // the entries without their data are skipped, named, with where they are looked for
+    expect(run.stderr).toMatch(
+      /skipping \d+ entries whose task is not on this machine \(shared:.*kernelbench/,
+    );
+    expect(run.stderr).toContain("under /no/such/evokernel-data (EVOKERNEL_SHARED_DATA)");
+    expect(run.exitCode).toBe(3); // then no GPU
+    // a manifest none of whose tasks is here: exit 3, naming them
+    const only = join(repo, "runner", "corpus", "correct", "manifest.json");
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-selftest-"));
+    const entries = (JSON.parse(await readFile(only, "utf8")) as { task: string }[]).filter(
+      (entry) => entry.task.startsWith("shared:"),
+    );
+    await writeFile(join(dir, "manifest.json"), JSON.stringify(entries));
+    const none = await runCli(["selftest", "--manifest", join(dir, "manifest.json")], {
+      env: { EVOKERNEL_SHARED_DATA: "/no/such/evokernel-data" },
+    });
+    expect(none.exitCode).toBe(3);
+    expect(none.stderr).toMatch(/tasks are not on this machine \(.*kernelbench/);
+    expect(none.stderr).toContain("under /no/such/evokernel-data; set EVOKERNEL_SHARED_DATA");
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("selftest from a tree without the public data: skips those entries, says so, and still runs", async () => {
+    // a fresh clone, a release tree, the runner image: no KernelBench files (issue 32.5)
+    const run = await runCli(["selftest"], {
+      env: { EVOKERNEL_SHARED_DATA: "/no/such/evokernel-data" },
+    });
+    expect(run.stderr).toMatch(/selftest: skipping 2 entries whose task is not on this machine/);
+    expect(run.stderr).toContain("every hack class is still checked by other entries");
+    // what stops it here is the lack of a GPU, not the missing data
+    expect(run.stderr).toContain("no CUDA GPU");
     expect(run.exitCode).toBe(3);
-    expect(run.stderr).toMatch(/tasks are not on this machine \(.*kernelbench/);
-    expect(run.stderr).toContain("under /no/such/evokernel-data; set EVOKERNEL_SHARED_DATA");
+  });
+
+  it("selftest's default manifests check every hack class without the public data", async () => {
+    const { readManifest } = await import("../runner/src/corpus/manifest.js");
+    const entries = [
+      ...(await readManifest(join(repo, "runner/corpus/manifest.json"))),
+      ...(await readManifest(join(repo, "runner/corpus/isolation/manifest.json"))),
+    ];
+    const classes = (list: typeof entries) =>
+      [...new Set(list.map((entry) => entry.hack).filter((hack) => hack !== null))].sort();
+    const own = entries.filter((entry) => !entry.task.startsWith("shared:"));
+    expect(classes(own)).toEqual(classes(entries));
+    expect(classes(entries)).toHaveLength(16);
   });
 
   it("a bad --device", async () => {

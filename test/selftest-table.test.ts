@@ -14,7 +14,7 @@ function row(message: string, met = false): SelftestRow {
   };
 }
 
-const summary = { candidates: 1, met: 0, wallSeconds: 10, candidatesPerMinute: 6 };
+const summary = { candidates: 1, met: 0, skipped: [], wallSeconds: 10, candidatesPerMinute: 6 };
 
 describe("the selftest report's misses", () => {
   it("end with what a harness's failure ended with, not only 'the harness failed'", () => {

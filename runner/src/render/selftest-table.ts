@@ -29,6 +29,8 @@ export type SelftestRow = {
 export type SelftestSummary = {
   candidates: number;
   met: number;
+  /** Entries not run: their task (public data) is not on this machine. */
+  skipped: readonly string[];
   wallSeconds: number;
   candidatesPerMinute: number;
 };
@@ -86,6 +88,11 @@ export function renderSelftest(rows: readonly SelftestRow[], summary: SelftestSu
     "",
     `${summary.met} / ${summary.candidates} as expected in ${s(summary.wallSeconds)} s: ` +
       `${summary.candidatesPerMinute.toFixed(1)} candidates per minute`,
+    ...(summary.skipped.length === 0
+      ? []
+      : [
+          `skipped ${summary.skipped.length} (their task's public data is not on this machine: EVOKERNEL_SHARED_DATA): ${summary.skipped.join(", ")}`,
+        ]),
     ...misses,
   ].join("\n");
 }
