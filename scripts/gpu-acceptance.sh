@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# The GPU acceptance run: every path a user takes, on a GPU machine, from the bundles alone
+# (no npm, no node_modules), inside the sandbox, each path's outcome checked (not only its exit
+# code). Run it whenever runner, harness, app or kernel code changed, before the change is
+# handed in; its summary (one line a path, the commit and the GPU) goes to docs/RESULTS.md.
+#
+#   npm run bundle                      # here: dist/evokernel.mjs and dist/app.mjs
+#   bash scripts/gpu-acceptance.sh      # there, with node on PATH; OUT=DIR for the files
+#
+# Public tasks (a KernelBench problem, a robust-kbench task) are read under
+# $EVOKERNEL_SHARED_DATA (kernelbench/…, robust-kbench/…); where they are absent those paths
+# are skipped and said. Paths run in four lanes at once (builds overlap; GPU work takes turns
+# through the machine-wide GPU lock). Exit 0 when every path met its expectation.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-/tmp/evk-acceptance}/acceptance
+mkdir -p "$out"
+cli="$root/dist/evokernel.mjs"
+for file in "$cli" "$root/dist/app.mjs"; do
+  [ -f "$file" ] || { echo "gpu-acceptance: $file is missing: run \`npm run bundle\` and bring dist/ along" >&2; exit 2; }
+done
+command -v node >/dev/null || { echo "gpu-acceptance: no node on PATH" >&2; exit 2; }
+py=${EVOKERNEL_PYTHON:-python3}
+export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-$(mktemp -d /tmp/evk-acceptance-cache-XXXX)}
+export PYTHONUNBUFFERED=1
+data=${EVOKERNEL_SHARED_DATA:-$root/../shared/data}
+evk() { node "$cli" "$@"; }
+summary="$out/summary.txt"
+: >"$summary"
+
+# One path: NAME, then the command; its output goes to NAME.log, its line to the summary. The
+# command's own checks decide (a function returning non-zero fails the path).
+path() {
+  local name=$1 start code
+  shift
+  start=$(date +%s)
+  ("$@") >"$out/$name.log" 2>&1
+  code=$?
+  local took=$(($(date +%s) - start))
+  local verdict=PASS
+  [ "$code" -eq 0 ] || verdict=FAIL
+  [ "$code" -eq 77 ] && verdict=SKIP
+  local said
+  said=$(grep -a '^ACCEPT: ' "$out/$name.log" | tail -n 1 | cut -c9-)
+  printf '%-4s %-22s %4ss  %s\n' "$verdict" "$name" "$took" "${said:-exit $code}" | tee -a "$summary"
+}
+
+# JSON.parse the file and evaluate an expression over it (`r`); prints ACCEPT: with the
+# expression's string, exit 1 when it is falsy.
+check() { # FILE EXPRESSION [WHAT]
+  node -e '
+    const fs = require("fs");
+    const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const v = eval(process.argv[2]);
+    console.log("ACCEPT: " + (process.argv[3] || "") + " " + (typeof v === "string" ? v : JSON.stringify(v)));
+    process.exit(v ? 0 : 1);
+  ' "$@"
+}
+
+need_data() { # PATH...: skip (77) when the public data is absent
+  local p
+  for p in "$@"; do
+    [ -e "$data/$p" ] || { echo "ACCEPT: skipped: $data/$p is not on this machine (EVOKERNEL_SHARED_DATA)"; exit 77; }
+  done
+}
+
+# ---- the paths ------------------------------------------------------------------------
+readme() { # the README's main command: verify the softmax kernel, then time it
+  evk bench softmax --json >"$out/readme.json" || return 1
+  check "$out/readme.json" 'r.candidate.ok && r.candidate.bench.configs.length > 0 && `verified, timed on ${r.candidate.bench.configs.length} configurations, ${r.device.device.name}`'
+}
+
+verify_builtin() {
+  evk verify layernorm --json >"$out/verify-layernorm.json" || return 1
+  check "$out/verify-layernorm.json" 'r.candidates[0].ok && r.candidates[0].verify.configs.length >= 5 && `${r.candidates[0].status} on ${r.candidates[0].verify.configs.length} configurations`'
+}
+
+optimize_tuner() {
+  local dir
+  dir=$(mktemp -d)
+  (cd "$dir" && evk optimize rmsnorm --proposer tuner --candidates 8 --minutes 4 --seed 1 --json --out "$dir/out") >"$out/optimize.json"
+  local code=$?
+  [ "$code" -le 1 ] || return 1 # 0 a win, 1 none: both honest outcomes
+  check "$out/optimize.json" 'r.kind === "optimize" && r.search.evaluated > 0 && `exit '"$code"': ${r.search.evaluated} evaluated, ${r.search.passed} passed; ${r.win ? "win " + r.speedup.lowerBound.toFixed(2) + "x (lower bound)" : "no win"}: ${r.verdict}`'
+}
+
+kernelbench() {
+  need_data kernelbench/KernelBench/level1/23_Softmax.py
+  local task="$data/kernelbench/KernelBench/level1/23_Softmax.py"
+  local cand="$root/test/fixtures/acceptance/kb_23_softmax_triton.py"
+  evk verify "$task" --candidate "$cand" --json >"$out/kb-verify.json" || return 1
+  check "$out/kb-verify.json" 'r.candidates[0].ok' "verify:" || return 1
+  evk bench "$task" --candidate "$cand" --json >"$out/kb-bench.json" || return 1
+  check "$out/kb-bench.json" 'r.candidate.ok && `verified and timed on ${r.candidate.bench.configs.length} configurations`'
+}
+
+robust_kbench() { # a forward task and a backward task, verified and timed
+  need_data robust-kbench/tasks/mnist_cross_entropy/func_forward.py
+  local task="$data/robust-kbench/tasks/mnist_cross_entropy"
+  local fwd="$root/runner/corpus/correct/mnist_cross_entropy/21_torch_ext_mean_loss_shape_1.cu"
+  local bwd="$root/runner/corpus/correct/mnist_cross_entropy/03_torch_ext_scalar_grad_int64_targets.cu"
+  evk verify "$task" --candidate "$fwd" --json >"$out/rkb-fwd-verify.json" &
+  evk verify "$task#backward" --candidate "$bwd" --json >"$out/rkb-bwd-verify.json" &
+  wait
+  check "$out/rkb-fwd-verify.json" 'r.candidates[0].ok' "forward verify:" || return 1
+  check "$out/rkb-bwd-verify.json" 'r.candidates[0].ok' "backward verify:" || return 1
+  evk bench "$task" --candidate "$fwd" --json >"$out/rkb-fwd-bench.json" || return 1
+  evk bench "$task#backward" --candidate "$bwd" --json >"$out/rkb-bwd-bench.json" || return 1
+  check "$out/rkb-bwd-bench.json" 'r.candidate.ok && `forward and backward verified and timed`'
+}
+
+# A checkout whose PR makes one kernel faster, one slower and one wrong (test/fixtures/e2e-pr).
+fixtures="$out/pr-kernels"
+bash "$root/test/fixtures/e2e-pr/make.sh" "$fixtures" >/dev/null || exit 2
+changes=(
+  "kernels/layernorm/kernel.cu=$fixtures/layernorm_faster.cu"
+  "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu"
+  "kernels/row_sum/kernel.cu=$fixtures/row_sum_wrong.cu"
+)
+
+review() {
+  local repo
+  repo=$(mktemp -d)/repo
+  mkdir -p "$repo" && cd "$repo" || return 1
+  git init -q -b main && cp -r "$root/kernels" . && git add -A &&
+    git -c user.name=a -c user.email=a@invalid commit -qm base && git checkout -qb pr || return 1
+  local change
+  for change in "${changes[@]}"; do cp "${change#*=}" "${change%%=*}"; done
+  git -c user.name=a -c user.email=a@invalid commit -qam "one faster, one slower, one wrong" || return 1
+  evk review --base main --out "$out/review" --json >"$out/review.json"
+  [ $? -eq 1 ] || { echo "ACCEPT: expected exit 1 (a wrong and a slower kernel)"; return 1; }
+  check "$out/review.json" '
+    const t = (n) => r.tasks.find((x) => x.task.name === n);
+    const ok = t("softmax")?.status === "passed" && t("softmax").regression
+      && t("row_sum")?.status === "wrong" && t("row_sum").verification?.reason === "mismatch"
+      && t("layernorm")?.status === "passed" && !t("layernorm").regression;
+    ok && `softmax regression ${t("softmax").speedup?.median?.toFixed(2)}x, row_sum wrong (mismatch), layernorm ${t("layernorm").improvement ? "improvement" : "same"} ${t("layernorm").speedup?.median?.toFixed(2)}x`'
+}
+
+app_e2e() { # the app end to end: the PR's bench comment, then an optimizing review
+  local args=()
+  local change
+  for change in "${changes[@]}"; do args+=(--change "$change"); done
+  node "$root/scripts/e2e-local.mjs" --out "$out/e2e-bench" --timeout-min 6 "${args[@]}" || return 1
+  check "$out/e2e-bench/check-runs.json" '
+    const run = r.find((x) => x.status === "completed");
+    run && run.conclusion === "failure" && /wrong/.test(run.output.title) && /slower|regression/.test(run.output.title)
+      && `check run ${run.conclusion}: ${run.output.title}`' || return 1
+  grep -q "row_sum" "$out/e2e-bench/comment.md" || { echo "ACCEPT: the comment does not name row_sum"; return 1; }
+  node "$root/scripts/e2e-local.mjs" --out "$out/e2e-optimize" --timeout-min 8 \
+    --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 8\n  minutes: 4\n' \
+    --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" || return 1
+  check "$out/e2e-optimize/check-runs.json" '
+    const run = r.find((x) => x.status === "completed"); run && `check run ${run.conclusion}: ${run.output.title}`' || return 1
+  # the suggestion, applied, verifies: take the evolved kernel from the job's result
+  local result
+  result=$(find "$out/e2e-optimize/job" -name '*.json' -newer "$fixtures/softmax_slower.cu" | xargs grep -l '"suggestion"' | head -n 1)
+  [ -n "$result" ] || { echo "ACCEPT: no job result with a suggestion field"; return 1; }
+  node -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const t = (r.tasks ?? []).find((x) => x.suggestion);
+    if (!t) { console.log("ACCEPT: no suggestion (the search found no win)"); process.exit(3); }
+    require("fs").writeFileSync(process.argv[2], t.suggestion.after);
+  ' "$result" "$out/suggested.cu"
+  case $? in
+    3) return 0 ;;
+    0) ;;
+    *) return 1 ;;
+  esac
+  evk verify softmax --candidate "$out/suggested.cu" --heldout --json >"$out/suggested-verify.json" || return 1
+  check "$out/suggested-verify.json" 'r.candidates[0].ok && "the suggested kernel verifies, held-out configurations included"'
+}
+
+action() { # the Action's steps from a release tree, no npm
+  OUT="$out" bash "$root/scripts/gpu-action.sh" softmax || return 1
+  check "$out/action/result.json" 'r.candidate.ok && r.candidate.bench.configs.length > 0 && "the Action benched softmax from the release tree, no npm called"'
+}
+
+selftest() {
+  evk selftest --json >"$out/selftest.json"
+  local code=$?
+  check "$out/selftest.json" '`${r.summary.met} / ${r.summary.candidates} as expected, ${r.summary.skipped.length} skipped, ${r.summary.candidatesPerMinute.toFixed(1)} a minute`' >/dev/null
+  check "$out/selftest.json" 'r.summary.met === r.summary.candidates && `${r.summary.met} / ${r.summary.candidates} as expected, ${r.summary.skipped.length} skipped`' && [ "$code" -eq 0 ]
+}
+
+# ---- the run ----------------------------------------------------------------------------
+{
+  echo "evokernel acceptance run: $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo "${EVOKERNEL_COMMIT:-unknown}") on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $(date -u +%Y-%m-%dT%H:%MZ)"
+  "$py" -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}")' 2>/dev/null
+} | tee -a "$summary"
+started=$(date +%s)
+(path readme readme; path verify-builtin verify_builtin; path optimize-tuner optimize_tuner) &
+(path kernelbench kernelbench; path robust-kbench robust_kbench) &
+(path review review; path app-e2e app_e2e) &
+(path selftest selftest; path action action) &
+wait
+echo "acceptance: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed, $(grep -c '^SKIP' "$summary") skipped in $(($(date +%s) - started)) s" | tee -a "$summary"
+! grep -q '^FAIL' "$summary"
