@@ -1,8 +1,10 @@
 """Did the candidate's own kernel do the work? (hack 12: a candidate that quietly calls PyTorch.)
 
 The profiler sees the GPU kernels of one call of the candidate and of the reference, on
-every visible configuration. Each candidate kernel is one of: its own (a __global__ or
-@triton.jit it defines), a vendor library's (cuBLAS, cuDNN, CUTLASS, cuFFT: a GEMM through
+every visible configuration. Each candidate kernel is one of: its own (its name is exactly
+that of a function in what the candidate built, mangled or demangled: kernel_symbols.py;
+never a name of PyTorch's or a library's, whatever the candidate calls its kernels), a vendor
+library's (cuBLAS, cuDNN, CUTLASS, cuFFT: a GEMM through
 at::mm is good engineering), a fill or copy, or PyTorch's own (ATen). The rule (judge):
 
 - its own kernel must run, on every configuration (a kernel that never runs, or a branch
@@ -20,9 +22,12 @@ reference's may appear at all (the strict benchmark rule).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import torch
+
+from . import kernel_symbols
 
 if TYPE_CHECKING:
     from .candidates.load import Candidate
@@ -32,6 +37,14 @@ HARMLESS = re.compile(r"fill|copy|memset|memcpy|Memcpy|Memset", re.I)
 LIBRARY = re.compile(
     r"gemm|gemv|nvjet|cutlass|cublas|cudnn|xmma|splitKreduce|implicit_convolve|convolve_|winograd|"
     r"fft|cusparse|cutensor|trsm|syrk|getrf|dot_kernel",
+    re.I,
+)
+# PyTorch's and the libraries' kernels (namespaces, vendor name shapes): never the candidate's,
+# even where it built a function of that name (an ATen template instantiated in its own
+# object, a cuBLAS kernel name copied for an extern "C" kernel of its own)
+FOREIGN = re.compile(
+    r"\b(?:at|c10|torch|caffe2|at_cuda_detail|cub|thrust|cutlass|cute)::|cublas|cudnn|cufft|cusparse|cutensor|"
+    r"nvjet|xmma|^(?:void\s+)?(?:sm\d+|ampere|volta|turing|maxwell|hopper|blackwell)_\w*(?:gemm|conv|fft)",
     re.I,
 )
 NON_TRIVIAL_SHARE = 0.01  # a reference kernel under 1 % of its GPU time is set-up, not its work
@@ -76,9 +89,49 @@ def launched_kernel_time_ms(fn: Callable[[], Any]) -> float | None:
     return total_us / 1e3 if total_us else None
 
 
-def classify(name: str, own_names: Collection[str]) -> str:
-    """own | library | harmless | torch, for one kernel name of a candidate's trace."""
-    if any(k in name for k in own_names):
+@dataclass(frozen=True)
+class OwnKernels:
+    """What the candidate built, by identity: `names`, the exact names (mangled and
+    demangled) of the functions in its own compiled objects and of its Triton/CuPy kernels;
+    `declared`, its kernels as its source declares them (for messages only); `objects`, the
+    files the names were read from."""
+
+    names: frozenset[str]
+    declared: tuple[str, ...] = ()
+    objects: tuple[str, ...] = ()
+
+    def owns(self, kernel: str) -> bool:
+        """Whether a launched kernel (the profiler's name) is the candidate's: exactly one of
+        its names, and not PyTorch's or a library's."""
+        return kernel in self.names and not FOREIGN.search(kernel)
+
+    def describe(self) -> str:
+        return _short(self.declared or self.names) or "none declared"
+
+
+def as_own(own: OwnKernels | Collection[str]) -> OwnKernels:
+    """OwnKernels, or exact names given as a collection (tests, traces read back)."""
+    return own if isinstance(own, OwnKernels) else OwnKernels(frozenset(own))
+
+
+def own_kernels(candidate: Candidate) -> OwnKernels:
+    """The candidate's kernels by identity (kernel_symbols.py): its torch extension's object
+    and every object it loaded from outside Python, the toolkit and the system, plus the
+    kernels its module's Triton and CuPy objects compiled. Read after its calls ran, so a
+    build in its first call is loaded."""
+    extra = [candidate.artifact] if candidate.format == "torch-ext" and candidate.artifact else []
+    objects = kernel_symbols.candidate_objects(extra)
+    symbols: set[str] = set()
+    for path in objects:
+        symbols |= kernel_symbols.object_kernels(path)
+    symbols |= kernel_symbols.module_kernels(getattr(candidate, "module", None))
+    return OwnKernels(frozenset(kernel_symbols.exact_names(symbols)), tuple(sorted(candidate.kernels)), tuple(objects))
+
+
+def classify(name: str, own: OwnKernels | Collection[str]) -> str:
+    """own | library | harmless | torch, for one kernel name of a candidate's trace. own:
+    the candidate's OwnKernels, or exact names."""
+    if as_own(own).owns(name):
         return "own"
     if HARMLESS.search(name):
         return "harmless"
@@ -89,28 +142,36 @@ def classify(name: str, own_names: Collection[str]) -> str:
 
 def _short(names, limit=3):
     names = sorted(names)
-    text = ", ".join(n[:80] for n in names[:limit])
+    text = ", ".join(n[:100] for n in names[:limit])
     return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def judge(
-    traces: list[tuple[str, dict[str, float], dict[str, float]]], own_names: set[str], libraries: str = "allow"
+    traces: list[tuple[str, dict[str, float], dict[str, float]]],
+    own: OwnKernels | Collection[str],
+    libraries: str = "allow",
 ) -> dict[str, Any]:
-    """traces: [(config name, candidate {name: µs}, reference {name: µs})]. Returns
-    {ok, detail, shares: {own, library, torch, harmless}, libraryKernels}; shares are
-    fractions of the candidate's GPU time summed over configurations."""
+    """traces: [(config name, candidate {name: µs}, reference {name: µs})]; own: the
+    candidate's kernels (OwnKernels, or their exact names). Returns {ok, detail, ownKernels,
+    shares: {own, library, torch, harmless}, libraryKernels}; shares are fractions of the
+    candidate's GPU time summed over configurations. ownKernels (its own kernels that did the
+    work: empty unless ok) is the one fact every statement of whose kernels did the work is
+    drawn from: the detail here, the verdict's warnings (verdict.py); the own share and it
+    come from the same classification (classify)."""
+    own = as_own(own)
     totals = {"own": 0.0, "library": 0.0, "torch": 0.0, "harmless": 0.0}
     library_names, own_seen = set(), set()
     for config, cand, ref in traces:
-        kinds = {name: classify(name, own_names) for name in cand}
+        kinds = {name: classify(name, own) for name in cand}
         for name, us in cand.items():
             totals[kinds[name]] += float(us)
         ours = {n for n, k in kinds.items() if k == "own"}
         own_seen |= ours
         library_names |= {n for n, k in kinds.items() if k == "library"}
         if not ours:
+            built = "" if own.names else " (no object it built is loaded: its build failed, or it loaded none)"
             return _fail(
-                f"none of its kernels ({_short(own_names)}) ran on configuration {config}; "
+                f"none of its kernels ({own.describe()}) ran on configuration {config}{built}; "
                 f"launched: {_short(cand) or 'nothing'}",
                 totals,
                 library_names,
@@ -169,7 +230,13 @@ def judge(
         detail += f"; {shares['library']:.0%} of its GPU time in library kernels ({_short(library_names)})"
     if shares["torch"] > 0:
         detail += f"; {shares['torch']:.0%} in PyTorch kernels"
-    return {"ok": True, "detail": detail, "shares": shares, "libraryKernels": sorted(n[:200] for n in library_names)}
+    return {
+        "ok": True,
+        "detail": detail,
+        "ownKernels": sorted(n[:200] for n in own_seen),
+        "shares": shares,
+        "libraryKernels": sorted(n[:200] for n in library_names),
+    }
 
 
 def _shares(totals):
@@ -181,6 +248,7 @@ def _fail(detail, totals, library_names):
     return {
         "ok": False,
         "detail": detail,
+        "ownKernels": [],  # a fallback: whatever of its own ran, the work is not its
         "shares": _shares(totals),
         "libraryKernels": sorted(n[:200] for n in library_names),
     }
@@ -201,6 +269,7 @@ def check_own_kernel(
         return {
             "ok": True,
             "detail": f"profiler unavailable ({type(err).__name__}: {err}); own-kernel check skipped",
+            "ownKernels": [],
             "shares": None,
             "libraryKernels": [],
         }
@@ -216,6 +285,7 @@ def check_own_kernel(
                     "ok": False,
                     "detail": f"it raised under the profiler on configuration {name} "
                     f"({type(err).__name__}: {str(err)[:200]}), after passing without it",
+                    "ownKernels": [],
                     "shares": None,
                     "libraryKernels": [],
                 }
@@ -226,12 +296,13 @@ def check_own_kernel(
         return {
             "ok": True,
             "detail": "the profiler saw no kernels at all; own-kernel check inconclusive",
+            "ownKernels": [],
             "shares": None,
             "libraryKernels": [],
         }
     if rewrite:
         return rewrite_verdict(traces)
-    return judge(traces, candidate.kernels, libraries)
+    return judge(traces, own_kernels(candidate), libraries)
 
 
 def rewrite_verdict(traces: list[tuple[str, dict[str, float], dict[str, float]]]) -> dict[str, Any]:
@@ -256,6 +327,7 @@ def rewrite_verdict(traces: list[tuple[str, dict[str, float], dict[str, float]]]
         "ok": True,
         "rewrite": True,
         "detail": detail,
+        "ownKernels": [],
         "shares": shares,
         "libraryKernels": sorted(n[:200] for n in library_names),
     }

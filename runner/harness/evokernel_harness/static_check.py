@@ -5,8 +5,10 @@ a torch op beside an own kernel, a CUDA stream, `cudnn.benchmark = True` are wha
 code does too. They are warnings ("warn"); the run decides, from what the candidate did
 (which kernels ran and whose, which exceptions its code handled, the timing over every
 stream, the outputs). Only what has no honest use refuses on sight ("reject"): replacing
-the timer, CUDA events, synchronisation or the harness's checks, and source that does not
-parse. Findings carry the hack class they point at.
+an attribute of a library's or the harness's objects (the timer, CUDA events,
+synchronisation, the checks: never an attribute of the candidate's own objects, whatever its
+name), interposing CUDA's timing in C, and source that does not parse (docs/DESIGN.md, "What
+the static check refuses on sight"). Findings carry the hack class they point at.
 """
 
 from __future__ import annotations
@@ -238,6 +240,10 @@ def check_c(
 
 
 BACKEND_FLAG = re.compile(r"^torch\.backends\.")
+# torch.compile's settings, set by assignment in honest candidates
+# (`torch._inductor.config.coordinate_descent_tuning = True`): process-wide settings, not
+# timers or checks (the judge times the baselines in a process of its own)
+COMPILE_CONFIG = re.compile(r"^torch\.(?:_dynamo|_inductor|_functorch)\.config\.")
 
 
 def _is_backend_flag(target):
@@ -259,9 +265,12 @@ def _is_triton_jit(fn):
 class _PySource:
     """What the rules below need of a module: its lines, and the torch-op rule's settings."""
 
-    def __init__(self, source: str, ref_ops: frozenset[str] | set[str], strict: bool, libraries: str) -> None:
+    def __init__(
+        self, source: str, ref_ops: frozenset[str] | set[str], strict: bool, libraries: str, tree: ast.AST
+    ) -> None:
         self.raw = source.splitlines()
         self.ref_ops, self.strict, self.libraries = ref_ops, strict, libraries
+        self.owners = _Owners(tree)
 
     def text(self, node: ast.AST) -> str:
         line = getattr(node, "lineno", 0)
@@ -352,11 +361,120 @@ def _function(node: ast.FunctionDef, m: _PySource) -> list[Finding]:
     return [m.find("fake-tensor", 5, node, f"defines {node.name}: lazy or fake tensors")]
 
 
-def _assignment(node: ast.Assign | ast.AugAssign | ast.Delete, m: _PySource) -> list[Finding]:
+# what a chain of attributes passes through to reach another object than the one it starts
+# from: a class, a module's or a function's globals (`own.__class__.elapsed_time = …`)
+REACH_THROUGH = {
+    "__class__",
+    "__dict__",
+    "__globals__",
+    "__builtins__",
+    "__mro__",
+    "__bases__",
+    "__base__",
+    "__module__",
+}
+OWNED_CALLS_EXCEPT = {"getattr", "__import__", "import_module", "type", "vars", "globals", "locals", "super"}
+
+
+# the roots an assignment may not replace an attribute of (sys is not one: `sys.stdout = …`
+# around a build is honest; what reaches the harness through sys.modules is a call's result)
+ASSIGN_ROOTS = (TAMPER_ROOTS - {"sys"}) | {"__builtins__", "importlib"}
+
+
+def _tamper_module(name: str) -> bool:
+    return name.split(".")[0] in ASSIGN_ROOTS
+
+
+class _Owners:
+    """Whose object an assignment's target belongs to (issue 33: no rule refuses on a name
+    alone). "library": torch, time, numpy, triton, timeit, builtins or the harness, by
+    the name it is imported under, or a name bound to one of their objects (`Ev =
+    torch.cuda.Event`, `getattr(torch.cuda, "Event")`, `__import__("time")`); "own": the
+    candidate's own objects (`self`/`cls`, a method's first parameter, its classes and
+    functions, what its own functions and classes return); "unknown": anything else (a
+    parameter, what a library call returns)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.library: set[str] = set()
+        self.own: set[str] = {"self", "cls"}
+        self.instances: set[str] = set()
+        bound: list[tuple[str, ast.AST]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if _tamper_module(a.name):
+                        self.library.add(a.asname or a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                if _tamper_module(node.module or ""):
+                    self.library |= {a.asname or a.name for a in node.names}
+            elif isinstance(node, ast.ClassDef):
+                self.own.add(node.name)
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args:
+                        self.own.add(item.args.args[0].arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.own.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                bound += [(t.id, node.value) for t in targets if isinstance(t, ast.Name)]
+        changed = True
+        while changed:  # aliases of aliases (`c = torch.cuda; ev = c.Event`)
+            changed = False
+            for name, value in bound:
+                if name not in self.library and self.kind(value) == "library":
+                    self.library.add(name)
+                    changed = True
+        # objects a library's call made (`e = torch.cuda.Event()`): their attributes are the
+        # candidate's business, their class (`e.__class__`) is the library's
+        self.instances = {
+            name for name, value in bound if isinstance(value, ast.Call) and self.kind(value.func) == "library"
+        }
+        for name, value in bound:
+            if name not in self.library and isinstance(value, ast.Call) and self.kind(value) == "own":
+                self.own.add(name)
+        self.own -= self.library
+
+    def kind(self, node: ast.AST) -> str:
+        """library | own | unknown, for the object an expression (a target's value) is."""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute) and node.attr in REACH_THROUGH:
+                inner = node.value
+                made = isinstance(inner, ast.Name) and inner.id in self.instances
+                return "library" if made or self.kind(inner) == "library" else "unknown"
+            node = node.value
+        if isinstance(node, ast.Name):
+            if node.id in self.library or (node.id in ASSIGN_ROOTS and node.id not in self.own):
+                return "library"
+            return "own" if node.id in self.own else "unknown"
+        if isinstance(node, ast.Call):
+            fname = ast.unparse(node.func).split(".")[-1]
+            if fname in ("__import__", "import_module"):
+                arg = node.args[0] if node.args else None
+                named = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+                return "library" if named is not None and _tamper_module(named) else "unknown"
+            if fname in ("getattr", "type") and node.args:
+                inner = self.kind(node.args[0])
+                if fname == "type" and isinstance(node.args[0], ast.Call):
+                    inner = self.kind(node.args[0].func)  # type(torch.cuda.Event()): torch's class
+                return inner if inner == "library" else "unknown"
+            if fname in OWNED_CALLS_EXCEPT or self.kind(node.func) == "library":
+                return "unknown"  # a library's call may return the library's objects (sys.modules.get)
+            return "own"  # an object its own code created
+        return "unknown"
+
+
+def _assignment(node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete, m: _PySource) -> list[Finding]:
+    """Replacing an attribute of torch, time, numpy, triton, timeit, builtins or the harness
+    refuses on sight (timer-patching); an attribute of the candidate's own objects
+    (`self.norm = nn.LayerNorm(d)`, `self.record = []`) never does, whatever its name; a
+    timer's or check's name on an object the source does not tell is a warning, and the
+    harness's run-time check of its timers and checks (guards.py) decides."""
     out = []
     targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
     for t in targets:
-        if isinstance(t, ast.Attribute) and _is_backend_flag(t):
+        if not isinstance(t, ast.Attribute):
+            continue
+        if _is_backend_flag(t):
             out.append(
                 m.find(
                     "global-state",
@@ -366,14 +484,38 @@ def _assignment(node: ast.Assign | ast.AugAssign | ast.Delete, m: _PySource) -> 
                     "the candidate's own calls only (the reference and baselines keep the harness's settings)",
                 )
             )
-        elif isinstance(t, ast.Attribute) and (t.attr in TAMPER_ATTRS or _root(t) in TAMPER_ROOTS):
+            continue
+        if COMPILE_CONFIG.match(ast.unparse(t)):
+            out.append(
+                m.find(
+                    "global-state",
+                    None,
+                    node,
+                    f"sets {ast.unparse(t)}: a torch.compile setting for this process (the judge's baselines run "
+                    "in a process of their own)",
+                )
+            )
+            continue
+        owner = m.owners.kind(t.value)
+        if owner == "library":
             out.append(
                 m.find(
                     "timer-patching",
                     6,
                     node,
-                    f"replaces {ast.unparse(t)}: timers and checks must stay the harness's own",
+                    f"replaces {ast.unparse(t)}, an attribute of a library or of the harness: timers and checks must "
+                    "stay the harness's own",
                     "reject",
+                )
+            )
+        elif owner == "unknown" and t.attr in TAMPER_ATTRS:
+            out.append(
+                m.find(
+                    "timer-patching",
+                    6,
+                    node,
+                    f"sets {ast.unparse(t)}: if that object is the harness's or a library's, the run-time check of "
+                    "the timers and checks refuses it",
                 )
             )
     return out
@@ -457,7 +599,7 @@ PY_RULES: tuple[tuple[type | tuple[type, ...], Any], ...] = (
     (ast.ClassDef, _class),
     (ast.Name, _name),
     (ast.FunctionDef, _function),
-    ((ast.Assign, ast.AugAssign, ast.Delete), _assignment),
+    ((ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete), _assignment),
     (ast.Attribute, _attribute),
     (ast.Call, _call),
     (ast.BinOp, _binop),
@@ -474,7 +616,7 @@ def check_py(
         tree = ast.parse(source)
     except SyntaxError as err:
         return [finding("syntax-error", None, err.lineno or 0, "", f"does not parse: {err.msg}", "reject")]
-    m = _PySource(source, ref_ops, strict, libraries)
+    m = _PySource(source, ref_ops, strict, libraries, tree)
     skip = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_triton_jit(node):

@@ -76,11 +76,19 @@ def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, o
             ),
         )
         return rec
+    # whose kernels did the work is one fact, the trace's (own_kernel.judge's ownKernels):
+    # never "its own kernels did the work" beside a check that says none of them ran
+    worked = own.get("ownKernels") if own is not None and own["ok"] else None
     rec["warnings"] += [
-        f"{s}: its own kernels did the work anyway" if own is not None and own["ok"] else s
+        f"{s}: its own kernels ({_short(worked)}) did the work anyway" if worked else s
         for s in _evidence.summary(handled)
     ]
     return rec
+
+
+def _short(names: list[str], limit: int = 3) -> str:
+    text = ", ".join(n[:80] for n in names[:limit])
+    return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def check_streams(rec: Record, task: Task, cand: Candidate, seed: int, device: str = "cuda") -> Record:

@@ -57,7 +57,9 @@ class OwnKernelRuleTest(unittest.TestCase):
     def test_gemm_through_cublas_with_own_epilogue_passes_and_states_the_library_share(self):
         ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
         cand = {NVJET: 880.0, "bias_relu_kernel(float*, float const*, int, int)": 30.0}
-        v = own_kernel.judge([("4096", cand, ref), ("odd", cand, ref)], {"bias_relu_kernel"})
+        v = own_kernel.judge(
+            [("4096", cand, ref), ("odd", cand, ref)], {"bias_relu_kernel(float*, float const*, int, int)"}
+        )
         self.assertTrue(v["ok"], v["detail"])
         self.assertAlmostEqual(v["shares"]["library"], 880 / 910, places=3)
         self.assertIn("library kernels", v["detail"])
@@ -66,12 +68,12 @@ class OwnKernelRuleTest(unittest.TestCase):
     def test_same_gemm_kernel_as_the_reference_with_own_epilogue_passes(self):
         ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
         cand = {GEMM: 900.0, "fused_bias_relu(float*)": 30.0}
-        self.assertTrue(own_kernel.judge([("c", cand, ref)], {"fused_bias_relu"})["ok"])
+        self.assertTrue(own_kernel.judge([("c", cand, ref)], {"fused_bias_relu(float*)"})["ok"])
 
     def test_reference_ops_plus_a_token_kernel_is_a_fallback(self):
         ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
         cand = {GEMM: 900.0, ADD: 40.0, RELU: 40.0, "token(float*)": 2.0}
-        v = own_kernel.judge([("c", cand, ref)], {"token"})
+        v = own_kernel.judge([("c", cand, ref)], {"token(float*)"})
         self.assertFalse(v["ok"])
         self.assertIn("every kernel the reference does its work in", v["detail"])
 
@@ -79,21 +81,21 @@ class OwnKernelRuleTest(unittest.TestCase):
         """A different decomposition (mm + add + relu) than the reference's, plus a token kernel."""
         ref = {GEMM: 900.0, "void at::native::addmm_bias_relu": 80.0}
         cand = {NVJET: 880.0, ADD: 40.0, RELU: 40.0, "token(float*)": 2.0}
-        v = own_kernel.judge([("c", cand, ref)], {"token"})
+        v = own_kernel.judge([("c", cand, ref)], {"token(float*)"})
         self.assertFalse(v["ok"])
         self.assertIn("PyTorch's kernels", v["detail"])
 
     def test_library_call_for_a_task_that_is_a_library_call_is_a_fallback(self):
         ref = {GEMM: 900.0}
         cand = {NVJET: 880.0, "touch(float*)": 3.0}
-        v = own_kernel.judge([("c", cand, ref)], {"touch"})
+        v = own_kernel.judge([("c", cand, ref)], {"touch(float*)"})
         self.assertFalse(v["ok"])
         self.assertIn("library call", v["detail"])
 
     def test_small_host_side_torch_ops_pass(self):
         ref = {SOFTMAX: 300.0}
         cand = {RSQRT: 2.0, FILL: 1.0, "norm_kernel(float const*, float*)": 250.0}
-        v = own_kernel.judge([("c", cand, ref)], {"norm_kernel"})
+        v = own_kernel.judge([("c", cand, ref)], {"norm_kernel(float const*, float*)"})
         self.assertTrue(v["ok"], v["detail"])
         self.assertIn("PyTorch kernels", v["detail"])
 
@@ -101,14 +103,14 @@ class OwnKernelRuleTest(unittest.TestCase):
         """A branch that takes the fast path on small shapes only."""
         ref = {SOFTMAX: 300.0}
         fast = {"softmax_rows(float*)": 200.0}
-        v = own_kernel.judge([("small", fast, ref), ("large", {SOFTMAX: 300.0}, ref)], {"softmax_rows"})
+        v = own_kernel.judge([("small", fast, ref), ("large", {SOFTMAX: 300.0}, ref)], {"softmax_rows(float*)"})
         self.assertFalse(v["ok"])
         self.assertIn("configuration large", v["detail"])
 
     def test_libraries_deny_refuses_any_library_kernel(self):
         ref = {GEMM: 900.0, ADD: 40.0, RELU: 40.0}
         cand = {NVJET: 880.0, "bias_relu_kernel(float*)": 30.0}
-        v = own_kernel.judge([("c", cand, ref)], {"bias_relu_kernel"}, libraries="deny")
+        v = own_kernel.judge([("c", cand, ref)], {"bias_relu_kernel(float*)"}, libraries="deny")
         self.assertFalse(v["ok"])
         self.assertIn("libraries", v["detail"])
 
@@ -118,7 +120,7 @@ class OwnKernelRuleTest(unittest.TestCase):
         self.assertEqual(own_kernel.classify("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm>", ()), "library")
         self.assertEqual(own_kernel.classify(RELU, ()), "torch")
         self.assertEqual(own_kernel.classify(FILL, ()), "harmless")
-        self.assertEqual(own_kernel.classify("my_gemm_kernel(float*)", {"my_gemm_kernel"}), "own")
+        self.assertEqual(own_kernel.classify("my_gemm_kernel(float*)", {"my_gemm_kernel(float*)"}), "own")
 
 
 class StaticTorchOpsTest(unittest.TestCase):

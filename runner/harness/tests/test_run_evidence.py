@@ -300,14 +300,16 @@ class WhoseKernelsTest(unittest.TestCase):
         The reference's GEMMs are nearly all of its time; its SiLU and multiply are replaced."""
         ref = {NVJET: 3000.0, SILU: 20.0, MUL: 20.0}
         cand = {NVJET: 3000.0, "swiglu_kernel(float const*, float const*, float*, long)": 15.0}
-        v = own_kernel.judge([("c", cand, ref)], {"swiglu_kernel"})
+        v = own_kernel.judge([("c", cand, ref)], {"swiglu_kernel(float const*, float const*, float*, long)"})
         self.assertTrue(v["ok"], v["detail"])
         self.assertIn("library kernels", v["detail"])
 
     def test_every_reference_kernel_plus_an_own_token_stays_a_fallback(self):
         ref = {SOFTMAX: 300.0}
         cand = {SOFTMAX: 300.0, "prefetch_rows(float const*, float*, long, long)": 3.0}
-        self.assertFalse(own_kernel.judge([("c", cand, ref)], {"prefetch_rows"})["ok"])
+        self.assertFalse(
+            own_kernel.judge([("c", cand, ref)], {"prefetch_rows(float const*, float*, long, long)"})["ok"]
+        )
 
     def test_a_candidate_with_no_kernel_of_its_own_is_a_rewrite(self):
         ref = {SOFTMAX: 300.0}
@@ -363,7 +365,7 @@ class VerdictTest(unittest.TestCase):
         self.assertIn("cunn_SoftMaxForward", rec["message"])
 
     def test_a_handled_exception_whose_own_kernels_did_the_work_is_a_warning(self):
-        own = {"ok": True, "detail": "ran softmax_rows", "shares": None}
+        own = {"ok": True, "detail": "ran softmax_rows", "ownKernels": ["softmax_rows(float*)"], "shares": None}
         cache_miss = {"phase": "verify", "line": 40, "type": "KeyError", "message": "(4096, 8192)", "count": 2}
         rec = verdict.after_verification(passed(), self.task(), fake_candidate([cache_miss]), "cuda", own)
         self.assertTrue(rec["ok"])

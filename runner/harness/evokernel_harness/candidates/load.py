@@ -155,6 +155,10 @@ class Candidate:
         artifact = artifact or (path if self.format == "py" else None)
         if artifact is None:
             raise CandidateError("no build artifact: build the candidate first")
+        # what it built, for whose kernels ran (own_kernel.own_kernels): its extension's
+        # object, and its module's Triton/CuPy kernels
+        self.artifact: str = artifact
+        self.module: Any = None
         # what it does at run time (handled exceptions) and the backend flags it sets are its
         # own: recorded from the moment its code first runs, scoped to its calls
         self.evidence = evidence.watch(artifact if self.format == "py" else path)
@@ -184,7 +188,7 @@ class Candidate:
             self.entry = _entry(_import_extension(artifact), task.entry, artifact)
         else:
             apply_extension_env(artifact)  # a load_inline at import finds its build as left
-            module = load_module(artifact, f"evk_candidate_{abs(hash(artifact))}")
+            module = self.module = load_module(artifact, f"evk_candidate_{abs(hash(artifact))}")
             if hasattr(module, "ModelNew") and task.format == "kernelbench":
                 self.entry = None
                 self.model_cls = module.ModelNew
