@@ -21,7 +21,9 @@
 //     --change kernels/softmax/kernel.cu=path/to/slower.cu \
 //     --change kernels/layernorm/kernel.cu=path/to/faster.cu \
 //     --change kernels/gelu/kernel.cu=path/to/wrong.cu \
-//     [--command "/bench softmax" ...] [--nightly] [--timeout-min 9]
+//     [--command "/bench softmax" ...] [--nightly] [--timeout-min 9] [--grace-s 60]
+// (--kernels, --app, --runner, --config, --nightly-tasks/-budget/-proposer, --tick-s,
+// --keep-repo: see the options below)
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,6 +51,7 @@ const { values } = parseArgs({
     "tick-s": { type: "string", default: "2" },
     out: { type: "string", default: "e2e-out" },
     "timeout-min": { type: "string", default: "9" },
+    "grace-s": { type: "string", default: "60" },
     kernels: { type: "string", default: join(root, "kernels") },
     app: { type: "string", default: join(root, "dist/app.mjs") },
     runner: { type: "string", default: join(root, "dist/evokernel.mjs") },
@@ -60,8 +63,10 @@ const { values } = parseArgs({
 const out = resolve(values.out);
 const timeoutMin = Number(values["timeout-min"]);
 if (!(timeoutMin > 0)) fail(`--timeout-min ${values["timeout-min"]}: give a number of minutes > 0`);
-// A phase waits for its job's limit (the app fails the job then) and some to report it.
-const phaseMs = timeoutMin * 60_000 + 60_000;
+// A phase waits for its job's limit (the app fails the job then) and --grace-s to report it.
+const graceS = Number(values["grace-s"]);
+if (!(graceS >= 0)) fail(`--grace-s ${values["grace-s"]}: give a number of seconds >= 0`);
+const phaseMs = timeoutMin * 60_000 + graceS * 1000;
 const tickS = Number(values["tick-s"]);
 if (!(tickS > 0)) fail(`--tick-s ${values["tick-s"]}: give a number of seconds > 0`);
 for (const file of [values.app, values.runner]) {
