@@ -179,7 +179,7 @@ describe("issueCommentEvent", () => {
     const require = createRequire(import.meta.url);
     const examples = require("@octokit/webhooks-examples/api.github.com/index.json") as {
       name: string;
-      examples: Record<string, Record<string, unknown>>[];
+      examples: Record<string, unknown>[];
     }[];
     const example = examples
       .find((entry) => entry.name === "issue_comment")
