@@ -46,7 +46,7 @@ const { values } = parseArgs({
     command: { type: "string", multiple: true, default: [] },
     nightly: { type: "boolean", default: false },
     "nightly-tasks": { type: "string" },
-    "nightly-budget": { type: "string", default: "{ candidates: 8, minutes: 5 }" },
+    "nightly-budget": { type: "string", default: "{ candidates: 4, minutes: 2 }" },
     "nightly-proposer": { type: "string", default: "tuner" },
     "tick-s": { type: "string", default: "2" },
     out: { type: "string", default: "e2e-out" },
