@@ -42,6 +42,13 @@ export interface StandinPull {
   state?: string;
   files?: { filename: string; status: string; patch?: string; previous_filename?: string }[];
 }
+export interface StandinIssue {
+  number: number;
+  title: string;
+  body: string;
+  state: string;
+  edits: number;
+}
 export interface Standin {
   host: string;
   url: string;
@@ -51,6 +58,9 @@ export interface Standin {
     permissions: Record<string, string>;
     /** A run's result artifact (zip bytes) by run id. */
     artifacts: Record<string, Buffer>;
+    owner: string;
+    repo: string;
+    defaultBranch: string;
   };
   requests: StandinRequest[];
   comments: { id: number; issue: number; body: string; edits: number }[];
@@ -64,7 +74,17 @@ export interface Standin {
     at: number;
   }[];
   refs: Map<string, string>;
+  /** Git objects the app created (blobs, trees, commits), by sha. */
+  objects: Map<string, Record<string, unknown>>;
+  /** Pull requests the app opened (the nightly one). */
+  openedPulls: (StandinIssue & { head: string; base: string })[];
+  /** Issues the app opened (the nightly drift issue). */
+  issues: (StandinIssue & { labels: string[] })[];
   faults: StandinFault[];
+  /** The text of `path` at a branch or commit (one the app wrote, or the clone's). */
+  readFile(ref: string, path: string): string | undefined;
+  /** A commit the app wrote. */
+  commit(sha: string): { message: string; tree: string; parents: string[] } | undefined;
   waitFor(test: () => boolean, ms?: number, what?: string): Promise<void>;
   unknown(): StandinRequest[];
   close(): Promise<void>;
@@ -73,8 +93,12 @@ export function startStandin(state?: {
   config?: string | null;
   pulls?: Record<string, StandinPull>;
   permissions?: Record<string, string>;
-  /** A local clone: git trees, blobs and commit names are read from its objects. */
+  /** A local clone: git trees, blobs, commit names and branches are read from its objects. */
   repoDir?: string;
+  /** The one repository (octo/kernels, default branch main). */
+  owner?: string;
+  repo?: string;
+  defaultBranch?: string;
 }): Promise<Standin>;
 export function generateAppKey(): string;
 export function workflowRunEvent(options: {
@@ -100,7 +124,8 @@ export interface AppProcess {
 export function startApp(options: {
   entry: string;
   standin: Standin;
-  port: number;
+  /** What the app binds; 0 (the default): a port the system chooses, read from its start line. */
+  port?: number;
   secret: string;
   privateKey: string;
   env?: Record<string, string>;
@@ -120,4 +145,15 @@ export function pullRequestEvent(options: {
   before?: string;
   fork?: boolean;
   headRef?: string;
+}): Record<string, unknown>;
+export function issueCommentEvent(options: {
+  owner?: string;
+  repo?: string;
+  number: number;
+  body: string;
+  commentId: number;
+  login?: string;
+  action?: string;
+  title?: string;
+  at?: string;
 }): Record<string, unknown>;

@@ -9,7 +9,7 @@ import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import { clearTimeout, setTimeout } from "node:timers";
 import { execFileSync, spawn } from "node:child_process";
-import { createHmac, generateKeyPairSync } from "node:crypto";
+import { createHash, createHmac, generateKeyPairSync } from "node:crypto";
 import { once } from "node:events";
 import { createServer } from "node:http";
 
@@ -26,6 +26,9 @@ export async function startStandin(state = {}) {
     permissions: state.permissions ?? {},
     repoDir: state.repoDir ?? null,
     artifacts: state.artifacts ?? {},
+    owner: state.owner ?? "octo",
+    repo: state.repo ?? "kernels",
+    defaultBranch: state.defaultBranch ?? "main",
   };
   /** git in the clone, or null (no clone, or git cannot find the object). */
   function gitOut(args, encoding = "utf8") {
@@ -45,10 +48,85 @@ export async function startStandin(state = {}) {
   const reviews = [];
   const dispatches = [];
   const refs = new Map();
+  // Git objects the app creates (blobs, trees, commits), by their sha: what a branch it
+  // writes holds, read back through the contents route (the nightly ledger on its branch).
+  const objects = new Map();
+  /** Pull requests and issues the app opens (numbered after the state's pulls). */
+  const openedPulls = [];
+  const issues = [];
   const waiters = new Set();
   /** Planted faults: { method, path: RegExp, status (absent: never answer), headers, times }. */
   const faults = [];
   let nextId = 1000;
+  let nextNumber = Math.max(0, ...Object.keys(repoState.pulls).map(Number)) + 1;
+  const repositoryJson = () => ({
+    id: 1,
+    name: repoState.repo,
+    full_name: `${repoState.owner}/${repoState.repo}`,
+    owner: { login: repoState.owner, type: "Organization" },
+    default_branch: repoState.defaultBranch,
+    private: false,
+    archived: false,
+  });
+  /** A branch's head: one the app wrote here, else the clone's own (main, the PR's branch). */
+  function refSha(ref) {
+    const written = refs.get(ref);
+    if (written !== undefined) return written;
+    return gitOut(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`])?.trim() || undefined;
+  }
+  /** A file's bytes at a commit: in one the app wrote (its tree, then its base), or the clone's. */
+  function fileAt(commit, path) {
+    const written = objects.get(commit);
+    if (written?.type === "commit") {
+      const tree = objects.get(written.tree);
+      if (tree?.type === "tree") {
+        const entry = tree.entries.find((e) => e.path === path);
+        if (entry) {
+          const blob = objects.get(entry.sha);
+          return blob?.type === "blob"
+            ? blob.bytes
+            : gitOut(["cat-file", "blob", entry.sha], "buffer");
+        }
+        return tree.base === undefined
+          ? null
+          : gitOut(["cat-file", "blob", `${tree.base}:${path}`], "buffer");
+      }
+      return null;
+    }
+    return gitOut(["cat-file", "blob", `${commit}:${path}`], "buffer");
+  }
+  function putBlob(bytes) {
+    const sha = gitBlobSha(bytes);
+    objects.set(sha, { type: "blob", bytes });
+    return sha;
+  }
+  function putObject(object) {
+    const sha = createHash("sha1").update(JSON.stringify(object)).digest("hex");
+    objects.set(sha, object);
+    return sha;
+  }
+  function issueJson(issue) {
+    return {
+      number: issue.number,
+      title: issue.title,
+      body: issue.body,
+      state: issue.state,
+      labels: issue.labels.map((name) => ({ name })),
+      html_url: `https://github.invalid/${repoState.owner}/${repoState.repo}/issues/${issue.number}`,
+    };
+  }
+  function openedPullJson(pull) {
+    return {
+      number: pull.number,
+      state: pull.state,
+      merged_at: null,
+      title: pull.title,
+      body: pull.body,
+      html_url: `https://github.invalid/${repoState.owner}/${repoState.repo}/pull/${pull.number}`,
+      head: { ref: pull.head, sha: refSha(`refs/heads/${pull.head}`) ?? null },
+      base: { ref: pull.base },
+    };
+  }
 
   function notify() {
     for (const waiter of waiters) {
@@ -77,11 +155,30 @@ export async function startStandin(state = {}) {
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/contents\/(.+)$/,
-      (m) => {
+      (m, _body, url) => {
         const path = decodeURIComponent(m[3]);
-        if (m[2] === ".github" || path !== ".github/evokernel.yml" || repoState.config === null)
-          return [404, { message: "Not Found" }];
-        return [200, repoState.config, { "content-type": "text/plain; charset=utf-8" }];
+        if (m[2] === ".github") return [404, { message: "Not Found" }];
+        if (path === ".github/evokernel.yml")
+          return repoState.config === null
+            ? [404, { message: "Not Found" }]
+            : [200, repoState.config, { "content-type": "text/plain; charset=utf-8" }];
+        // Another file (the nightly ledger) at a ref: a commit the app wrote, or the clone's.
+        const ref = url.searchParams.get("ref") ?? repoState.defaultBranch;
+        const commit = /^[0-9a-f]{40}$/.test(ref) ? ref : refSha(`refs/heads/${ref}`);
+        const bytes = commit === undefined ? null : fileAt(commit, path);
+        if (bytes === null) return [404, { message: "Not Found" }];
+        return [
+          200,
+          {
+            type: "file",
+            encoding: "base64",
+            size: bytes.length,
+            name: path.split("/").at(-1),
+            path,
+            sha: gitBlobSha(bytes),
+            content: bytes.toString("base64"),
+          },
+        ];
       },
     ],
     [
@@ -117,6 +214,25 @@ export async function startStandin(state = {}) {
     ],
     // The App itself (the app's bot login is <slug>[bot]: what its own comments carry).
     ["GET", /^\/app$/, () => [200, { id: 1, slug: "evokernel", name: "evokernel" }]],
+    // Its installations (the start line counts them): the one the stand-in's repository has.
+    [
+      "GET",
+      /^\/app\/installations$/,
+      () => [
+        200,
+        [{ id: 1, account: { login: "octo", type: "Organization" }, suspended_at: null }],
+      ],
+    ],
+    // The installation's repositories (the nightly tick walks them): the one repository.
+    [
+      "GET",
+      /^\/installation\/repositories$/,
+      () => [
+        200,
+        { total_count: 1, repository_selection: "selected", repositories: [repositoryJson()] },
+      ],
+    ],
+    ["GET", /^\/repos\/([^/]+)\/([^/]+)$/, () => [200, repositoryJson()]],
     [
       "DELETE",
       /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/,
@@ -310,18 +426,60 @@ export async function startStandin(state = {}) {
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/commits\/([0-9a-f]+)$/,
-      (m) => [200, { sha: m[3], tree: { sha: `tree-${m[3].slice(0, 7)}` } }],
+      (m) => {
+        const written = objects.get(m[3]);
+        if (written?.type === "commit")
+          return [
+            200,
+            {
+              sha: m[3],
+              message: written.message,
+              tree: { sha: written.tree },
+              parents: written.parents.map((sha) => ({ sha })),
+            },
+          ];
+        const tree = gitOut(["rev-parse", "--verify", "--quiet", `${m[3]}^{tree}`])?.trim();
+        return [200, { sha: m[3], tree: { sha: tree || `tree-${m[3].slice(0, 7)}` } }];
+      },
     ],
-    ["POST", /^\/repos\/([^/]+)\/([^/]+)\/git\/blobs$/, () => [201, { sha: `blob-${nextId++}` }]],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/git\/blobs$/,
+      (_m, body) => [
+        201,
+        {
+          sha: putBlob(
+            Buffer.from(String(body.content ?? ""), body.encoding === "base64" ? "base64" : "utf8"),
+          ),
+        },
+      ],
+    ],
     [
       "POST",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/trees$/,
-      (_m, body) => [201, { sha: `tree-${nextId++}`, tree: body.tree }],
+      (_m, body) => {
+        const entries = (body.tree ?? []).map((entry) => ({
+          path: entry.path,
+          mode: entry.mode,
+          type: entry.type,
+          sha: entry.content === undefined ? entry.sha : putBlob(Buffer.from(entry.content)),
+        }));
+        const sha = putObject({ type: "tree", base: body.base_tree, entries });
+        return [201, { sha, tree: entries }];
+      },
     ],
     [
       "POST",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/commits$/,
-      (_m, body) => [201, { sha: `commit-${nextId++}`, message: body.message }],
+      (_m, body) => {
+        const commit = {
+          type: "commit",
+          message: body.message,
+          tree: body.tree,
+          parents: body.parents ?? [],
+        };
+        return [201, { sha: putObject(commit), message: body.message }];
+      },
     ],
     [
       "POST",
@@ -344,8 +502,99 @@ export async function startStandin(state = {}) {
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/ref\/(.+)$/,
       (m) => {
-        const sha = refs.get(`refs/${decodeURIComponent(m[3])}`);
-        return sha ? [200, { object: { sha } }] : [404, { message: "Not Found" }];
+        const ref = `refs/${decodeURIComponent(m[3])}`;
+        const sha = refSha(ref);
+        return sha
+          ? [200, { ref, object: { sha, type: "commit" } }]
+          : [404, { message: "Not Found" }];
+      },
+    ],
+    // The pull requests the app opens (the nightly one), listed with the state's by head.
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls$/,
+      (_m, _body, url) => {
+        const head = url.searchParams.get("head");
+        const state = url.searchParams.get("state") ?? "open";
+        const listed = openedPulls
+          .filter((pull) => head === null || `${repoState.owner}:${pull.head}` === head)
+          .filter((pull) => state === "all" || pull.state === state)
+          .toReversed()
+          .map(openedPullJson);
+        return [200, listed];
+      },
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls$/,
+      (_m, body) => {
+        if (refSha(`refs/heads/${body.head}`) === undefined)
+          return [422, { message: `Validation Failed: no branch ${body.head}` }];
+        const pull = {
+          number: nextNumber++,
+          head: body.head,
+          base: body.base,
+          title: body.title,
+          body: body.body,
+          state: "open",
+          edits: 0,
+        };
+        openedPulls.push(pull);
+        return [201, openedPullJson(pull)];
+      },
+    ],
+    [
+      "PATCH",
+      /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/,
+      (m, body) => {
+        const pull = openedPulls.find((p) => p.number === Number(m[3]));
+        if (!pull) return [404, { message: "Not Found" }];
+        for (const key of ["title", "body", "state"]) if (key in body) pull[key] = body[key];
+        pull.edits++;
+        return [200, openedPullJson(pull)];
+      },
+    ],
+    // Issues (the nightly drift issue), found again by label.
+    [
+      "GET",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues$/,
+      (_m, _body, url) => {
+        const labels = (url.searchParams.get("labels") ?? "").split(",").filter(Boolean);
+        const state = url.searchParams.get("state") ?? "open";
+        const listed = issues
+          .filter((issue) => labels.every((label) => issue.labels.includes(label)))
+          .filter((issue) => state === "all" || issue.state === state)
+          .map(issueJson);
+        return [200, listed];
+      },
+    ],
+    [
+      "POST",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues$/,
+      (_m, body) => {
+        const issue = {
+          number: nextNumber++,
+          title: body.title,
+          body: body.body ?? "",
+          labels: (body.labels ?? []).map((label) =>
+            typeof label === "string" ? label : label.name,
+          ),
+          state: "open",
+          edits: 0,
+        };
+        issues.push(issue);
+        return [201, issueJson(issue)];
+      },
+    ],
+    [
+      "PATCH",
+      /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)$/,
+      (m, body) => {
+        const issue = issues.find((i) => i.number === Number(m[3]));
+        if (!issue) return [404, { message: "Not Found" }];
+        for (const key of ["title", "body", "state"]) if (key in body) issue[key] = body[key];
+        issue.edits++;
+        return [200, issueJson(issue)];
       },
     ],
   ];
@@ -424,7 +673,21 @@ export async function startStandin(state = {}) {
     reviews,
     dispatches,
     refs,
+    objects,
+    openedPulls,
+    issues,
     faults,
+    /** The text of `path` at a branch or commit: one the app wrote, or the clone's. */
+    readFile(ref, path) {
+      const commit = /^[0-9a-f]{40}$/.test(ref) ? ref : refSha(`refs/heads/${ref}`);
+      const bytes = commit === undefined ? null : fileAt(commit, path);
+      return bytes === null ? undefined : bytes.toString("utf8");
+    },
+    /** A commit the app wrote: its message, tree and parents. */
+    commit(sha) {
+      const written = objects.get(sha);
+      return written?.type === "commit" ? written : undefined;
+    },
     /** Resolves when `test()` holds (checked after every request), or rejects after `ms`. */
     waitFor(test, ms = 30_000, what = "the stand-in to see it") {
       if (test()) return Promise.resolve();
@@ -482,6 +745,11 @@ function checkRunJson(run) {
   };
 }
 
+/** git's object id of a blob with these bytes: the sha GitHub gives the blob it stores. */
+function gitBlobSha(bytes) {
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+
 /** An RSA key for a made-up App: Probot signs its JWTs with it; the stand-in never checks. */
 export function generateAppKey() {
   const { privateKey } = generateKeyPairSync("rsa", {
@@ -518,12 +786,16 @@ export async function sendWebhook(appUrl, secret, name, payload, id) {
 
 /**
  * Starts the app process (`node ENTRY`) against the stand-in and resolves once it listens.
- * `env` adds to or overrides the app's environment; `inheritEnv` starts from this process's.
+ * Port 0 (the default): the app binds one the system chooses and the port is read from its
+ * own start line (`Listening on http://HOST:PORT`, logged at info: the level is info unless
+ * `env` sets one), so no port is ever chosen here for another process; another port is
+ * polled on /ping. `env` adds to or overrides the app's environment; `inheritEnv` starts from
+ * this process's.
  */
 export async function startApp({
   entry,
   standin,
-  port,
+  port = 0,
   secret,
   privateKey,
   env = {},
@@ -546,7 +818,7 @@ export async function startApp({
       GHE_PROTOCOL: "http",
       HOST: "127.0.0.1",
       PORT: String(port),
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: port === 0 ? "info" : "warn",
       LOG_FORMAT: "json",
       // the stand-in serves one repository's PR routes, not the nightly tick's installation
       // listing; a test of the nightly run turns it back on through `env`
@@ -558,30 +830,44 @@ export async function startApp({
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout.on("data", (chunk) => {
+  let listening;
+  const heard = new Promise((resolve) => (listening = resolve));
+  const onOutput = (chunk) => {
     output += chunk;
     if (log) process.stderr.write(chunk);
-  });
-  child.stderr.on("data", (chunk) => {
-    output += chunk;
-    if (log) process.stderr.write(chunk);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`the app exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${url}/ping`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
+    const bound = /Listening on http:\/\/[^\s"]*:(\d+)/.exec(output);
+    if (bound) listening(Number(bound[1]));
+  };
+  child.stdout.on("data", onOutput);
+  child.stderr.on("data", onOutput);
+  let url = `http://127.0.0.1:${port}`;
+  if (port === 0) {
+    // No time limit of its own: a busy machine may take long to start the app, and the
+    // caller has its own. An exit before the start line is an error at once.
+    const exited = once(child, "exit").then(([code, signal]) => {
+      throw new Error(
+        `the app exited (${signal ?? code}) before it said where it listens (its start line is logged at info; LOG_LEVEL=${env.LOG_LEVEL ?? "info"}):\n${output}`,
+      );
+    });
+    url = `http://127.0.0.1:${await Promise.race([heard, exited])}`;
+    exited.catch(() => undefined);
+  } else {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (child.exitCode !== null)
+        throw new Error(`the app exited with ${child.exitCode}:\n${output}`);
+      try {
+        const response = await fetch(`${url}/ping`);
+        if (response.ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        throw new Error(`the app did not listen on ${url} within 30 s:\n${output}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`the app did not listen on ${url} within 30 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return {
     url,
@@ -664,6 +950,208 @@ export function pullRequestEvent({
       },
       base: { sha: base, ref: "main", repo: repository },
     },
+  };
+}
+
+/**
+ * An issue_comment webhook payload in GitHub's shape (@octokit/webhooks-examples'
+ * issue_comment.created, as an App receives it): a comment on pull request `number`, seen as an
+ * issue with its `pull_request` key, by `login` (a User; the stand-in answers its permission).
+ */
+export function issueCommentEvent({
+  owner = "octo",
+  repo = "kernels",
+  number,
+  body,
+  commentId,
+  login = "alice",
+  action = "created",
+  title = "Kernel changes",
+  at = new Date().toISOString(),
+}) {
+  const api = `https://api.github.invalid/repos/${owner}/${repo}`;
+  const html = `https://github.invalid/${owner}/${repo}`;
+  const user = (name, type) => {
+    const url = `https://api.github.invalid/users/${name}`;
+    return {
+      login: name,
+      id: type === "User" ? 2 : 1,
+      node_id: `U_${name}`,
+      avatar_url: `https://avatars.github.invalid/u/${name}`,
+      gravatar_id: "",
+      url,
+      html_url: `https://github.invalid/${name}`,
+      followers_url: `${url}/followers`,
+      following_url: `${url}/following{/other_user}`,
+      gists_url: `${url}/gists{/gist_id}`,
+      starred_url: `${url}/starred{/owner}{/repo}`,
+      subscriptions_url: `${url}/subscriptions`,
+      organizations_url: `${url}/orgs`,
+      repos_url: `${url}/repos`,
+      events_url: `${url}/events{/privacy}`,
+      received_events_url: `${url}/received_events`,
+      type,
+      site_admin: false,
+    };
+  };
+  const author = user(login, "User");
+  // The repository's API links, as GitHub lists them (name, then the path under the repo).
+  const links = Object.fromEntries(
+    [
+      ["forks", "/forks"],
+      ["keys", "/keys{/key_id}"],
+      ["collaborators", "/collaborators{/collaborator}"],
+      ["teams", "/teams"],
+      ["hooks", "/hooks"],
+      ["issue_events", "/issues/events{/number}"],
+      ["events", "/events"],
+      ["assignees", "/assignees{/user}"],
+      ["branches", "/branches{/branch}"],
+      ["tags", "/tags"],
+      ["blobs", "/git/blobs{/sha}"],
+      ["git_tags", "/git/tags{/sha}"],
+      ["git_refs", "/git/refs{/sha}"],
+      ["trees", "/git/trees{/sha}"],
+      ["statuses", "/statuses/{sha}"],
+      ["languages", "/languages"],
+      ["stargazers", "/stargazers"],
+      ["contributors", "/contributors"],
+      ["subscribers", "/subscribers"],
+      ["subscription", "/subscription"],
+      ["commits", "/commits{/sha}"],
+      ["git_commits", "/git/commits{/sha}"],
+      ["comments", "/comments{/number}"],
+      ["issue_comment", "/issues/comments{/number}"],
+      ["contents", "/contents/{+path}"],
+      ["compare", "/compare/{base}...{head}"],
+      ["merges", "/merges"],
+      ["archive", "/{archive_format}{/ref}"],
+      ["downloads", "/downloads"],
+      ["issues", "/issues{/number}"],
+      ["pulls", "/pulls{/number}"],
+      ["milestones", "/milestones{/number}"],
+      ["notifications", "/notifications{?since,all,participating}"],
+      ["labels", "/labels{/name}"],
+      ["releases", "/releases{/id}"],
+      ["deployments", "/deployments"],
+    ].map(([name, path]) => [`${name}_url`, `${api}${path}`]),
+  );
+  const org = `https://api.github.invalid/orgs/${owner}`;
+  return {
+    action,
+    issue: {
+      url: `${api}/issues/${number}`,
+      repository_url: api,
+      labels_url: `${api}/issues/${number}/labels{/name}`,
+      comments_url: `${api}/issues/${number}/comments`,
+      events_url: `${api}/issues/${number}/events`,
+      html_url: `${html}/pull/${number}`,
+      id: 100_000 + number,
+      node_id: `PR_${number}`,
+      number,
+      title,
+      user: author,
+      labels: [],
+      state: "open",
+      locked: false,
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      comments: 1,
+      created_at: at,
+      updated_at: at,
+      closed_at: null,
+      author_association: "MEMBER",
+      active_lock_reason: null,
+      draft: false,
+      pull_request: {
+        url: `${api}/pulls/${number}`,
+        html_url: `${html}/pull/${number}`,
+        diff_url: `${html}/pull/${number}.diff`,
+        patch_url: `${html}/pull/${number}.patch`,
+        merged_at: null,
+      },
+      body: null,
+      reactions: { url: `${api}/issues/${number}/reactions`, total_count: 0 },
+      timeline_url: `${api}/issues/${number}/timeline`,
+      performed_via_github_app: null,
+      state_reason: null,
+    },
+    comment: {
+      url: `${api}/issues/comments/${commentId}`,
+      html_url: `${html}/pull/${number}#issuecomment-${commentId}`,
+      issue_url: `${api}/issues/${number}`,
+      id: commentId,
+      node_id: `IC_${commentId}`,
+      user: author,
+      created_at: at,
+      updated_at: at,
+      author_association: "MEMBER",
+      body,
+      reactions: { url: `${api}/issues/comments/${commentId}/reactions`, total_count: 0 },
+      performed_via_github_app: null,
+    },
+    repository: {
+      id: 1,
+      node_id: "R_1",
+      name: repo,
+      full_name: `${owner}/${repo}`,
+      private: false,
+      owner: user(owner, "Organization"),
+      html_url: html,
+      description: null,
+      fork: false,
+      url: api,
+      ...links,
+      created_at: "2026-01-01T00:00:00Z",
+      updated_at: at,
+      pushed_at: at,
+      git_url: `git://github.invalid/${owner}/${repo}.git`,
+      ssh_url: `git@github.invalid:${owner}/${repo}.git`,
+      clone_url: `${html}.git`,
+      svn_url: html,
+      homepage: null,
+      size: 1,
+      stargazers_count: 0,
+      watchers_count: 0,
+      language: "Cuda",
+      has_issues: true,
+      has_projects: false,
+      has_downloads: true,
+      has_wiki: false,
+      has_pages: false,
+      forks_count: 0,
+      mirror_url: null,
+      archived: false,
+      disabled: false,
+      open_issues_count: 1,
+      license: null,
+      forks: 0,
+      open_issues: 1,
+      watchers: 0,
+      is_template: false,
+      topics: [],
+      visibility: "public",
+      web_commit_signoff_required: false,
+      custom_properties: {},
+      default_branch: "main",
+    },
+    organization: {
+      login: owner,
+      id: 1,
+      node_id: `O_${owner}`,
+      url: org,
+      repos_url: `${org}/repos`,
+      events_url: `${org}/events`,
+      hooks_url: `${org}/hooks`,
+      issues_url: `${org}/issues`,
+      members_url: `${org}/members{/member}`,
+      public_members_url: `${org}/public_members{/member}`,
+      avatar_url: `https://avatars.github.invalid/u/${owner}`,
+      description: "",
+    },
+    sender: author,
+    installation: { id: 1, node_id: "I_1" },
   };
 }
 
