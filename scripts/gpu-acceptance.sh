@@ -71,8 +71,8 @@ readme() { # the README's main command: verify the softmax kernel, then time it
 }
 
 verify_builtin() {
-  evk verify layernorm --json >"$out/verify-layernorm.json" || return 1
-  check "$out/verify-layernorm.json" 'r.candidates[0].ok && r.candidates[0].verify.configs.length >= 5 && `${r.candidates[0].status} on ${r.candidates[0].verify.configs.length} configurations`'
+  evk verify layernorm --heldout --json >"$out/verify-layernorm.json" || return 1
+  check "$out/verify-layernorm.json" 'r.candidates[0].ok && r.candidates[0].verify.configs.length >= 5 && `${r.candidates[0].status} on ${r.candidates[0].verify.configs.length} configurations, held-out ones included`'
 }
 
 optimize_tuner() {
@@ -84,29 +84,24 @@ optimize_tuner() {
   check "$out/optimize.json" 'r.kind === "optimize" && r.search.evaluated > 0 && `exit '"$code"': ${r.search.evaluated} evaluated, ${r.search.passed} passed; ${r.win ? "win " + r.speedup.lowerBound.toFixed(2) + "x (lower bound)" : "no win"}: ${r.verdict}`'
 }
 
-kernelbench() {
+kernelbench() { # bench verifies (every configuration, fresh inputs) before it times
   need_data kernelbench/KernelBench/level1/23_Softmax.py
   local task="$data/kernelbench/KernelBench/level1/23_Softmax.py"
   local cand="$root/test/fixtures/acceptance/kb_23_softmax_triton.py"
-  evk verify "$task" --candidate "$cand" --json >"$out/kb-verify.json" || return 1
-  check "$out/kb-verify.json" 'r.candidates[0].ok' "verify:" || return 1
   evk bench "$task" --candidate "$cand" --json >"$out/kb-bench.json" || return 1
-  check "$out/kb-bench.json" 'r.candidate.ok && `verified and timed on ${r.candidate.bench.configs.length} configurations`'
+  check "$out/kb-bench.json" 'r.candidate.ok && r.candidate.verify.ok && `verified on ${r.candidate.verify.configs.length} configurations, timed on ${r.candidate.bench.configs.length}`'
 }
 
-robust_kbench() { # a forward task and a backward task, verified and timed
+robust_kbench() { # a forward task and a backward task, each verified, then timed
   need_data robust-kbench/tasks/mnist_cross_entropy/func_forward.py
   local task="$data/robust-kbench/tasks/mnist_cross_entropy"
   local fwd="$root/runner/corpus/correct/mnist_cross_entropy/21_torch_ext_mean_loss_shape_1.cu"
   local bwd="$root/runner/corpus/correct/mnist_cross_entropy/03_torch_ext_scalar_grad_int64_targets.cu"
-  evk verify "$task" --candidate "$fwd" --json >"$out/rkb-fwd-verify.json" &
-  evk verify "$task#backward" --candidate "$bwd" --json >"$out/rkb-bwd-verify.json" &
+  evk bench "$task" --candidate "$fwd" --json >"$out/rkb-fwd-bench.json" &
+  evk bench "$task#backward" --candidate "$bwd" --json >"$out/rkb-bwd-bench.json" &
   wait
-  check "$out/rkb-fwd-verify.json" 'r.candidates[0].ok' "forward verify:" || return 1
-  check "$out/rkb-bwd-verify.json" 'r.candidates[0].ok' "backward verify:" || return 1
-  evk bench "$task" --candidate "$fwd" --json >"$out/rkb-fwd-bench.json" || return 1
-  evk bench "$task#backward" --candidate "$bwd" --json >"$out/rkb-bwd-bench.json" || return 1
-  check "$out/rkb-bwd-bench.json" 'r.candidate.ok && `forward and backward verified and timed`'
+  check "$out/rkb-fwd-bench.json" 'r.candidate.ok && r.candidate.verify.ok' "forward:" || return 1
+  check "$out/rkb-bwd-bench.json" 'r.candidate.ok && r.candidate.verify.ok && "forward and backward verified and timed"'
 }
 
 # A checkout whose PR makes one kernel faster, one slower and one wrong (test/fixtures/e2e-pr).
@@ -137,38 +132,36 @@ review() {
     ok && `softmax regression ${t("softmax").speedup?.median?.toFixed(2)}x, row_sum wrong (mismatch), layernorm ${t("layernorm").improvement ? "improvement" : "same"} ${t("layernorm").speedup?.median?.toFixed(2)}x`'
 }
 
-app_e2e() { # the app end to end: the PR's bench comment, then an optimizing review
-  local args=()
-  local change
-  for change in "${changes[@]}"; do args+=(--change "$change"); done
-  node "$root/scripts/e2e-local.mjs" --out "$out/e2e-bench" --timeout-min 6 "${args[@]}" || return 1
-  check "$out/e2e-bench/check-runs.json" '
-    const run = r.find((x) => x.status === "completed");
-    run && run.conclusion === "failure" && /wrong/.test(run.output.title) && /slower|regression/.test(run.output.title)
-      && `check run ${run.conclusion}: ${run.output.title}`' || return 1
-  grep -q "row_sum" "$out/e2e-bench/comment.md" || { echo "ACCEPT: the comment does not name row_sum"; return 1; }
-  node "$root/scripts/e2e-local.mjs" --out "$out/e2e-optimize" --timeout-min 8 \
-    --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 8\n  minutes: 4\n' \
-    --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" || return 1
-  check "$out/e2e-optimize/check-runs.json" '
-    const run = r.find((x) => x.status === "completed"); run && `check run ${run.conclusion}: ${run.output.title}`' || return 1
-  # the suggestion, applied, verifies: take the evolved kernel from the job's result
-  local result
-  result=$(find "$out/e2e-optimize/job" -name '*.json' -newer "$fixtures/softmax_slower.cu" | xargs grep -l '"suggestion"' | head -n 1)
-  [ -n "$result" ] || { echo "ACCEPT: no job result with a suggestion field"; return 1; }
-  node -e '
-    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    const t = (r.tasks ?? []).find((x) => x.suggestion);
-    if (!t) { console.log("ACCEPT: no suggestion (the search found no win)"); process.exit(3); }
-    require("fs").writeFileSync(process.argv[2], t.suggestion.after);
-  ' "$result" "$out/suggested.cu"
-  case $? in
-    3) return 0 ;;
-    0) ;;
-    *) return 1 ;;
-  esac
-  evk verify softmax --candidate "$out/suggested.cu" --heldout --json >"$out/suggested-verify.json" || return 1
-  check "$out/suggested-verify.json" 'r.candidates[0].ok && "the suggested kernel verifies, held-out configurations included"'
+app_e2e() { # the app end to end: an optimizing review's comment, a /bench command, a night
+  node "$root/scripts/e2e-local.mjs" --out "$out/e2e" --timeout-min 7 \
+    --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 10\n  minutes: 3\n' \
+    --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" \
+    --change "kernels/layernorm/kernel.cu=$fixtures/layernorm_touched.cu" \
+    --command "/bench softmax" --nightly --nightly-tasks '["kernels/softmax"]' || return 1
+  check "$out/e2e/summary.json" '
+    const phase = (n) => r.phases.find((p) => p.name === n || p.name.startsWith(n));
+    const pr = phase("pr")?.checkRuns.find((c) => c.status === "completed");
+    const bench = phase("command")?.checkRuns.find((c) => c.status === "completed");
+    const night = phase("nightly");
+    r.ok && pr && bench && night?.completed &&
+      `PR check ${pr.conclusion}: ${pr.title}; /bench ${bench.conclusion}: ${bench.title}; nightly ${night.pulls?.length ? "opened a PR" : night.issues?.length ? "opened an issue" : "ran"}`' || return 1
+  grep -q "softmax" "$out/e2e/comment.md" || { echo "ACCEPT: the comment does not name softmax"; return 1; }
+  # the optimizing review's suggestion, applied, verifies (held-out configurations included)
+  find "$out/e2e" -name "*.json" -print0 | OUT_FILE="$out/suggested.cu" xargs -0 node -e '
+    for (const file of process.argv.slice(1)) {
+      let r;
+      try { r = JSON.parse(require("fs").readFileSync(file, "utf8")); } catch { continue; }
+      const t = (Array.isArray(r?.tasks) ? r.tasks : []).find((x) => x?.suggestion?.after);
+      if (!t) continue;
+      require("fs").writeFileSync(process.env.OUT_FILE, t.suggestion.after);
+      console.log(t.task.name);
+      process.exit(0);
+    }
+    console.log("ACCEPT: no suggestion in any job result: the search found no win");
+    process.exit(1);
+  ' >"$out/suggested-task.txt" || { cat "$out/suggested-task.txt"; return 1; }
+  evk verify "$(cat "$out/suggested-task.txt")" --candidate "$out/suggested.cu" --heldout --json >"$out/suggested-verify.json" || return 1
+  check "$out/suggested-verify.json" 'r.candidates[0].ok && `the suggested ${r.task.name} kernel verifies on ${r.candidates[0].verify.configs.length} configurations, held-out ones included`'
 }
 
 action() { # the Action's steps from a release tree, no npm
@@ -189,10 +182,10 @@ selftest() {
   "$py" -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}")' 2>/dev/null
 } | tee -a "$summary"
 started=$(date +%s)
-(path readme readme; path verify-builtin verify_builtin; path optimize-tuner optimize_tuner) &
-(path kernelbench kernelbench; path robust-kbench robust_kbench) &
-(path review review; path app-e2e app_e2e) &
-(path selftest selftest; path action action) &
+(path selftest selftest) &
+(path app-e2e app_e2e) &
+(path review review; path action action) &
+(path readme readme; path verify-builtin verify_builtin; path kernelbench kernelbench; path robust-kbench robust_kbench; path optimize-tuner optimize_tuner) &
 wait
 echo "acceptance: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed, $(grep -c '^SKIP' "$summary") skipped in $(($(date +%s) - started)) s" | tee -a "$summary"
 ! grep -q '^FAIL' "$summary"

@@ -18,6 +18,7 @@ const FIXTURES = [
   { file: "layernorm_faster.cu", from: "kernels/layernorm/kernel.cu" },
   { file: "softmax_slower.cu", from: "kernels/softmax/kernel.cu" },
   { file: "row_sum_wrong.cu", from: "kernels/row_sum/kernel.cu" },
+  { file: "layernorm_touched.cu", from: "kernels/layernorm/kernel.cu" },
 ];
 
 function findNvcc(): string | null {
