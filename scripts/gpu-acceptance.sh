@@ -4,7 +4,7 @@
 # code). Run it whenever runner, harness, app or kernel code changed, before the change is
 # handed in; its summary (one line a path, the commit and the GPU) goes to docs/RESULTS.md.
 #
-#   npm run bundle                      # here: dist/evokernel.mjs and dist/app.mjs
+#   bash scripts/gpu-prep.sh            # here: the bundles, Node packed, the public data, the commit
 #   bash scripts/gpu-acceptance.sh      # there, with node on PATH; OUT=DIR for the files
 #
 # Public tasks (a KernelBench problem, a robust-kbench task) are read under
@@ -23,7 +23,8 @@ command -v node >/dev/null || { echo "gpu-acceptance: no node on PATH" >&2; exit
 py=${EVOKERNEL_PYTHON:-python3}
 export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-$(mktemp -d /tmp/evk-acceptance-cache-XXXX)}
 export PYTHONUNBUFFERED=1
-data=${EVOKERNEL_SHARED_DATA:-$root/../shared/data}
+data=${EVOKERNEL_SHARED_DATA:-$root/.device/data}
+[ -d "$data" ] || data=$root/../shared/data
 evk() { node "$cli" "$@"; }
 summary="$out/summary.txt"
 : >"$summary"
@@ -178,7 +179,10 @@ selftest() {
 
 # ---- the run ----------------------------------------------------------------------------
 {
-  echo "evokernel acceptance run: $(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo "${EVOKERNEL_COMMIT:-unknown}") on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $(date -u +%Y-%m-%dT%H:%MZ)"
+  # the commit: EVOKERNEL_COMMIT, else .device/commit (scripts/gpu-prep.sh: a tree sent to a GPU
+# machine may carry stale git metadata), else git's HEAD
+commit=${EVOKERNEL_COMMIT:-$(tr '\n' ' ' <"$root/.device/commit" 2>/dev/null)}
+echo "evokernel acceptance run: ${commit:-$(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo unknown)} on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1), $(date -u +%Y-%m-%dT%H:%MZ)"
   "$py" -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, CUDA {torch.version.cuda}")' 2>/dev/null
 } | tee -a "$summary"
 started=$(date +%s)
