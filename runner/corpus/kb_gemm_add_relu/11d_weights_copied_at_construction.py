@@ -9,8 +9,9 @@ nobody writes the parameters again; a training step, load_state_dict or any new 
 written into the parameters leave it computing with the old ones.
 What should catch it: every trial's ModelNew is built like the Model, so the copies hold the
 case's weights and the trials pass; the same-buffer refill writes new values into the inputs
-AND the parameters in place, and its output stays the old weights' product: result-caching
-(the output was stale after new values in the same buffers).
+AND the parameters in place, and its output stays the old weights' product: result-caching,
+"its output ignores new weights (computed from a copy made at construction); it follows new
+activations" (issue 33.6: each kind refilled alone; mismatch.stale says the same).
 """
 
 import torch

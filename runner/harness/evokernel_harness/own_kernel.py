@@ -11,7 +11,9 @@ at::mm is good engineering), a fill or copy, or PyTorch's own (ATen). The rule (
   that never takes the fast path, is a fallback);
 - it is a fallback when the kernels it shares with the reference make up the reference's
   work: every non-trivial reference kernel appears in its trace (the reference's ops plus a
-  token kernel), or PyTorch's kernels take more of its GPU time than its own do, or the
+  token kernel), or PyTorch's kernels do the reference's work on the activations or take
+  more of its GPU time than its own do, set-up on parameters and shapes not counted (work.py:
+  measured by the elements each kernel's operator was given, not by time alone), or the
   reference's work is a library call and so is most of the candidate's;
 - otherwise it passes, and the record states the share of its GPU time in library kernels.
 
@@ -23,11 +25,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
 import torch
 
 from . import kernel_symbols
+from . import work as work_rule
 
 if TYPE_CHECKING:
     from .candidates.load import Candidate
@@ -150,6 +153,7 @@ def judge(
     traces: list[tuple[str, dict[str, float], dict[str, float]]],
     own: OwnKernels | Collection[str],
     libraries: str = "allow",
+    work: Mapping[str, tuple[dict[str, int] | None, int]] | None = None,
 ) -> dict[str, Any]:
     """traces: [(config name, candidate {name: µs}, reference {name: µs})]; own: the
     candidate's kernels (OwnKernels, or their exact names). Returns {ok, detail, ownKernels,
@@ -157,7 +161,9 @@ def judge(
     candidate's GPU time summed over configurations. ownKernels (its own kernels that did the
     work: empty unless ok) is the one fact every statement of whose kernels did the work is
     drawn from: the detail here, the verdict's warnings (verdict.py); the own share and it
-    come from the same classification (classify)."""
+    come from the same classification (classify). work: config name → (the candidate's
+    kernel → elements its operator was given, the activations' elements), work.py's measure
+    of whose work it is (without it, every PyTorch kernel counts as work)."""
     own = as_own(own)
     totals = {"own": 0.0, "library": 0.0, "torch": 0.0, "harmless": 0.0}
     library_names, own_seen = set(), set()
@@ -179,7 +185,12 @@ def judge(
         ref_work = {n: us for n, us in ref.items() if not HARMLESS.search(n)}
         ref_total = sum(ref_work.values()) or 1.0
         non_trivial = {n for n, us in ref_work.items() if us >= NON_TRIVIAL_SHARE * ref_total}
-        shared = (set(cand) & set(ref_work)) - ours
+        # PyTorch's kernels by the work they do (work.py): set-up on parameters and shapes is
+        # not the reference's work, whatever kernel it shares a name with
+        elements, activation = (work or {}).get(config, (None, 0))
+        torch_names = {n for n, k in kinds.items() if k == "torch"}
+        setup = work_rule.setup_kernels(torch_names, elements, activation)
+        shared = (set(cand) & set(ref_work)) - ours - setup
         if libraries == "deny":
             banned = shared | {n for n, k in kinds.items() if k == "library"}
             if banned:
@@ -205,15 +216,9 @@ def judge(
             )
         cand_total = sum(cand.values()) or 1.0
         own_us = sum(us for n, us in cand.items() if kinds[n] == "own")
-        torch_us = sum(us for n, us in cand.items() if kinds[n] == "torch")
-        if torch_us > own_us:
-            torch_names = {n for n, k in kinds.items() if k == "torch"}
-            return _fail(
-                f"PyTorch's kernels ({_short(torch_names)}) take {torch_us / cand_total:.0%} of its GPU time on "
-                f"configuration {config}, its own kernels {own_us / cand_total:.0%}: the work is PyTorch's",
-                totals,
-                library_names,
-            )
+        why = work_rule.torch_work(config, cand, torch_names, own_us, ref_work, elements, activation, _short)
+        if why is not None:
+            return _fail(why, totals, library_names)
         lib_us = sum(us for n, us in cand.items() if kinds[n] == "library")
         ref_all_library = bool(ref_work) and all(classify(n, ()) == "library" for n in ref_work)
         if ref_all_library and lib_us > 0.5 * cand_total:
@@ -273,13 +278,17 @@ def check_own_kernel(
             "shares": None,
             "libraryKernels": [],
         }
-    traces = []
+    traces, work = [], {}
     for name, case in cases:
         with grad():
             try:
                 staged = task.staged_candidate(candidate, case.clone())
                 scoped: Any = getattr(candidate, "scoped", None)
                 cand = _kernel_times_us(staged if scoped is None else (lambda: scoped(staged)))
+                # the elements each kernel's operator was given, on a call of its own (shapes
+                # cost the profiler time: the times above are measured without them)
+                again = task.staged_candidate(candidate, case.clone())
+                elements = work_rule.profile_elements(again if scoped is None else (lambda: scoped(again)))
             except Exception as err:  # it passed unprofiled: failing profiled is a tell
                 return {
                     "ok": False,
@@ -290,6 +299,7 @@ def check_own_kernel(
                     "libraryKernels": [],
                 }
             ref = _kernel_times_us(task.staged(task.reference_entry(), case.clone()))
+            work[name] = (elements, work_rule.activation_elements(case.args))
         traces.append((name, cand, ref))
         del case
     if not any(cand for _, cand, _ in traces):
@@ -302,7 +312,7 @@ def check_own_kernel(
         }
     if rewrite:
         return rewrite_verdict(traces)
-    return judge(traces, own_kernels(candidate), libraries)
+    return judge(traces, own_kernels(candidate), libraries, work)
 
 
 def rewrite_verdict(traces: list[tuple[str, dict[str, float], dict[str, float]]]) -> dict[str, Any]:

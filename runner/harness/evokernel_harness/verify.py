@@ -52,14 +52,51 @@ def poison_allocator(sizes: Sequence[int], device: torch.device) -> None:
     del blocks
 
 
-def refill_case(task: Task, config: Config, case: Case, seed: int, init: str | None, observable: bool = False) -> None:
+def refill_case(
+    task: Task,
+    config: Config,
+    case: Case,
+    seed: int,
+    init: str | None,
+    observable: bool = False,
+    only: Callable[[str], bool] | None = None,
+) -> None:
     """Write new values into the case's tensors in place (same pointers). Through .data by
     default, so not even the tensor's version counter shows the change (a cache keyed by
-    pointer and version must miss it); observable=True bumps versions (timing)."""
+    pointer and version must miss it); observable=True bumps versions (timing). only: which
+    tensors, by their name in Case.tensors() (every one by default)."""
     fresh = task.make_case(config, seed, case.args[0].device if case.args else "cpu", init=init)
     with torch.no_grad():
-        for (_, dst), (_, src) in zip(case.tensors(), fresh.tensors()):
-            (dst if observable else dst.data).copy_(src)
+        for (name, dst), (_, src) in zip(case.tensors(), fresh.tensors()):
+            if only is None or only(name):
+                (dst if observable else dst.data).copy_(src)
+
+
+def input_kinds(case: Case) -> dict[str, Callable[[str], bool]]:
+    """The kinds of input a refill writes, by Case.tensors()'s names: a module's case has
+    activations (its arguments) and parameters (the module's weights and buffers); a function
+    task's arguments are its inputs."""
+    if case.module is None:
+        return {"inputs": lambda name: True}
+    return {"activations": lambda name: name.startswith("arg"), "parameters": lambda name: not name.startswith("arg")}
+
+
+def stale_message(refilled: Sequence[str], ignored: Sequence[str], constructed: bool) -> str:
+    """What went stale, in words: which inputs got new values in the same buffers, and which
+    of them the output ignored."""
+    head = f"after new values were written into the same buffers ({' and '.join(refilled)}) the output was stale"
+    followed = [k for k in refilled if k not in ignored]
+    if list(ignored) == ["parameters"]:
+        where = (
+            "computed from a copy made at construction"
+            if constructed
+            else "computed from a copy of them, or a result, kept from an earlier call"
+        )
+        return f"{head}: its output ignores new weights ({where}); it follows new {' and '.join(followed)}"
+    if not ignored:
+        return f"{head}: each kind alone is followed, not both together: results cached by pointer or by value"
+    tail = f"; it follows new {' and '.join(followed)}" if followed else ""
+    return f"{head}: its output ignores new {' and new '.join(ignored)}: results cached by pointer or by value{tail}"
 
 
 def trial_seed(seed: int, config: Config, trial: int) -> int:
@@ -352,23 +389,47 @@ class Verifier:
             results = [{**r, "ok": True} for r in results]
         for i, res in enumerate(results):
             if not res["ok"]:
+                refilled, ignored = self.stale_inputs(config, case, seed)
                 res.update(
                     {
                         "config": config.name,
                         "trial": 0,
                         "output": f"output {i} (new values in the same buffers)",
                         "outputIndex": i,
+                        "stale": {"refilled": refilled, "ignored": ignored},
                     }
                 )
-                raise Reject(
-                    "result-caching",
-                    "after new values were written into the same input buffers the output was stale: results cached "
-                    "by pointer or by value",
-                    res,
-                )
+                constructed = getattr(self.cand, "entry", True) is None  # a ModelNew, built per case
+                raise Reject("result-caching", stale_message(refilled, ignored, constructed), res)
         from .outputs import REFILL
 
         self.keep(config, REFILL, outs)
+
+    def stale_inputs(self, config: Config, case: Case, seed: int) -> tuple[list[str], list[str]]:
+        """After a stale refill: the kinds of input it wrote (input_kinds) and those the output
+        ignored, each kind refilled alone into a fresh clone the candidate has run on once.
+        Where one kind alone is written, or the candidate fails otherwise here, it is that one
+        (or every one) ignored: the refill's own finding."""
+        kinds = input_kinds(case)
+        refilled = [k for k, test in kinds.items() if any(test(name) for name, _ in case.tensors())]
+        if len(refilled) < 2:
+            return refilled, refilled
+        ignored = []
+        try:
+            for kind in refilled:
+                probe = case.clone()
+                self.candidate(probe)
+                refill_case(self.task, config, probe, seed ^ REFILL_SEED, self.init_of(case), only=kinds[kind])
+                refs = self.reference(probe.clone())
+                outs = self.candidate(probe)
+                tol = self.task.tolerance
+                if not all(compare(o, r, tol(dtype_name(r.dtype)))["ok"] for o, r in zip(outs, refs)):
+                    if not self.within_truth(outs, probe, config, f"the same-buffer refill of its {kind}"):
+                        ignored.append(kind)
+                del probe, refs, outs
+        except Exception:  # the refill's finding stands without the detail
+            return refilled, refilled
+        return refilled, ignored
 
     def configs_to_run(self, include_heldout: bool, quick: bool = False) -> list[Config]:
         configs = [c for c in self.task.configs if include_heldout or not c.heldout]

@@ -125,6 +125,70 @@ class RobustKBenchTest(unittest.TestCase):
         self.assertIn("output", rec["mismatch"]["output"])
 
 
+# Reaches torch.utils.cpp_extension through `import torch` alone, as a candidate written for
+# KernelBench's or robust-kbench's harness may: theirs import the submodule before they load it.
+SUBMODULE_KB = """import torch
+import torch.nn as nn
+
+load_inline = torch.utils.cpp_extension.load_inline  # no `import torch.utils.cpp_extension`
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.build = torch.utils.cpp_extension.load_inline  # and again at construction
+
+    def forward(self, x):
+        e = torch.exp(x - x.amax(dim=1, keepdim=True))
+        return e / e.sum(dim=1, keepdim=True)
+"""
+SUBMODULE_RKB = """import torch
+
+load = torch.utils.cpp_extension.load  # no `import torch.utils.cpp_extension`
+
+
+def forward(x, weight, bias):
+    return torch.clamp_min(torch.addmm(bias, x, weight.t()), 0.0)
+"""
+SUBMODULE_NATIVE = """import torch
+
+load_inline = torch.utils.cpp_extension.load_inline
+
+
+def forward(x):
+    e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+"""
+
+
+def verify_loaded(task, name, source):
+    """verify --device cpu of a candidate loaded as the runner has it loaded: from its build's
+    artifact (given), so no build in this process imports anything on its behalf."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write(source)
+        return harness("verify", "--device", "cpu", "--task", task, "--candidate", path, "--artifact", path)
+
+
+class FormatHarnessTest(unittest.TestCase):
+    """Issue 33.5: a public format's candidate runs as its own harness runs it
+    (docs/DESIGN.md, "What each format's harness provides")."""
+
+    def test_kernelbench_candidates_see_cpp_extension_imported(self):
+        rec = verify_loaded(os.path.join(FIX, "kernelbench", "23_Softmax.py"), "kb_submodule.py", SUBMODULE_KB)
+        self.assertTrue(rec["ok"], rec["message"])
+
+    def test_robust_kbench_candidates_see_cpp_extension_imported(self):
+        rec = verify_loaded(os.path.join(FIX, "robust-kbench", "linear_relu"), "rkb_submodule.py", SUBMODULE_RKB)
+        self.assertTrue(rec["ok"], rec["message"])
+
+    def test_a_native_candidate_imports_what_it_uses(self):
+        rec = verify_loaded(os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax"), "n.py", SUBMODULE_NATIVE)
+        self.assertEqual((rec["status"], rec["reason"]), ("rejected", "load-error"), rec)
+        self.assertIn("cpp_extension", rec["message"])
+
+
 def verify_source(task, name, source):
     """verify --device cpu of a candidate written from `source` into a fresh folder."""
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,13 +32,18 @@ GPU verifies one candidate at a time, and a line per candidate says how it ended
                       relative to the repository root, or absolute, or shared:REST for
                       $EVOKERNEL_SHARED_DATA/REST; repeat for several
       --heldout       also verify the held-out configurations
-      --device D      cuda (default) or cpu (py candidates only; no GPU needed)
+      --device D      cuda (default) or cpu (py candidates only; no GPU needed): a CPU
+                      pass is a CPU check only, not a verdict (whose kernels did the
+                      work, streams and timing are checked on a GPU only); a CUDA
+                      candidate (.cu) is checked and built, then exit 3
       --seed N        seed for the inputs
       --json          print one JSON document: { task, device, candidates }, or with
                       --manifest { device, summary, tasks: [{ task, candidates }] }
 
-exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
-      3 no GPU or no Python with torch (the static check still runs), 4 internal error`,
+exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candidate
+      rejected or the task invalid, 2 usage, 3 no GPU or no Python with torch (the static
+      check still runs), or --device cpu on a CUDA candidate (the static check and the
+      build still run), 4 internal error`,
   options: {
     candidate: { type: "string", short: "c", multiple: true },
     manifest: { type: "string", short: "m", multiple: true },
@@ -92,6 +97,7 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
           if (json) return 3;
           throw new EnvironmentError(NO_GPU);
         }
+        if (deviceChoice === "cpu") return finishOnCpu(results, document, json, io);
         if (json) printJson(io, document);
         else io.stdout(`${renderCandidates(results)}\n`);
         return results.every((result) => result.ok) ? 0 : 1;
@@ -100,6 +106,51 @@ exit: 0 all passed, 1 a candidate rejected or the task invalid, 2 usage,
     );
   },
 };
+
+/** What a pass on the CPU is: the outputs were right there, nothing more. */
+export const CPU_CHECK_ONLY =
+  "CPU check only, not a verdict: the outputs were compared on the CPU; whose kernels did " +
+  "the work, the streams and the timing are checked on a GPU only";
+
+/** The candidates --device cpu could not verify at all: CUDA candidates (the harness's no-gpu). */
+export function noVerdictOnCpu(results: readonly CandidateResult[]): CandidateResult[] {
+  return results.filter((result) => result.reason === "no-gpu");
+}
+
+/**
+ * --device cpu's ending: a CPU check is never a verdict, so the document says so; a candidate
+ * rejected is exit 1, a CUDA candidate (checked and built, never run) exit 3, else 0.
+ */
+function finishOnCpu(
+  results: readonly CandidateResult[],
+  document: Record<string, unknown>,
+  json: boolean,
+  io: Io,
+  text: () => string = () => renderCandidates(results),
+): number {
+  const rejected = results.some((result) => !result.ok && result.reason !== "no-gpu");
+  const unverified = noVerdictOnCpu(results);
+  const message =
+    unverified.length === 0
+      ? null
+      : `--device cpu: ${unverified.length} CUDA candidate${unverified.length === 1 ? "" : "s"} ` +
+        "checked and built but not run, no verdict (a CUDA candidate runs on a GPU only): " +
+        unverified.map((result) => result.candidate).join(", ");
+  const code = rejected ? 1 : message !== null ? 3 : 0;
+  if (json) {
+    printJson(io, {
+      ...document,
+      cpuCheck: CPU_CHECK_ONLY,
+      ...(message !== null && code === 3 ? { error: { exitCode: 3, message } } : {}),
+    });
+    return code;
+  }
+  const passed = results.some((result) => result.ok);
+  io.stdout(`${text()}\n${passed ? `\n${CPU_CHECK_ONLY}\n` : ""}`);
+  if (code === 3 && message !== null) throw new EnvironmentError(message);
+  if (message !== null) io.stderr(`${message}\n`);
+  return code;
+}
 
 type ManifestRun = { candidates: readonly string[]; json: boolean; io: Io };
 
@@ -191,17 +242,19 @@ async function verifyManifests(
       );
       throw new EnvironmentError(NO_GPU);
     }
-    if (run.json) printJson(run.io, document);
-    else {
+    const text = () => {
       const sections = tasks.map(
         (task) => `## ${task.task.name}\n${renderCandidates(task.candidates)}`,
       );
-      run.io.stdout(
+      return (
         `${sections.join("\n\n")}\n\n${summary.passed}/${summary.candidates} passed, ` +
-          `${summary.tasks} tasks, ${wallSeconds.toFixed(1)} s, ` +
-          `${summary.candidatesPerMinute.toFixed(1)} candidates/min\n`,
+        `${summary.tasks} tasks, ${wallSeconds.toFixed(1)} s, ` +
+        `${summary.candidatesPerMinute.toFixed(1)} candidates/min`
       );
-    }
+    };
+    if (common.device === "cpu") return finishOnCpu(results, document, run.json, run.io, text);
+    if (run.json) printJson(run.io, document);
+    else run.io.stdout(`${text()}\n`);
     return summary.passed === summary.candidates ? 0 : 1;
   });
 }

@@ -6,6 +6,7 @@ import { formatSeconds } from "./format.js";
 export function describeEvent(event: EvaluationEvent): string {
   const who = basename(event.candidate);
   if (event.type === "start") return `${event.step.padEnd(6)} ${who} …`;
-  const verdict = event.ok ? "ok" : "FAILED";
+  // no-gpu: the machine could not run it (verify --device cpu on a CUDA candidate), no verdict
+  const verdict = event.ok ? "ok" : event.detail === "no-gpu" ? "not run" : "FAILED";
   return `${event.step.padEnd(6)} ${who} ${verdict} (${event.detail}, ${formatSeconds(event.seconds)})`;
 }

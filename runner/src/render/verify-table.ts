@@ -25,7 +25,10 @@ function headline(record: VerifyRecord): string {
   const seconds = record.seconds.load + record.seconds.verify;
   const where = `${record.task} · ${record.candidate} (${record.format}) · ${record.device.name}`;
   const seed = record.seed === null ? "" : ` (seed ${record.seed})`;
-  return `${where}\n${record.status.toUpperCase()} in ${formatSeconds(seconds)}${seed}`;
+  // a pass on the CPU compared outputs only (issue 33.8): never shown as a verdict
+  const cpu =
+    record.ok && record.device.backend === "cpu" ? " (CPU check only, not a verdict)" : "";
+  return `${where}\n${record.status.toUpperCase()}${cpu} in ${formatSeconds(seconds)}${seed}`;
 }
 
 /** Where its GPU time went: its own kernels, vendor libraries (cuBLAS …), PyTorch's. */

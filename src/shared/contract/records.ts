@@ -105,6 +105,9 @@ export const mismatchSchema = z.object({
   normRel: z.number().nullable(),
   nonFinite: z.number().int(),
   ok: z.boolean(),
+  // result-caching only: the kinds of input the same-buffer refill wrote ("activations" and
+  // "parameters" for a module's task, "inputs" for a function's) and those the output ignored
+  stale: z.object({ refilled: z.array(z.string()), ignored: z.array(z.string()) }).optional(),
 });
 export type Mismatch = z.infer<typeof mismatchSchema>;
 

@@ -1,6 +1,7 @@
 """Load a built candidate and bind it to a task: `run(case) -> tuple of output tensors`."""
 
 import ctypes
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -29,6 +30,16 @@ EVK_DTYPES = {
     torch.int8: 8,
 }
 MAX_DIMS = 8
+
+# What a public format's own harness has imported when it runs a candidate, so that a
+# candidate written for it finds it there too (docs/DESIGN.md, "What each format's harness
+# provides"): KernelBench's evaluation and robust-kbench's both import torch.utils.cpp_extension
+# before they load a candidate, so `import torch` then `torch.utils.cpp_extension.load_inline`
+# works there. A native task's candidate imports what it uses.
+FORMAT_IMPORTS = {
+    "kernelbench": ("torch.utils.cpp_extension",),
+    "robust-kbench": ("torch.utils.cpp_extension",),
+}
 
 
 class EvkTensor(ctypes.Structure):
@@ -188,6 +199,8 @@ class Candidate:
             self.entry = _entry(_import_extension(artifact), task.entry, artifact)
         else:
             apply_extension_env(artifact)  # a load_inline at import finds its build as left
+            for name in FORMAT_IMPORTS.get(task.format, ()):
+                importlib.import_module(name)
             module = self.module = load_module(artifact, f"evk_candidate_{abs(hash(artifact))}")
             if hasattr(module, "ModelNew") and task.format == "kernelbench":
                 self.entry = None

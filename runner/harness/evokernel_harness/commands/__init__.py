@@ -8,7 +8,7 @@ import sys
 import traceback
 from typing import Callable, Optional
 
-from .. import gpulock
+from .. import gpulock, workdir
 from ..record import Record
 from .bench import cmd_bench
 from .build import cmd_build
@@ -43,9 +43,10 @@ OUT_OF_MEMORY = (
 
 def run(args: argparse.Namespace) -> int:
     """The command args names, its record written to --out (or stdout): exit 0, or 4 when
-    the harness itself failed (its traceback on stderr). SystemExit passes through."""
+    the harness itself failed (its traceback on stderr). SystemExit passes through. The
+    command runs in a private working folder (workdir.py): candidate code writes there."""
     try:
-        with gpulock.held(args):  # machine-wide: one GPU job at a time
+        with workdir.private(args) as args, gpulock.held(args):  # machine-wide: one GPU job at a time
             record = COMMANDS[args.command](args)
     except SystemExit:
         raise

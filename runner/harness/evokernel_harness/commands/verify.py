@@ -60,7 +60,24 @@ def _load_for_run(args: argparse.Namespace, backend: str) -> Loaded:
         if not b["ok"]:
             raise CandidateError(b["log"][-4000:], kind="compile-error")
         artifact = b["artifact"]
+    if backend == "cpu" and fmt != "py":  # checked and built, as far as the CPU goes
+        raise CandidateError(cpu_cannot_verify(fmt, static), kind="no-gpu")
     return task, path, fmt, static, Candidate(path, artifact, task)
+
+
+CPU_CHECK_ONLY = "CPU check only, not a verdict"
+
+
+def cpu_cannot_verify(fmt: str, static: Record) -> str:
+    """--device cpu on a CUDA candidate (issue 33.8): what the CPU checked instead, and why no
+    verdict: never a hack verdict for a machine without a GPU."""
+    notes = sum(1 for f in static["findings"] if f["severity"] == "warn")
+    return (
+        f"a CUDA candidate ({fmt} format) runs only on a CUDA GPU, and this is --device cpu: no verdict, "
+        f"nothing of it ran. What the CPU can check it did: the static check (passed, {notes} notes) and the "
+        "build (it compiles: nvcc needs no GPU). Verify it on a machine with a GPU; --device cpu runs Python "
+        f"candidates only, and their pass is a {CPU_CHECK_ONLY}"
+    )
 
 
 def begin(args: argparse.Namespace, started: float) -> tuple[str | None, Record, float | None]:
@@ -108,6 +125,8 @@ def load(args: argparse.Namespace, backend: str, rec: Record) -> tuple[Loaded, N
     except CandidateError as err:
         if err.kind == "compile-error":
             return None, {**rec, "status": "compile-error", "reason": "compile-error", "message": str(err)}
+        if err.kind == "no-gpu":  # the machine, not the candidate: no verdict (exit 3 in the CLI)
+            return None, {**rec, "status": "error", "reason": "no-gpu", "message": str(err)}
         return None, {**rec, "status": "rejected", "reason": "load-error", "message": str(err)}
 
 
@@ -194,6 +213,11 @@ def verify_loaded(
 
         # a refusal for another reason still says what its code handled (a failed build …)
         rec["warnings"] += summary(cand.evidence.handled())
+    if rec["ok"] and backend == "cpu":
+        rec["warnings"].append(
+            f"{CPU_CHECK_ONLY}: its outputs were right on the CPU, but whose kernels did the work, its streams "
+            "and its timing are checked on a GPU only"
+        )
     return rec
 
 
