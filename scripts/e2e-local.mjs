@@ -124,7 +124,6 @@ try {
   app = await startApp({
     entry: resolve(values.app),
     standin,
-    port: 45_000 + Math.floor(Math.random() * 5_000),
     secret,
     privateKey: generateAppKey(),
     inheritEnv: true,

@@ -100,7 +100,8 @@ export interface AppProcess {
 export function startApp(options: {
   entry: string;
   standin: Standin;
-  port: number;
+  /** What the app binds; 0 (the default): a port the system chooses, reported back. */
+  port?: number;
   secret: string;
   privateKey: string;
   env?: Record<string, string>;

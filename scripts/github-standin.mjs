@@ -518,12 +518,14 @@ export async function sendWebhook(appUrl, secret, name, payload, id) {
 
 /**
  * Starts the app process (`node ENTRY`) against the stand-in and resolves once it listens.
+ * The app binds the port it is given (0, the default: one the system chooses) and reports
+ * the port it got over the IPC channel (src/app/main.ts), so no port is chosen here for it.
  * `env` adds to or overrides the app's environment; `inheritEnv` starts from this process's.
  */
 export async function startApp({
   entry,
   standin,
-  port,
+  port = 0,
   secret,
   privateKey,
   env = {},
@@ -555,7 +557,7 @@ export async function startApp({
       EVOKERNEL_RECOVER: "off",
       ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
   });
   let output = "";
   child.stdout.on("data", (chunk) => {
@@ -566,23 +568,21 @@ export async function startApp({
     output += chunk;
     if (log) process.stderr.write(chunk);
   });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`the app exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${url}/ping`);
-      if (response.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`the app did not listen on ${url} within 30 s:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  // No time limit of its own: a busy machine may take long to start the app, and the test
+  // that called this has its own. An exit before the message is an error at once.
+  const bound = await new Promise((resolve, reject) => {
+    const onExit = (code, signal) =>
+      reject(new Error(`the app exited (${signal ?? code}) before it listened:\n${output}`));
+    child.once("exit", onExit);
+    child.on("message", (message) => {
+      if (message?.evokernel !== "listening") return;
+      child.off("exit", onExit);
+      resolve(message.port);
+    });
+  });
+  // The port is known: the channel is not needed any more, and would keep this process up.
+  child.disconnect();
+  const url = `http://127.0.0.1:${bound}`;
   return {
     url,
     child,
