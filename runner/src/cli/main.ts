@@ -134,7 +134,7 @@ function checkFlags(command: Command, args: readonly string[]): void {
     if (type === undefined) {
       const guess = closest(isLong ? flagName : arg.replace(/^-+/, ""), [...long.keys()]);
       const hint = guess === undefined ? "" : `; did you mean --${guess}?`;
-      throw new UsageError(`evokernel ${command.name} has no option ${arg}${hint} (${see})`);
+      throw new UsageError(`${command.name} has no option ${arg}${hint} (${see})`);
     }
     if (type === "boolean" && inline !== undefined) {
       throw new UsageError(`--${name} takes no value: write --${name}, not ${arg} (${see})`);
