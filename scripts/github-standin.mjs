@@ -117,6 +117,15 @@ export async function startStandin(state = {}) {
     ],
     // The App itself (the app's bot login is <slug>[bot]: what its own comments carry).
     ["GET", /^\/app$/, () => [200, { id: 1, slug: "evokernel", name: "evokernel" }]],
+    // Its installations (the start line counts them): the one the stand-in's repository has.
+    [
+      "GET",
+      /^\/app\/installations$/,
+      () => [
+        200,
+        [{ id: 1, account: { login: "octo", type: "Organization" }, suspended_at: null }],
+      ],
+    ],
     [
       "DELETE",
       /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/,

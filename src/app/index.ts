@@ -35,6 +35,7 @@ import { createWorkQueue } from "./queue.js";
 import { createEarlyRuns } from "./jobs/early-runs.js";
 import { endJob, RETRY_END_MS } from "./jobs/finish.js";
 import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
+import { gitHubHint } from "./operator-log.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
 
@@ -70,7 +71,14 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         return login;
       },
     };
-    const onError = (label: string, error: unknown) => log.error({ err: error }, `${label} failed`);
+    // Work that failed on GitHub's side says what to check (the address, the App's key).
+    const onError = (label: string, error: unknown) => {
+      const hint = gitHubHint(error, {
+        ...settings.gitHub,
+        ...(settings.appId === undefined ? {} : { APP_ID: String(settings.appId) }),
+      });
+      log.error({ err: error }, `${label} failed${hint === undefined ? "" : `: ${hint}`}`);
+    };
     const actions = settings.actions ?? createActionsDispatcher();
     const local = settings.local
       ? createLocalDispatcher({

@@ -121,6 +121,8 @@ describe("npm start without credentials", () => {
         PORT: "0",
         HOST: "127.0.0.1",
         GH_ORG: "octo-org",
+        // Probot's convention, which the Dockerfile relies on: JSON logs in production.
+        NODE_ENV: "production",
       },
       extendEnv: false,
       detached: true,
@@ -134,6 +136,8 @@ describe("npm start without credentials", () => {
     const base = await announcedUrl(() => output, server);
     const port = new URL(base).port;
     expect(base).toBe(`http://127.0.0.1:${port}`);
+    const line = output.split("\n").find((item) => item.includes("to register")) ?? "";
+    expect(JSON.parse(line)).toMatchObject({ level: 30, name: "setup" });
     const html = await getPage(`${base}/probot`);
     expect(html).toContain("Register the evokernel GitHub App");
     expect(html).not.toMatch(/probot\.github\.io|Welcome to Probot/);

@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { Probot, ProbotOctokit, Server, type Logger } from "probot";
+import { logFormat, withLogSettings } from "../operator-log.js";
 import { buildRegistration, readAppYml, type AppDefinition } from "./manifest.js";
 import { renderMessagePage, renderSetupPage } from "./page.js";
 
@@ -50,17 +51,23 @@ export async function startSetupServer(options: SetupOptions): Promise<Server> {
   // Checked now, not when the page is first opened: a wrong GH_ORG is a startup error.
   buildRegistration(app, env, "http://localhost");
   const port = env.PORT !== undefined && env.PORT !== "" ? Number(env.PORT) : 3000;
+  // Probot's own workaround for setup mode (probot#1512): the instance is never used.
+  const unused = { appId: 1, privateKey: "unused in setup mode" };
+  // Probot's Server logs pretty whatever NODE_ENV says unless given a logger: this one
+  // follows Probot's run conventions (LOG_FORMAT; JSON when NODE_ENV=production).
+  const logSettings = withLogSettings(env);
+  const { log: logger } = await new Probot({
+    ...unused,
+    logLevel: logSettings.LOG_LEVEL as "info",
+    logFormat: logFormat(env),
+  }).ready();
   const server = new Server({
     host: env.HOST || "localhost",
     // Probot's Server takes 0 for "unset" (port || 3000); Node's listen reads a port given
     // as a string, so PORT=0 still asks the system for a free port.
     port: (port === 0 ? "0" : port) as number,
-    Probot: Probot.defaults({
-      // Probot's own workaround for setup mode (probot#1512): the instance is never used.
-      appId: 1,
-      privateKey: "unused in setup mode",
-      logLevel: (env.LOG_LEVEL as "info" | undefined) ?? "info",
-    }),
+    log: logger,
+    Probot: Probot.defaults({ ...unused, log: logger }),
   });
   let log: Logger | undefined;
   await server.loadHandlerFactory((probot) => {
