@@ -246,7 +246,30 @@ describe("the manifest", () => {
       "https://ghe.corp.example/organizations/gpu-team/settings/apps/new",
     );
     expect(ghes.manifest.name).toBe("evokernel-gpu");
+    // The App's own page on its host, never another App's.
+    expect(ghes.manifest.url).toBe("https://ghe.corp.example/github-apps/evokernel-gpu");
     expect(buildRegistration(app, {}, "http://192.168.1.5:3000").webhookReachable).toBe(false);
+  });
+
+  it("gives as homepage the App's own page, from the name it is registered with", () => {
+    expect(buildRegistration(app, {}, "https://evk.example.com").manifest.url).toBe(
+      "https://github.com/apps/evokernel",
+    );
+    // Another organisation's App: its own page, not the one of the App named evokernel.
+    expect(
+      buildRegistration(app, { EVOKERNEL_APP_NAME: "evokernel-acme" }, "https://evk.example.com")
+        .manifest.url,
+    ).toBe("https://github.com/apps/evokernel-acme");
+    expect(
+      buildRegistration(app, { EVOKERNEL_APP_NAME: "Acme Kernels (GPU)" }, "http://localhost")
+        .manifest.url,
+    ).toBe("https://github.com/apps/acme-kernels-gpu");
+    // The owner's own page, when app.yml names one.
+    const own = readAppYml(`${appYml}\nurl: https://kernels.acme.example/\n`);
+    expect(
+      buildRegistration(own, { EVOKERNEL_APP_NAME: "evokernel-acme" }, "http://localhost").manifest
+        .url,
+    ).toBe("https://kernels.acme.example/");
   });
 
   it("refuses an app.yml without a reason, or with a key GitHub would not take, and a bad GH_ORG", () => {
