@@ -65,7 +65,6 @@ try {
   app = await startApp({
     entry,
     standin,
-    port: 30_000 + Math.floor(Math.random() * 20_000),
     secret: SECRET,
     privateKey: generateAppKey(),
     // The probe splits the app's memory into V8's heap and what lies outside it.

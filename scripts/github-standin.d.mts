@@ -124,7 +124,7 @@ export interface AppProcess {
 export function startApp(options: {
   entry: string;
   standin: Standin;
-  /** What the app binds; 0 (the default): a port the system chooses, read from its start line. */
+  /** What the app binds; 0 (the default): a port the system chooses, reported back. */
   port?: number;
   secret: string;
   privateKey: string;

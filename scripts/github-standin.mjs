@@ -786,11 +786,9 @@ export async function sendWebhook(appUrl, secret, name, payload, id) {
 
 /**
  * Starts the app process (`node ENTRY`) against the stand-in and resolves once it listens.
- * Port 0 (the default): the app binds one the system chooses and the port is read from its
- * own start line (`Listening on http://HOST:PORT`, logged at info: the level is info unless
- * `env` sets one), so no port is ever chosen here for another process; another port is
- * polled on /ping. `env` adds to or overrides the app's environment; `inheritEnv` starts from
- * this process's.
+ * The app binds the port it is given (0, the default: one the system chooses) and reports
+ * the port it got over the IPC channel (src/app/main.ts), so no port is chosen here for it.
+ * `env` adds to or overrides the app's environment; `inheritEnv` starts from this process's.
  */
 export async function startApp({
   entry,
@@ -827,48 +825,32 @@ export async function startApp({
       EVOKERNEL_RECOVER: "off",
       ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", "ipc"],
   });
   let output = "";
-  let listening;
-  const heard = new Promise((resolve) => (listening = resolve));
-  const onOutput = (chunk) => {
+  child.stdout.on("data", (chunk) => {
     output += chunk;
     if (log) process.stderr.write(chunk);
-    const bound = /Listening on http:\/\/[^\s"]*:(\d+)/.exec(output);
-    if (bound) listening(Number(bound[1]));
-  };
-  child.stdout.on("data", onOutput);
-  child.stderr.on("data", onOutput);
-  let url = `http://127.0.0.1:${port}`;
-  if (port === 0) {
-    // No time limit of its own: a busy machine may take long to start the app, and the
-    // caller has its own. An exit before the start line is an error at once.
-    const exited = once(child, "exit").then(([code, signal]) => {
-      throw new Error(
-        `the app exited (${signal ?? code}) before it said where it listens (its start line is logged at info; LOG_LEVEL=${env.LOG_LEVEL ?? "info"}):\n${output}`,
-      );
+  });
+  child.stderr.on("data", (chunk) => {
+    output += chunk;
+    if (log) process.stderr.write(chunk);
+  });
+  // No time limit of its own: a busy machine may take long to start the app, and the test
+  // that called this has its own. An exit before the message is an error at once.
+  const bound = await new Promise((resolve, reject) => {
+    const onExit = (code, signal) =>
+      reject(new Error(`the app exited (${signal ?? code}) before it listened:\n${output}`));
+    child.once("exit", onExit);
+    child.on("message", (message) => {
+      if (message?.evokernel !== "listening") return;
+      child.off("exit", onExit);
+      resolve(message.port);
     });
-    url = `http://127.0.0.1:${await Promise.race([heard, exited])}`;
-    exited.catch(() => undefined);
-  } else {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (child.exitCode !== null)
-        throw new Error(`the app exited with ${child.exitCode}:\n${output}`);
-      try {
-        const response = await fetch(`${url}/ping`);
-        if (response.ok) break;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        child.kill("SIGKILL");
-        throw new Error(`the app did not listen on ${url} within 30 s:\n${output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  });
+  // The port is known: the channel is not needed any more, and would keep this process up.
+  child.disconnect();
+  const url = `http://127.0.0.1:${bound}`;
   return {
     url,
     child,

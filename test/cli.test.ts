@@ -57,7 +57,11 @@ describe("did you mean", () => {
   it("a mistyped flag gets our own message with the flag it meant, not parseArgs' text", async () => {
     const run = await runCli(["tasks", "--prbe"]);
     expect(run.exitCode).toBe(2);
-    expect(run.stderr).toContain("evokernel tasks has no option --prbe; did you mean --probe?");
+    // One prefix: "evokernel: " once, then the command's name.
+    expect(run.stderr).toContain(
+      "evokernel: tasks has no option --prbe; did you mean --probe? (see evokernel help tasks)",
+    );
+    expect(run.stderr).not.toMatch(/evokernel: evokernel/);
     expect(run.stderr).not.toMatch(/Unknown option|To specify a positional argument/);
   });
 
@@ -146,6 +150,18 @@ describe("usage errors exit 2 and say what to do", () => {
     const run = await runCli(["verify", "no_such_task"]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('no task "no_such_task"');
+    expect(run.stderr).not.toContain("did you mean");
+  });
+
+  it("a mistyped task name gets the task it meant, built-in or in the folder given", async () => {
+    const builtIn = await runCli(["verify", "sotfmax"]);
+    expect(builtIn.exitCode).toBe(2);
+    expect(builtIn.stderr).toContain('evokernel: no task "sotfmax"; did you mean "softmax"?');
+    const inFolder = await runCli(["verify", "test/fixtures/tasks/smal_relu"]);
+    expect(inFolder.exitCode).toBe(2);
+    expect(inFolder.stderr).toContain(
+      'no task "test/fixtures/tasks/smal_relu"; did you mean "test/fixtures/tasks/small_relu"?',
+    );
   });
 
   it("a candidate that does not exist", async () => {

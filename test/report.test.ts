@@ -22,6 +22,15 @@ describe("verify report", () => {
     expect(renderVerify(verifyRecord())).toMatchSnapshot();
   });
 
+  it("gives the verify step's time as progress gave it, the harness's own as its parts", () => {
+    // The harness: 0.8 s loading, 2.4 s of checks; the step (its process, the wait): 9.5 s.
+    const text = renderVerify(verifyRecord(), 9.5);
+    expect(text).toContain(
+      "PASSED in 9.5 s (in the harness: loading 0.8 s, checks 2.4 s; the rest starting its process and waiting for the device)",
+    );
+    expect(renderVerify(verifyRecord())).toContain("PASSED in 3.2 s");
+  });
+
   it("a rejection, with the mismatch, failed checks and warnings", () => {
     expect(renderVerify(rejectedVerifyRecord())).toMatchSnapshot();
   });

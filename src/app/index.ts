@@ -35,6 +35,7 @@ import { createWorkQueue } from "./queue.js";
 import { createEarlyRuns } from "./jobs/early-runs.js";
 import { endJob, RETRY_END_MS } from "./jobs/finish.js";
 import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
+import { gitHubHint } from "./operator-log.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
 
@@ -52,25 +53,15 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
 
   const appFn: ApplicationFunction = (app) => {
     const log = app.log.child({ name: "evokernel" });
-    // The app's bot login, asked of GitHub once (GET /app with the App's JWT) unless given.
-    let login: Promise<string> | undefined;
-    const identity: AppIdentity = {
-      login() {
-        login ??= settings.botLogin
-          ? Promise.resolve(settings.botLogin)
-          : (async () => {
-              const octokit = await app.auth();
-              const { data } = await octokit.rest.apps.getAuthenticated();
-              const slug = data && "slug" in data ? data.slug : undefined;
-              if (!slug) throw new Error("GitHub did not name the App (GET /app)");
-              return `${slug}[bot]`;
-            })();
-        // A failed lookup is asked again next time, not remembered.
-        login.catch(() => (login = undefined));
-        return login;
-      },
+    const identity = appIdentity(app, settings.botLogin);
+    // Work that failed on GitHub's side says what to check (the address, the App's key).
+    const onError = (label: string, error: unknown) => {
+      const hint = gitHubHint(error, {
+        ...settings.gitHub,
+        ...(settings.appId === undefined ? {} : { APP_ID: String(settings.appId) }),
+      });
+      log.error({ err: error }, `${label} failed${hint === undefined ? "" : `: ${hint}`}`);
     };
-    const onError = (label: string, error: unknown) => log.error({ err: error }, `${label} failed`);
     const actions = settings.actions ?? createActionsDispatcher();
     const local = settings.local
       ? createLocalDispatcher({
@@ -291,6 +282,30 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         );
         if ((state?.queue.size ?? 0) === 0) return;
       }
+    },
+  };
+}
+
+/**
+ * The app's bot login (`<slug>[bot]`: what its own comments and reviews carry), asked of
+ * GitHub once through the app's own client (GET /app with the App's JWT) unless given.
+ */
+export function appIdentity(app: Pick<Probot, "auth">, botLogin?: string): AppIdentity {
+  let login: Promise<string> | undefined;
+  return {
+    login() {
+      login ??= botLogin
+        ? Promise.resolve(botLogin)
+        : (async () => {
+            const octokit = await app.auth();
+            const { data } = await octokit.rest.apps.getAuthenticated();
+            const slug = data && "slug" in data ? data.slug : undefined;
+            if (!slug) throw new Error("GitHub did not name the App (GET /app)");
+            return `${slug}[bot]`;
+          })();
+      // A failed lookup is asked again next time, not remembered.
+      login.catch(() => (login = undefined));
+      return login;
     },
   };
 }

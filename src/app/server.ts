@@ -6,12 +6,13 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createNodeMiddleware, createProbot, type ApplicationFunction } from "probot";
-import type { ProbotOctokit } from "probot";
+import type { Probot, ProbotOctokit } from "probot";
 import {
   WEBHOOK_BODIES_IN_FLIGHT,
   WEBHOOK_BODY_LIMIT,
   WEBHOOK_STRING_LIMIT,
 } from "./input-limits.js";
+import { withLogSettings } from "./operator-log.js";
 import { createByteBudget, type LongStrings, takeWebhookBody } from "./webhook-body.js";
 
 export interface AppServerOptions {
@@ -28,6 +29,9 @@ export interface AppServerOptions {
 export interface AppServer {
   readonly server: Server;
   readonly port: number;
+  readonly webhookPath: string;
+  /** The app's Probot: its logger, and the App's own client (auth() with no id). */
+  readonly probot: Probot;
   close(): Promise<void>;
 }
 
@@ -37,7 +41,8 @@ export async function startAppServer(
   appFn: ApplicationFunction,
   options: AppServerOptions,
 ): Promise<AppServer> {
-  const env = { ...options.env };
+  // Probot's run conventions (info; JSON when NODE_ENV=production), not createProbot's.
+  const env = withLogSettings(options.env);
   for (const name of UNSUPPORTED) {
     if (!env[name]) continue;
     (options.warn ?? console.warn)(
@@ -45,6 +50,10 @@ export async function startAppServer(
     );
     delete env[name];
   }
+  if (!env.WEBHOOK_SECRET)
+    (options.warn ?? console.warn)(
+      "WEBHOOK_SECRET is not set: webhooks are checked against Probot's development secret, which GitHub does not sign with; set it to the App's webhook secret",
+    );
   const probot = createProbot({ env, overrides: { Octokit: options.Octokit } });
   const webhookPath = env.WEBHOOK_PATH || "/api/github/webhooks";
   const middleware = await createNodeMiddleware(appFn, { probot, webhooksPath: webhookPath });
@@ -86,6 +95,8 @@ export async function startAppServer(
   return {
     server,
     port: (server.address() as AddressInfo).port,
+    webhookPath,
+    probot,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -40,6 +40,8 @@ export interface AppSettings {
   readonly maxJobsPerInstallation?: number;
   /** The App's id (APP_ID): a check run of another app is never taken for one of ours. */
   readonly appId?: number;
+  /** Where GitHub is (GHE_HOST, GHE_PROTOCOL): what an error at start says to check. */
+  readonly gitHub?: { GHE_HOST?: string; GHE_PROTOCOL?: string };
   /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
   readonly botLogin?: string;
   /** A replacement for the actions backend (tests). */
@@ -53,6 +55,10 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
     concurrency: positive(env.EVOKERNEL_CONCURRENCY, 16),
     jobTimeoutMs,
     forceLocal: env.EVOKERNEL_DISPATCH === "local",
+    gitHub: {
+      ...(env.GHE_HOST ? { GHE_HOST: env.GHE_HOST } : {}),
+      ...(env.GHE_PROTOCOL ? { GHE_PROTOCOL: env.GHE_PROTOCOL } : {}),
+    },
     ...(env.EVOKERNEL_BOT_LOGIN ? { botLogin: env.EVOKERNEL_BOT_LOGIN } : {}),
     ...(Number(env.APP_ID) > 0 ? { appId: Number(env.APP_ID) } : {}),
     ...(env.EVOKERNEL_MAX_JOBS_PER_INSTALLATION

@@ -708,11 +708,13 @@ describe("results from a workflow run", () => {
       ])
       .patch(`${R}/check-runs/907`, record("check"))
       .reply(200, { id: 907 });
-    // The run's run-name names the job: only that run may claim it.
-    await harness.receive(
-      "workflow_run",
-      workflowRunPayload(4343, "success", `evokernel review ${spec.id}`),
-    );
+    // The run's run-name names the job: only that run may claim it. Its path as GitHub's
+    // REST description shows it, with the ref after the file: still the configured workflow.
+    const run = workflowRunPayload(4343, "success", `evokernel review ${spec.id}`) as {
+      workflow_run: { path: string };
+    };
+    run.workflow_run.path = ".github/workflows/evokernel.yml@main";
+    await harness.receive("workflow_run", run);
     expect((bodies.check?.[0] as { details_url: string }).details_url).toBe(
       "https://github.com/octo/kernels/actions/runs/4343",
     );
@@ -773,10 +775,12 @@ describe("results from a workflow run", () => {
   });
 
   it("ignores runs of other workflows", async () => {
-    mockConfig(github());
-    const payload = workflowRunPayload(5555, "success") as { workflow_run: { path: string } };
-    payload.workflow_run.path = ".github/workflows/ci.yml";
-    await harness.receive("workflow_run", payload);
+    for (const path of [".github/workflows/ci.yml", ".github/workflows/ci.yml@main"]) {
+      mockConfig(github());
+      const payload = workflowRunPayload(5555, "success") as { workflow_run: { path: string } };
+      payload.workflow_run.path = path;
+      await harness.receive("workflow_run", payload);
+    }
   });
 });
 

@@ -81,7 +81,6 @@ async function start(env: Record<string, string>): Promise<AppProcess> {
   const app = await startApp({
     entry,
     standin,
-    port: 40_000 + Math.floor(Math.random() * 10_000),
     secret: SECRET,
     privateKey: KEY,
     env: { EVOKERNEL_LOCAL_REPO: repo, ...env },

@@ -55,7 +55,6 @@ beforeAll(async () => {
   app = await startApp({
     entry,
     standin,
-    port: 40_000 + Math.floor(Math.random() * 10_000),
     secret: SECRET,
     privateKey: generateAppKey(),
     env: {

@@ -7,6 +7,7 @@ import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs/regi
 import { CHECK_OUTPUT_LIMIT, fitCheckOutput, trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
 import { createEarlyRuns } from "../../src/app/jobs/early-runs.js";
+import { workflowFileOf } from "../../src/app/handlers/workflow-run.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";
 import { parseConfig } from "../../src/shared/config.js";
@@ -290,5 +291,18 @@ describe("buildJobSpec", () => {
     expect(spec.runner).toEqual(["gpu-h100"]);
     expect(jobSpecSchema.parse(spec).runner).toEqual(["gpu-h100"]);
     expect(() => jobSpecSchema.parse({ ...spec, runner: [] })).toThrow();
+  });
+});
+
+describe("a workflow run's path", () => {
+  it("names its workflow file, with or without the ref GitHub's REST description puts after it", () => {
+    expect(workflowFileOf(".github/workflows/evokernel.yml")).toBe("evokernel.yml");
+    expect(workflowFileOf(".github/workflows/build.yml@main")).toBe("build.yml");
+    expect(workflowFileOf(".github/workflows/evokernel.yaml@refs/heads/feature/x")).toBe(
+      "evokernel.yaml",
+    );
+    expect(workflowFileOf("octo/kernels/.github/workflows/evokernel.yml@v1.2")).toBe(
+      "evokernel.yml",
+    );
   });
 });

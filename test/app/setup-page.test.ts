@@ -4,8 +4,8 @@
 // permissions with a reason each; then the code GitHub sends back becomes .env.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
-import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { execa } from "execa";
@@ -13,7 +13,7 @@ import { ProbotOctokit, type Probot, type Server } from "probot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEvokernelApp } from "../../src/app/index.js";
 import { buildRegistration, readAppYml, type AppManifest } from "../../src/app/setup/manifest.js";
-import { hasCredentials, startSetupServer } from "../../src/app/setup/server.js";
+import { hasCredentials, openableUrl, startSetupServer } from "../../src/app/setup/server.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const appYml = readFileSync(join(root, "app.yml"), "utf8");
@@ -39,8 +39,16 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function randomPort(): number {
-  return 41_000 + Math.floor(Math.random() * 9_000);
+/** The address setup mode's start line says to open: the port the server got from PORT=0. */
+async function announcedUrl(output: () => string, exited: Promise<unknown>): Promise<string> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (;;) {
+    const url = /open (http:\/\/\S+?)\/ to register/.exec(output())?.[1];
+    if (url !== undefined) return url;
+    if (gone) throw new Error(`npm start exited before it listened:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 function tempDir(): string {
@@ -105,22 +113,32 @@ function subscribedEvents(): string[] {
 
 describe("npm start without credentials", () => {
   it("serves evokernel's page posting the manifest to the organisation's new-App page", async () => {
-    const port = randomPort();
     const server = execa("npm", ["start"], {
       cwd: root,
       env: {
         PATH: process.env.PATH ?? "",
         HOME: process.env.HOME ?? "",
-        PORT: String(port),
+        PORT: "0",
         HOST: "127.0.0.1",
         GH_ORG: "octo-org",
+        // Probot's convention, which the Dockerfile relies on: JSON logs in production.
+        NODE_ENV: "production",
       },
       extendEnv: false,
       detached: true,
       reject: false,
+      all: true,
+      buffer: false,
     });
     serverPid = server.pid;
-    const html = await getPage(`http://127.0.0.1:${port}/probot`);
+    let output = "";
+    server.all?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const base = await announcedUrl(() => output, server);
+    const port = new URL(base).port;
+    expect(base).toBe(`http://127.0.0.1:${port}`);
+    const line = output.split("\n").find((item) => item.includes("to register")) ?? "";
+    expect(JSON.parse(line)).toMatchObject({ level: 30, name: "setup" });
+    const html = await getPage(`${base}/probot`);
     expect(html).toContain("Register the evokernel GitHub App");
     expect(html).not.toMatch(/probot\.github\.io|Welcome to Probot/);
     expect(html).toContain("on the organisation <b>octo-org</b>");
@@ -139,7 +157,7 @@ describe("npm start without credentials", () => {
     expect(manifest.redirect_url).toBe(`http://127.0.0.1:${port}/probot/setup`);
 
     // Behind a proxy with a public name: the URL GitHub is given is that one's.
-    const proxied = await getPage(`http://127.0.0.1:${port}/probot`, {
+    const proxied = await getPage(`${base}/probot`, {
       "x-forwarded-host": "evokernel.example.com",
       "x-forwarded-proto": "https",
     });
@@ -147,6 +165,17 @@ describe("npm start without credentials", () => {
       "https://evokernel.example.com/api/github/webhooks",
     );
     expect(proxied).not.toContain("GitHub cannot reach");
+  });
+});
+
+describe("the address setup mode says to open", () => {
+  it("is one a browser can open: localhost for any-address binds, brackets for IPv6", () => {
+    expect(openableUrl(undefined, 3000)).toBe("http://localhost:3000");
+    expect(openableUrl("0.0.0.0", 3007)).toBe("http://localhost:3007");
+    expect(openableUrl("::", 3007)).toBe("http://localhost:3007");
+    expect(openableUrl("127.0.0.1", 41234)).toBe("http://127.0.0.1:41234");
+    expect(openableUrl("::1", 80)).toBe("http://[::1]:80");
+    expect(openableUrl("evk.corp.example", 3000)).toBe("http://evk.corp.example:3000");
   });
 });
 
@@ -217,7 +246,30 @@ describe("the manifest", () => {
       "https://ghe.corp.example/organizations/gpu-team/settings/apps/new",
     );
     expect(ghes.manifest.name).toBe("evokernel-gpu");
+    // The App's own page on its host, never another App's.
+    expect(ghes.manifest.url).toBe("https://ghe.corp.example/github-apps/evokernel-gpu");
     expect(buildRegistration(app, {}, "http://192.168.1.5:3000").webhookReachable).toBe(false);
+  });
+
+  it("gives as homepage the App's own page, from the name it is registered with", () => {
+    expect(buildRegistration(app, {}, "https://evk.example.com").manifest.url).toBe(
+      "https://github.com/apps/evokernel",
+    );
+    // Another organisation's App: its own page, not the one of the App named evokernel.
+    expect(
+      buildRegistration(app, { EVOKERNEL_APP_NAME: "evokernel-acme" }, "https://evk.example.com")
+        .manifest.url,
+    ).toBe("https://github.com/apps/evokernel-acme");
+    expect(
+      buildRegistration(app, { EVOKERNEL_APP_NAME: "Acme Kernels (GPU)" }, "http://localhost")
+        .manifest.url,
+    ).toBe("https://github.com/apps/acme-kernels-gpu");
+    // The owner's own page, when app.yml names one.
+    const own = readAppYml(`${appYml}\nurl: https://kernels.acme.example/\n`);
+    expect(
+      buildRegistration(own, { EVOKERNEL_APP_NAME: "evokernel-acme" }, "http://localhost").manifest
+        .url,
+    ).toBe("https://kernels.acme.example/");
   });
 
   it("refuses an app.yml without a reason, or with a key GitHub would not take, and a bad GH_ORG", () => {
@@ -239,7 +291,6 @@ describe("coming back from GitHub", () => {
     fetchLog: string[],
     onRegistered?: () => Promise<unknown>,
   ): Promise<string> {
-    const port = randomPort();
     // GitHub's answer to the conversion, through Octokit's own fetch seam.
     const fetch = (url: string, init: { method: string }) => {
       fetchLog.push(`${init.method} ${url}`);
@@ -258,15 +309,17 @@ describe("coming back from GitHub", () => {
         ),
       );
     };
-    servers.push(
-      await startSetupServer({
-        env: { PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "fatal" },
-        cwd,
-        Octokit: ProbotOctokit.defaults({ request: { fetch } }),
-        ...(onRegistered ? { onRegistered } : {}),
-      }),
-    );
-    return `http://127.0.0.1:${port}`;
+    const server = await startSetupServer({
+      env: { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "fatal" },
+      cwd,
+      Octokit: ProbotOctokit.defaults({ request: { fetch } }),
+      ...(onRegistered ? { onRegistered } : {}),
+    });
+    servers.push(server);
+    // PORT=0: a port the system gave the setup server (its ephemeral range), not Probot's
+    // default 3000 that 0 would mean to Probot's own server.
+    expect(server.port).toBeGreaterThan(3000);
+    return `http://127.0.0.1:${server.port}`;
   }
 
   it("turns the code into .env only with the state this page gave GitHub", async () => {
@@ -311,14 +364,19 @@ describe("coming back from GitHub", () => {
     let started: (port: string) => void = () => undefined;
     const appStarted = new Promise<string>((resolve) => (started = resolve));
     const base = await startSetup(cwd, [], async () => {
-      // The app's server would listen here: the setup server must have let the port go.
-      const port = new URL(base).port;
-      const listener = createServer();
-      await new Promise<void>((resolve, reject) =>
-        listener.once("error", reject).listen(Number(port), "127.0.0.1", resolve),
-      );
-      listener.close();
-      started(readFileSync(join(cwd, ".env"), "utf8").match(/^APP_ID=(\d+)$/m)?.[1] ?? "");
+      // The app's server would listen here: the setup server must have let the port go
+      // (nothing listens there any more: a new connection is refused). No port is taken
+      // here, so none can be lost to another process in between.
+      const refused = await new Promise<string>((resolve) => {
+        const socket = connect(Number(new URL(base).port), "127.0.0.1");
+        socket.once("connect", () => {
+          socket.destroy();
+          resolve("accepted");
+        });
+        socket.once("error", (error: NodeJS.ErrnoException) => resolve(String(error.code)));
+      });
+      const appId = readFileSync(join(cwd, ".env"), "utf8").match(/^APP_ID=(\d+)$/m)?.[1];
+      started(`${refused}, APP_ID ${appId ?? "missing"}`);
     });
     const { action } = postedForm(await getPage(`${base}/probot`));
     const state = new URL(action).searchParams.get("state") ?? "";
@@ -326,6 +384,6 @@ describe("coming back from GitHub", () => {
       redirect: "manual",
     });
     expect(back.status).toBe(302);
-    expect(await appStarted).toBe("4242");
+    expect(await appStarted).toBe("ECONNREFUSED, APP_ID 4242");
   });
 });

@@ -44,27 +44,35 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
 }
 
 async function dispatch(argv: readonly string[], io: Io): Promise<number> {
+  return (await plan(argv))(io);
+}
+
+/**
+ * What a command line would do, every name and flag checked (UsageError as a run would
+ * throw it) and nothing run: the docs test holds the documented command lines to this.
+ */
+export async function checkCommandLine(argv: readonly string[]): Promise<void> {
+  await plan(argv);
+}
+
+type Action = (io: Io) => Promise<number>;
+
+async function plan(argv: readonly string[]): Promise<Action> {
   const [name, ...rest] = argv;
   if (name === undefined) {
-    io.stderr(`${globalUsage()}\n`);
-    return EXIT.usage;
+    return (io) => {
+      io.stderr(`${globalUsage()}\n`);
+      return Promise.resolve(EXIT.usage);
+    };
   }
-  if (name === "--help" || name === "-h") {
-    io.stdout(`${globalUsage()}\n`);
-    return EXIT.ok;
-  }
+  if (name === "--help" || name === "-h") return print(globalUsage());
   if (name === "help") {
     const topic = rest[0];
-    if (topic === undefined) {
-      io.stdout(`${globalUsage()}\n`);
-      return EXIT.ok;
-    }
-    io.stdout(`${(await find(topic).load()).usage}\n`);
-    return EXIT.ok;
+    if (topic === undefined) return print(globalUsage());
+    return print((await find(topic).load()).usage);
   }
   if (name === "--version" || name === "-V" || name === "-v" || name === "version") {
-    io.stdout(`${packageVersion()}\n`);
-    return EXIT.ok;
+    return print(packageVersion());
   }
   if (name.startsWith("-")) {
     throw new UsageError(
@@ -72,11 +80,16 @@ async function dispatch(argv: readonly string[], io: Io): Promise<number> {
     );
   }
   const command = await find(name).load();
-  if (rest.includes("--help") || rest.includes("-h")) {
-    io.stdout(`${command.usage}\n`);
-    return EXIT.ok;
-  }
-  return command.run(parse(command, rest), io);
+  if (rest.includes("--help") || rest.includes("-h")) return print(command.usage);
+  const parsed = parse(command, rest);
+  return (io) => command.run(parsed, io);
+}
+
+function print(text: string): Action {
+  return (io) => {
+    io.stdout(`${text}\n`);
+    return Promise.resolve(EXIT.ok);
+  };
 }
 
 function find(name: string): CommandEntry {
@@ -121,7 +134,7 @@ function checkFlags(command: Command, args: readonly string[]): void {
     if (type === undefined) {
       const guess = closest(isLong ? flagName : arg.replace(/^-+/, ""), [...long.keys()]);
       const hint = guess === undefined ? "" : `; did you mean --${guess}?`;
-      throw new UsageError(`evokernel ${command.name} has no option ${arg}${hint} (${see})`);
+      throw new UsageError(`${command.name} has no option ${arg}${hint} (${see})`);
     }
     if (type === "boolean" && inline !== undefined) {
       throw new UsageError(`--${name} takes no value: write --${name}, not ${arg} (${see})`);

@@ -10,7 +10,7 @@ import { renderOptimizeSummary } from "../render/optimize-summary.js";
 import { flag, printJson, stringOption, type Command, type Parsed } from "./command.js";
 
 const CONFIGS: readonly EvoConfig[] = ["free", "insight", "full"];
-const DEFAULT_BUDGET: Budget = { candidates: 45, seconds: 60 * 60, usd: 10 };
+export const DEFAULT_BUDGET: Budget = { candidates: 45, seconds: 60 * 60, usd: 10 };
 
 export const optimizeCommand: Command = {
   name: "optimize",

@@ -38,10 +38,35 @@ export async function withSession<T>(
   const server = new ForkServer();
   options.beside?.();
   try {
-    const record = await device({ runner: server.run });
+    const record = await whileWaiting(
+      device({ runner: server.run }),
+      options.say,
+      (seconds) => `still starting the harness (${seconds.toFixed(0)} s): Python imports torch …`,
+    );
     return await work({ server, device: record });
   } finally {
     await server.close();
+  }
+}
+
+/** How often a wait is reported (the command's progress says the same of its steps). */
+export const WAIT_REPORT_MS = 10_000;
+
+/** `promise`, with a line every WAIT_REPORT_MS while it is pending (none without `say`). */
+export async function whileWaiting<T>(
+  promise: Promise<T>,
+  say: ((line: string) => void) | undefined,
+  line: (seconds: number) => string,
+  everyMs = WAIT_REPORT_MS,
+): Promise<T> {
+  if (say === undefined) return promise;
+  const started = Date.now();
+  const timer = setInterval(() => say(line((Date.now() - started) / 1000)), everyMs);
+  timer.unref();
+  try {
+    return await promise;
+  } finally {
+    clearInterval(timer);
   }
 }
 

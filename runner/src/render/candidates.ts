@@ -12,7 +12,8 @@ export function renderCandidate(result: CandidateResult): string {
   if (result.build !== null && !result.build.ok) {
     sections.push(`build failed (${result.build.format}):\n${indent(result.message)}`);
   }
-  if (result.verify !== null) sections.push(renderVerify(result.verify));
+  // The verify step's time as the progress line gave it (quick check included in a screen).
+  if (result.verify !== null) sections.push(renderVerify(result.verify, result.seconds.verify));
   if (result.bench !== null) sections.push(renderBench(result.bench));
   return sections.join("\n\n");
 }

@@ -4,8 +4,13 @@ import type { Mismatch, StaticRecord, VerifyRecord } from "#shared/contract/reco
 import { formatError, formatSeconds, indent } from "./format.js";
 import { renderTable } from "./table.js";
 
-export function renderVerify(record: VerifyRecord): string {
-  const sections = [headline(record), configTable(record)];
+/**
+ * `wallSeconds`: the verify step as the command's progress line timed it (the harness's
+ * process, the wait for the GPU and its own work); then the headline gives that time, and
+ * the harness's own load and checks as its parts, so the two lines never disagree.
+ */
+export function renderVerify(record: VerifyRecord, wallSeconds?: number): string {
+  const sections = [headline(record, wallSeconds), configTable(record)];
   if (!record.ok) sections.push(failure(record));
   const failed = record.checks.filter((check) => !check.ok);
   if (failed.length > 0) {
@@ -21,14 +26,19 @@ export function renderVerify(record: VerifyRecord): string {
   return sections.filter((section) => section !== "").join("\n\n");
 }
 
-function headline(record: VerifyRecord): string {
+function headline(record: VerifyRecord, wallSeconds?: number): string {
   const seconds = record.seconds.load + record.seconds.verify;
   const where = `${record.task} · ${record.candidate} (${record.format}) · ${record.device.name}`;
   const seed = record.seed === null ? "" : ` (seed ${record.seed})`;
   // a pass on the CPU compared outputs only (issue 33.8): never shown as a verdict
   const cpu =
     record.ok && record.device.backend === "cpu" ? " (CPU check only, not a verdict)" : "";
-  return `${where}\n${record.status.toUpperCase()}${cpu} in ${formatSeconds(seconds)}${seed}`;
+  if (wallSeconds === undefined || wallSeconds <= 0)
+    return `${where}\n${record.status.toUpperCase()}${cpu} in ${formatSeconds(seconds)}${seed}`;
+  const parts =
+    `in the harness: loading ${formatSeconds(record.seconds.load)}, checks ` +
+    `${formatSeconds(record.seconds.verify)}; the rest starting its process and waiting for the device`;
+  return `${where}\n${record.status.toUpperCase()}${cpu} in ${formatSeconds(Math.max(wallSeconds, seconds))} (${parts})${seed}`;
 }
 
 /** Where its GPU time went: its own kernels, vendor libraries (cuBLAS …), PyTorch's. */

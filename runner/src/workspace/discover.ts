@@ -1,8 +1,9 @@
 // Finds tasks on disk in their three shapes (docs/DESIGN.md, "Tasks"): a folder with
 // task.json, a robust-kbench folder with func_forward.py (and, with func_backward.py, its
 // backward task, named `folder#backward`), a KernelBench .py file.
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
+import { closest } from "../util/suggest.js";
 import type { TaskFormat } from "#shared/contract/formats.js";
 import { kernelsDir } from "../paths.js";
 import { kindOf, listFolder, readText } from "./files.js";
@@ -103,10 +104,32 @@ export async function resolveTask(
     const task = await classifyTask(join(folder, nameOrPath));
     if (task !== null) return task;
   }
+  const guess = await nearestTask(nameOrPath, cwd);
+  const hint = guess === undefined ? ": give" : `; did you mean "${guess}"? Or give`;
   throw new UsageError(
-    `no task "${nameOrPath}": give a path to a task, or the name of a folder under ./kernels ` +
+    `no task "${nameOrPath}"${hint} a path to a task, or the name of a folder under ./kernels ` +
       "(list them with `evokernel tasks`)",
   );
+}
+
+/**
+ * The task a mistyped name most likely meant: for a path, a task beside it in the folder it
+ * names (`mine/sotfmax` → `mine/softmax`); for a bare name, one under ./kernels or the
+ * repository's kernels/ (the folders a name is looked up in).
+ */
+async function nearestTask(nameOrPath: string, cwd: string): Promise<string | undefined> {
+  const typed = nameOrPath.replace(/[/\\]+$/, "");
+  const at = Math.max(typed.lastIndexOf("/"), typed.lastIndexOf("\\"));
+  const folders = at === -1 ? [join(cwd, "kernels"), kernelsDir()] : [resolve(cwd, dirname(typed))];
+  const names = new Set<string>();
+  for (const folder of folders) {
+    for (const entry of await listFolder(folder)) {
+      if (entry.name.startsWith(".") || names.has(entry.name)) continue;
+      if ((await classifyTask(join(folder, entry.name))) !== null) names.add(entry.name);
+    }
+  }
+  const guess = closest(typed.slice(at + 1), [...names]);
+  return guess === undefined ? undefined : `${typed.slice(0, at + 1)}${guess}`;
 }
 
 async function isKernelBench(path: string): Promise<boolean> {

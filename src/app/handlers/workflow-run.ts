@@ -26,7 +26,7 @@ export async function handleWorkflowRun(
     // Not a run we know: only the configured workflow's runs are read at all.
     config = await getConfig();
     const workflow = config.ok ? config.config.workflow : "evokernel.yml";
-    if (run.path.split("/").pop() !== workflow) return;
+    if (workflowFileOf(run.path) !== workflow) return;
   }
   // No job claims the run yet: its job may be between dispatch and check run (early-runs.ts).
   const park = () =>
@@ -67,4 +67,14 @@ export async function handleWorkflowRun(
   job.runUrl ??= run.html_url;
   // The result is untrusted: endJob reports it only if it names this job and commit.
   await endJob(state, github, job, { kind: "result", review: read.review }, "actions");
+}
+
+/**
+ * The workflow file a run's `path` names: `.github/workflows/evokernel.yml`, or with the ref
+ * GitHub's REST description shows after it (`.github/workflows/evokernel.yml@main`, a ref
+ * that may hold slashes: `@refs/heads/feature/x`).
+ */
+export function workflowFileOf(path: string): string {
+  const file = /^(.*?\.ya?ml)(?:@.*)?$/.exec(path)?.[1] ?? path.replace(/@.*$/, "");
+  return file.split("/").pop() ?? file;
 }

@@ -2,7 +2,9 @@
 // runs give the manifest the setup page posts and the address it posts to. app.yml holds
 // the name, permissions and events; the comment after each permission and event is its
 // reason, shown on the page. The webhook URL, the redirect and the owner come from here,
-// never from app.yml: a URL written there would be wrong for every operator but one.
+// never from app.yml: a URL written there would be wrong for every operator but one. The
+// App's homepage (`url`, which GitHub requires) is the App's own page on its host, from the
+// name it is registered with, unless app.yml names another.
 import { isMap, isScalar, isSeq, parseDocument } from "yaml";
 import { z } from "zod";
 
@@ -15,7 +17,7 @@ const appYmlSchema = z
   .object({
     name: z.string().min(1).max(34),
     description: z.string().min(1),
-    url: z.url(),
+    url: z.url().optional(),
     public: z.boolean(),
     default_events: z.array(z.string().regex(/^[a-z_]+$/)).min(1),
     default_permissions: z.record(z.string().regex(/^[a-z_]+$/), accessSchema),
@@ -25,7 +27,8 @@ const appYmlSchema = z
 export interface AppDefinition {
   readonly name: string;
   readonly description: string;
-  readonly url: string;
+  /** The owner's choice of homepage; absent: the App's own page. */
+  readonly url?: string;
   readonly public: boolean;
   readonly events: readonly { name: string; why: string }[];
   readonly permissions: readonly { name: string; access: string; why: string }[];
@@ -59,7 +62,7 @@ export function readAppYml(text: string): AppDefinition {
   return {
     name: app.name,
     description: app.description,
-    url: app.url,
+    ...(app.url === undefined ? {} : { url: app.url }),
     public: app.public,
     events: app.default_events.map((name) => ({ name, why: why(`event:${name}`) })),
     permissions: Object.entries(app.default_permissions).map(([name, access]) => ({
@@ -126,10 +129,11 @@ export function buildRegistration(
   const host = env.GHE_HOST?.trim() || "github.com";
   const protocol = env.GHE_PROTOCOL?.trim() || "https";
   const owner = org ? `/organizations/${org}` : "";
+  const name = env.EVOKERNEL_APP_NAME?.trim() || app.name;
   return {
     manifest: {
-      name: env.EVOKERNEL_APP_NAME?.trim() || app.name,
-      url: app.url,
+      name,
+      url: app.url ?? appPage(protocol, host, name),
       description: app.description,
       public: app.public,
       hook_attributes: { url: hookUrl, active: true },
@@ -144,6 +148,20 @@ export function buildRegistration(
     owner: org ? { kind: "organization", login: org } : { kind: "user" },
     webhookReachable: !isLocal(hookUrl),
   };
+}
+
+/**
+ * The App's own page: github.com/apps/<slug>, or /github-apps/<slug> on GitHub Enterprise
+ * Server; the slug is the name as GitHub makes it (lower case, other characters to -).
+ */
+export function appPage(protocol: string, host: string, name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
+  return host === "github.com"
+    ? `https://github.com/apps/${slug}`
+    : `${protocol}://${host}/github-apps/${slug}`;
 }
 
 function trimSlash(url: string): string {

@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseEnv } from "node:util";
 import { Probot, ProbotOctokit, Server, type Logger } from "probot";
+import { logFormat, withLogSettings } from "../operator-log.js";
 import { buildRegistration, readAppYml, type AppDefinition } from "./manifest.js";
 import { renderMessagePage, renderSetupPage } from "./page.js";
 
@@ -49,21 +50,48 @@ export async function startSetupServer(options: SetupOptions): Promise<Server> {
   const app = readAppYml(readFileSync(findAppYml(cwd), "utf8"));
   // Checked now, not when the page is first opened: a wrong GH_ORG is a startup error.
   buildRegistration(app, env, "http://localhost");
+  const port = env.PORT !== undefined && env.PORT !== "" ? Number(env.PORT) : 3000;
+  // Probot's own workaround for setup mode (probot#1512): the instance is never used.
+  const unused = { appId: 1, privateKey: "unused in setup mode" };
+  // Probot's Server logs pretty whatever NODE_ENV says unless given a logger: this one
+  // follows Probot's run conventions (LOG_FORMAT; JSON when NODE_ENV=production).
+  const logSettings = withLogSettings(env);
+  const { log: logger } = await new Probot({
+    ...unused,
+    logLevel: logSettings.LOG_LEVEL as "info",
+    logFormat: logFormat(env),
+  }).ready();
   const server = new Server({
-    host: env.HOST ?? "localhost",
-    port: Number(env.PORT) || 3000,
-    Probot: Probot.defaults({
-      // Probot's own workaround for setup mode (probot#1512): the instance is never used.
-      appId: 1,
-      privateKey: "unused in setup mode",
-      logLevel: (env.LOG_LEVEL as "info" | undefined) ?? "info",
-    }),
+    host: env.HOST || "localhost",
+    // Probot's Server takes 0 for "unset" (port || 3000); Node's listen reads a port given
+    // as a string, so PORT=0 still asks the system for a free port.
+    port: (port === 0 ? "0" : port) as number,
+    log: logger,
+    Probot: Probot.defaults({ ...unused, log: logger }),
   });
-  await server.loadHandlerFactory((probot) =>
-    setupHandler(app, options, probot.log.child({ name: "setup" }), () => server.stop()),
-  );
+  let log: Logger | undefined;
+  await server.loadHandlerFactory((probot) => {
+    log = probot.log.child({ name: "setup" });
+    return setupHandler(app, options, log, () => server.stop());
+  });
   await server.start();
+  // The port the server got (PORT=0: the system's choice), at an address one can open.
+  log?.info(
+    `evokernel is not registered yet (no APP_ID and private key): open ${openableUrl(env.HOST, server.port)}/ to register the GitHub App${env.GH_ORG ? ` on ${env.GH_ORG}` : ""}`,
+  );
   return server;
+}
+
+/** http://host:port a browser on this machine can open: not 0.0.0.0 or :: (any address). */
+export function openableUrl(host: string | undefined, port: number): string {
+  const bare = (host ?? "").replace(/^\[|\]$/g, "");
+  const name =
+    bare === "" || bare === "0.0.0.0" || bare === "::" || bare === "::ffff:0.0.0.0"
+      ? "localhost"
+      : bare.includes(":")
+        ? `[${bare}]`
+        : bare;
+  return `http://${name}:${port}`;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
@@ -78,9 +106,6 @@ function setupHandler(
   // GitHub hands this back with the code: a code that comes with another state was not
   // started from this page (CSRF) and is refused.
   const state = randomBytes(16).toString("hex");
-  log.info(
-    `evokernel is not registered yet (no APP_ID and private key): open http://${env.HOST ?? "localhost"}:${Number(env.PORT) || 3000}/ to register the GitHub App${env.GH_ORG ? ` on ${env.GH_ORG}` : ""}`,
-  );
   return async (req, res) => {
     const url = new URL(req.url ?? "/", "http://setup.invalid");
     if (req.method !== "GET") return false;
