@@ -57,9 +57,13 @@ it("stops the runner a dead process left behind, with its children, and reports 
   const runner = join(dir, "runner.cjs");
   await writeFile(
     runner,
+    // Pids as the app sees them (/proc/self read through the host's /proc): in the job's
+    // PID namespace process.pid is the namespace's own.
     `const { spawn } = require("node:child_process");
-const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
-require("node:fs").writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
+const fs = require("node:fs");
+const hostPid = () => Number(fs.readlinkSync("/proc/self"));
+const child = spawn(process.execPath, ["-e", "process.stdout.write(require('node:fs').readlinkSync('/proc/self')); setInterval(() => {}, 1000)"], { stdio: ["ignore", "pipe", "ignore"] });
+child.stdout.once("data", (pid) => fs.writeFileSync(process.argv[2], JSON.stringify([hostPid(), Number(String(pid))])));
 setInterval(() => {}, 1000);
 `,
   );
