@@ -42,6 +42,11 @@ export interface AppSettings {
   readonly appId?: number;
   /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
   readonly botLogin?: string;
+  /**
+   * The secret values the app holds, redacted from everything it posts from a job
+   * (redact.ts); by default gathered from the environment, .env and the key file.
+   */
+  readonly secrets?: readonly string[];
   /** A replacement for the actions backend (tests). */
   readonly actions?: Dispatcher;
 }
