@@ -5,7 +5,7 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import type { JobSpec } from "../../shared/job.js";
+import { jobUsesLlm, type JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
 import { createLocalRecords, type LocalRecord } from "./local-records.js";
@@ -188,7 +188,11 @@ async function runInWorktree(
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
       // so none of the app's credentials, nor any other service's, reaches it.
-      env: { ...runnerEnv(process.env), CUDA_VISIBLE_DEVICES: String(gpu) },
+      // The LLM's key only for a job that runs the LLM proposer.
+      env: {
+        ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
+        CUDA_VISIBLE_DEVICES: String(gpu),
+      },
       extendEnv: false,
       detached: true,
       reject: false,
