@@ -15,6 +15,7 @@ import { createLocalDispatcher, type LocalOptions } from "../../src/app/dispatch
 import type { JobOutcome } from "../../src/app/dispatch/types.js";
 import type { GitHub } from "../../src/app/github.js";
 import type { JobSpec } from "../../src/shared/job.js";
+import { hostPidsWith } from "../helpers/host-pids.js";
 
 let dir: string;
 const planted: number[] = [];
@@ -24,6 +25,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  // Every daemon a test planted, found by its marker (planter), whatever the test saw.
+  planted.push(...(await hostPidsWith(`1000.${process.pid}`)));
   for (const pid of planted) {
     try {
       process.kill(pid, "SIGKILL");
@@ -54,26 +57,37 @@ async function repoWithCommit(): Promise<{ repo: string; sha: string }> {
 }
 
 /**
- * A runner that plants a daemon in a session of its own (its pid as the app sees it, read
- * by the shell itself through the host's /proc, written to `pidFile`), then does `then`.
+ * A runner that plants a daemon in a session of its own (`sleep`, its argument a number no
+ * other process has: how the test finds it from outside the job's PID namespace), writes
+ * `pidFile` once it is planted, then does `then`.
  */
-function planter(pidFile: string, then: string): string[] {
-  const daemon = `read -r p rest < /proc/self/stat; echo "$p" > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep 1000`;
-  return [
-    "sh",
-    "-c",
-    `setsid sh -c '${daemon}' </dev/null >/dev/null 2>&1 & while [ ! -s ${pidFile} ]; do sleep 0.01; done; ${then}`,
-    "runner",
-  ];
+let plantings = 0;
+function planter(pidFile: string, then: string): { command: string[]; marker: string } {
+  const marker = `1000.${process.pid}${++plantings}7`;
+  const daemon = `echo planted > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep ${marker}`;
+  return {
+    command: [
+      "sh",
+      "-c",
+      `setsid sh -c '${daemon}' </dev/null >/dev/null 2>&1 & while [ ! -s ${pidFile} ]; do sleep 0.01; done; ${then}`,
+      "runner",
+    ],
+    marker,
+  };
 }
 
-async function daemonPid(pidFile: string): Promise<number> {
-  const text = await vi.waitFor(() => readFile(pidFile, "utf8"), {
-    timeout: 600_000,
-    interval: 20,
-  });
-  const pid = Number(text.trim());
-  planted.push(pid);
+/** The planted daemon's pid on this machine, once it is planted (and while it lives). */
+async function daemonPid(pidFile: string, marker: string): Promise<number | undefined> {
+  await vi.waitFor(() => readFile(pidFile, "utf8"), { timeout: 600_000, interval: 20 });
+  const [pid] = await vi.waitFor(
+    async () => {
+      const pids = await hostPidsWith(marker);
+      if (pids.length === 0) throw new Error("not yet");
+      return pids;
+    },
+    { timeout: 600_000, interval: 20 },
+  );
+  if (pid !== undefined) planted.push(pid);
   return pid;
 }
 
@@ -119,38 +133,38 @@ const pidNamespace = (await confinedCommand("true", [])).pidNamespace;
 describe.skipIf(!pidNamespace)("a local job's processes", () => {
   it("die with a job that succeeds or fails: a setsid daemon it planted is gone when it ends", async () => {
     const pidFile = join(dir, "daemon.pid");
-    const { outcome } = await runOne(
-      { runnerCommand: planter(pidFile, "exit 0") },
-      "bench-7-aaaaaaa-000001",
-    );
+    const plant = planter(pidFile, "exit 0");
+    const { outcome } = await runOne({ runnerCommand: plant.command }, "bench-7-aaaaaaa-000001");
     expect(outcome?.kind).toBe("failed");
-    const pid = await daemonPid(pidFile);
-    // Ended and waited for: gone by the time the job's outcome is handed on.
-    expect(await alive(pid)).toBe(false);
+    // It was planted; ended and waited for, it is gone by the time the outcome is handed on.
+    expect(await readFile(pidFile, "utf8")).toContain("planted");
+    expect(await hostPidsWith(plant.marker)).toEqual([]);
   });
 
   it("die with a job that times out", async () => {
     const pidFile = join(dir, "daemon.pid");
+    const plant = planter(pidFile, "exec sleep 1000");
     const { outcome } = await runOne(
-      { runnerCommand: planter(pidFile, "exec sleep 1000"), timeoutMs: 3_000 },
+      { runnerCommand: plant.command, timeoutMs: 3_000 },
       "bench-7-aaaaaaa-000002",
     );
     expect(outcome?.kind === "failed" ? outcome.message : "").toContain("was stopped");
-    expect(await alive(await daemonPid(pidFile))).toBe(false);
+    expect(await readFile(pidFile, "utf8")).toContain("planted");
+    expect(await hostPidsWith(plant.marker)).toEqual([]);
   });
 
   it("die with a job that is cancelled", async () => {
-    let pid = 0;
+    const plant = planter(join(dir, "daemon.pid"), "exec sleep 1000");
     await runOne(
-      { runnerCommand: planter(join(dir, "daemon.pid"), "exec sleep 1000") },
+      { runnerCommand: plant.command },
       "bench-7-aaaaaaa-000003",
       async (dispatcher, pidFile) => {
-        pid = await daemonPid(pidFile);
-        expect(await alive(pid)).toBe(true);
+        const pid = await daemonPid(pidFile, plant.marker);
+        expect(pid).toBeDefined();
         await dispatcher.cancel("bench-7-aaaaaaa-000003", undefined, {} as GitHub);
       },
     );
-    expect(await alive(pid)).toBe(false);
+    expect(await hostPidsWith(plant.marker)).toEqual([]);
   });
 });
 
@@ -230,5 +244,46 @@ describe("the next start of the app", () => {
       onError: () => undefined,
     }).recover?.();
     expect(await alive(pid)).toBe(true);
+  });
+});
+
+describe.skipIf(!pidNamespace)("a local job's runner", () => {
+  /** The runner's output, as the job's failure carries it (the runner exits 1, no result). */
+  async function runnerSays(script: string, id: string): Promise<string> {
+    const { outcome } = await runOne(
+      { runnerCommand: ["sh", "-c", `${script}; exit 1`, "runner"] },
+      id,
+    );
+    return outcome?.kind === "failed" ? outcome.message : "";
+  }
+
+  it("sees none of the app's processes: not their environment, not their command lines", async () => {
+    const said = await runnerSays(
+      `if [ -r /proc/${process.pid}/environ ]; then echo "SEEN app"; else echo "HIDDEN app"; fi; ls /proc | grep -c '^[0-9]' | sed 's/^/processes /'`,
+      "bench-7-aaaaaaa-000007",
+    );
+    expect(said).toContain("HIDDEN app");
+    // Its own processes only: the shell, ls, grep, sed (a few), not the machine's.
+    const count = Number(/processes (\d+)/.exec(said)?.[1] ?? "NaN");
+    expect(count).toBeLessThan(10);
+  });
+
+  it("runs as EVOKERNEL_RUNNER_UID where set: the app's files of mode 0600 are closed to it", async () => {
+    const dotEnv = join(dir, ".env");
+    await writeFile(dotEnv, "PRIVATE_KEY=secret\n", { mode: 0o600 });
+    const saved = process.env["EVOKERNEL_RUNNER_UID"];
+    process.env["EVOKERNEL_RUNNER_UID"] = "60998";
+    try {
+      const said = await runnerSays(
+        `echo "uid $(id -u)"; if cat ${dotEnv} >/dev/null 2>&1; then echo "READ env"; else echo "DENIED env"; fi; echo "home $HOME"; touch "$HOME/x" && echo "home writable"`,
+        "bench-7-aaaaaaa-000008",
+      );
+      expect(said).toContain("uid 60998");
+      expect(said).toContain("DENIED env");
+      expect(said).toContain("home writable");
+    } finally {
+      if (saved === undefined) delete process.env["EVOKERNEL_RUNNER_UID"];
+      else process.env["EVOKERNEL_RUNNER_UID"] = saved;
+    }
   });
 });

@@ -1,7 +1,7 @@
 // A local job's processes, from the runner's start to the end of the last thing it started:
 // the runner is started in a process group of its own (and, where the app is root, as the
-// first process of a PID namespace of its own, util-linux `unshare --pid --fork
-// --kill-child`), and at every end of the job (success, failure, timeout, cancel, the PR
+// first process of a PID namespace of its own with its own /proc, util-linux `unshare --pid
+// --fork --kill-child --mount-proc`, and with EVOKERNEL_RUNNER_UID as a user of its own), and at every end of the job (success, failure, timeout, cancel, the PR
 // closed) the whole group is killed and waited for. In the namespace nothing escapes: when
 // its first process dies the kernel kills every process in it, those that left the group
 // too (`setsid`, a double fork, the harness's fork servers and their workers, which make
@@ -31,35 +31,74 @@ const GONE_WITHIN_MS = 30_000;
 
 let unshareWorks: boolean | undefined;
 
+/** How a job's runner is confined: what confinedCommand made of it. */
+export interface Confined {
+  readonly file: string;
+  readonly args: string[];
+  /** The runner is the first process of a PID namespace, with a /proc of its own. */
+  readonly pidNamespace: boolean;
+  /** The uid (and gid) the runner runs as, where not the app's (EVOKERNEL_RUNNER_UID). */
+  readonly uid?: number;
+}
+
 /**
- * The runner's command as started: inside a PID namespace of its own where the app may make
- * one (root, util-linux `unshare` found; EVOKERNEL_JOB_PIDNS=off turns it off), else as is.
- * `--kill-child`: the runner dies with `unshare`, so killing the group kills the namespace.
+ * The runner's command as started: where the app may (root, util-linux `unshare` found;
+ * EVOKERNEL_JOB_PIDNS=off turns it off), inside a PID namespace of its own with a /proc of
+ * its own (`--mount-proc`: the app's processes, their environment among them, are not in
+ * it), and with EVOKERNEL_RUNNER_UID as that user (util-linux `setpriv`, no capabilities,
+ * no groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
+ * namespace. Throws where EVOKERNEL_RUNNER_UID is set and cannot be honoured.
  */
 export async function confinedCommand(
   file: string,
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>> = process.env,
-): Promise<{ file: string; args: string[]; pidNamespace: boolean }> {
-  if (env["EVOKERNEL_JOB_PIDNS"] !== "off" && (await canUnsharePid())) {
-    return {
-      file: "unshare",
-      args: ["--pid", "--fork", "--kill-child", "--", file, ...args],
-      pidNamespace: true,
-    };
+): Promise<Confined> {
+  const uid = runnerUid(env);
+  if (env["EVOKERNEL_JOB_PIDNS"] === "off" || !(await canUnsharePid())) {
+    if (uid !== undefined)
+      throw new Error(
+        "EVOKERNEL_RUNNER_UID needs the app to run as root with util-linux `unshare` and `setpriv` (and EVOKERNEL_JOB_PIDNS not off); unset it or run the app as root",
+      );
+    return { file, args: [...args], pidNamespace: false };
   }
-  return { file, args: [...args], pidNamespace: false };
+  const as =
+    uid === undefined
+      ? []
+      : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--inh-caps=-all", "--"];
+  return {
+    file: "unshare",
+    args: ["--pid", "--fork", "--kill-child", "--mount-proc", "--", ...as, file, ...args],
+    pidNamespace: true,
+    ...(uid === undefined ? {} : { uid }),
+  };
+}
+
+/** EVOKERNEL_RUNNER_UID: a uid other than root's, or unset. */
+function runnerUid(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const text = env["EVOKERNEL_RUNNER_UID"]?.trim();
+  if (text === undefined || text === "") return undefined;
+  const uid = Number(text);
+  if (!Number.isInteger(uid) || uid <= 0 || uid >= 2 ** 31)
+    throw new Error(
+      `EVOKERNEL_RUNNER_UID=${text} is not a uid: set it to a number above 0 that no other user or service has (e.g. 60998), or unset it`,
+    );
+  return uid;
 }
 
 async function canUnsharePid(): Promise<boolean> {
   if (unshareWorks !== undefined) return unshareWorks;
   if (process.getuid?.() !== 0) return (unshareWorks = false);
-  const probe = await spawnProcess("unshare", ["--pid", "--fork", "--kill-child", "true"], {
-    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
-    extendEnv: false,
-    reject: false,
-    stdin: "ignore",
-  });
+  const probe = await spawnProcess(
+    "unshare",
+    ["--pid", "--fork", "--kill-child", "--mount-proc", "true"],
+    {
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+    },
+  );
   return (unshareWorks = probe.exitCode === 0);
 }
 

@@ -14,7 +14,13 @@ import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 import { runnerEnv } from "../../shared/environment.js";
 import { spawnProcess } from "../../process/spawn.js";
-import { confinedCommand, groupOf, type JobGroup, killGroup } from "./job-processes.js";
+import {
+  type Confined,
+  confinedCommand,
+  groupOf,
+  type JobGroup,
+  killGroup,
+} from "./job-processes.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
 
@@ -177,13 +183,22 @@ async function runInWorktree(
       };
     // Its own process group (and PID namespace where the app may make one): whatever the job
     // starts is killed with it, at every end (job-processes.ts).
-    const confined = await confinedCommand(command, [
-      ...args,
-      "--spec",
-      specFile,
-      "--out",
-      outFile,
-    ]);
+    let confined: Confined;
+    try {
+      confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile]);
+    } catch (error) {
+      return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
+    }
+    // A runner of its own uid (EVOKERNEL_RUNNER_UID) owns the job's folder and a home in it,
+    // and nothing of the app's: not its .env, its key or its home.
+    const home = confined.uid === undefined ? undefined : join(dir, "home");
+    if (confined.uid !== undefined && home !== undefined) {
+      await mkdir(home);
+      await spawnProcess("chown", ["-R", `${confined.uid}:${confined.uid}`, dir], {
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+        extendEnv: false,
+      });
+    }
     const runner = spawnProcess(confined.file, confined.args, {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
@@ -192,6 +207,7 @@ async function runInWorktree(
       env: {
         ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
         CUDA_VISIBLE_DEVICES: String(gpu),
+        ...(home === undefined ? {} : { HOME: home, XDG_CACHE_HOME: join(home, ".cache") }),
       },
       extendEnv: false,
       detached: true,
