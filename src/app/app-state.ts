@@ -8,6 +8,7 @@ import type { GitHub, RepoRef } from "./github.js";
 import type { EarlyRuns } from "./jobs/early-runs.js";
 import type { JobRegistry } from "./jobs/registry.js";
 import type { WorkQueue } from "./queue.js";
+import type { Redactor } from "./redact.js";
 import type { SeenSet } from "./seen.js";
 
 export interface AppState {
@@ -29,6 +30,11 @@ export interface AppState {
   readonly jobTimeoutMs: number;
   /** After a failed attempt to conclude a check run, the next one this much later. */
   readonly retryEndMs?: number;
+  /**
+   * Every string the app posts from a job goes through it (redact.ts): the secrets the app
+   * holds, replaced. Without it, secrets are found by their shape only.
+   */
+  readonly redact?: Redactor;
   /** Jobs an installation may have running at once (jobs/registry.ts's default otherwise). */
   readonly maxJobsPerInstallation?: number;
 }

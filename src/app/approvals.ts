@@ -2,7 +2,8 @@
 // name the commit short (`/bench @1a2b3c4`); GitHub resolves that name, and the full SHA it
 // gives must be the PR's head, character for character. A prefix is never compared with the
 // head: a commit sharing the head's first hex digits can be ground in minutes and pushed
-// after a maintainer read the other one.
+// after a maintainer read the other one. Nor does a refusal of a short name offer the head's
+// SHA to run (issue 34.5): it lists what the name matches and asks for the reviewed one.
 import type { Command } from "./comment-commands.js";
 import type { GitHub, Pull } from "./github.js";
 
@@ -19,9 +20,9 @@ export function approvalCommand(name: string, headSha: string): string {
  * resolve, through GitHub, to exactly the head.
  */
 export async function namedCommitProblem(
-  github: Pick<GitHub, "resolveCommit">,
+  github: Pick<GitHub, "resolveCommit" | "listPullCommits">,
   command: Command,
-  pull: Pick<Pull, "headSha" | "fork">,
+  pull: Pick<Pull, "number" | "headSha" | "fork">,
 ): Promise<string | undefined> {
   if (command.name !== "optimize" && command.name !== "verify" && command.name !== "bench")
     return undefined;
@@ -35,15 +36,48 @@ export async function namedCommitProblem(
     );
   }
   const named = command.sha.toLowerCase();
-  const full = FULL_SHA.test(named) ? named : await github.resolveCommit(named);
-  if (full === undefined)
+  if (FULL_SHA.test(named)) {
+    if (named === head) return undefined;
     return (
-      `GitHub knows no single commit named \`${named}\` (none, or several share those digits): nothing ran. ` +
-      `Name the commit in full: ${again} if you reviewed the head.`
+      `the head of this pull request is \`${head}\` now, not \`${named}\`: nothing ran. ` +
+      `Review the new commits, then comment ${again}.`
     );
+  }
+  const full = await github.resolveCommit(named);
   if (full === head) return undefined;
+  // A short name that is not the head: where a force-push ground a twin of the reviewed
+  // commit's prefix, the head is the attacker's. The reply lists what the name matches and
+  // asks for the full SHA the maintainer read; it never offers the head as the thing to run.
+  const matches = (await github.listPullCommits(pull.number).catch(() => undefined))?.filter(
+    (sha) => sha.startsWith(named),
+  );
+  return refusedShortName(command.name, named, full, matches);
+}
+
+/**
+ * The reply to a short commit name that did not resolve to the head: what GitHub matched it
+ * to (one commit, or none or several), which of the PR's commits begin with it, and a request
+ * for the full SHA of the commit the maintainer reviewed. No SHA in it is offered to run.
+ */
+export function refusedShortName(
+  name: string,
+  named: string,
+  resolved: string | undefined,
+  prCommits: readonly string[] | undefined,
+): string {
+  const matched =
+    resolved === undefined
+      ? `GitHub matches \`${named}\` to no single commit (it names none, or several share those digits)`
+      : `GitHub matches \`${named}\` to \`${resolved}\`, which is not this pull request's head`;
+  const listed =
+    prCommits === undefined
+      ? ""
+      : prCommits.length === 0
+        ? ` None of this pull request's commits begins with \`${named}\`.`
+        : ` This pull request's commits that begin with \`${named}\`: ${prCommits.map((sha) => `\`${sha}\``).join(", ")}${prCommits.length > 1 ? " (several: a short name cannot tell them apart)" : ""}.`;
   return (
-    `the head of this pull request is \`${head}\` now, not \`${full}\`: nothing ran. ` +
-    `Review the new commits, then comment ${again}.`
+    `${matched}: nothing ran.${listed} ` +
+    `A short name can match a commit pushed after you read the code, so name in full the commit you reviewed: ` +
+    `copy its SHA from the commit you read (not from this reply) and comment \`/${name} @<full SHA>\`.`
   );
 }

@@ -183,6 +183,8 @@ export interface GitHub {
    * no such commit or the prefix is ambiguous.
    */
   resolveCommit(name: string): Promise<string | undefined>;
+  /** The full SHAs of a pull request's commits, oldest first (GitHub lists at most 250). */
+  listPullCommits(pr: number): Promise<string[]>;
   /** The commit a branch points at, or undefined when there is no such branch. */
   branchHead(branch: string): Promise<string | undefined>;
   /** Moves a branch to `sha` only if that is a fast-forward; false when it is not. */
@@ -765,6 +767,19 @@ export function createGitHub(
         if (status === 404 || status === 422) return undefined;
         throw new GitHubError(`GitHub: resolve commit ${name} failed`, status, { cause: error });
       }
+    },
+    async listPullCommits(pr) {
+      const shas: string[] = [];
+      // GitHub lists at most 250 commits of a pull request: three pages of 100.
+      for (let page = 1; page <= 3; page++) {
+        const { data } = await call(`list the commits of PR #${pr}`, () =>
+          octokit.rest.pulls.listCommits({ ...base, pull_number: pr, per_page: 100, page }),
+        );
+        const commits = z.array(z.object({ sha: z.string() })).parse(data);
+        shas.push(...commits.map((commit) => commit.sha.toLowerCase()));
+        if (commits.length < 100) break;
+      }
+      return shas;
     },
     branchHead,
     async fastForward(branch, sha) {

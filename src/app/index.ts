@@ -38,6 +38,8 @@ import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
 import { gitHubHint } from "./operator-log.js";
 import { createSeenSet } from "./seen.js";
 import { appSettings, type AppSettings } from "./settings.js";
+import { createRedactor, secretValues } from "./redact.js";
+import { readDotEnv } from "./setup/server.js";
 
 export interface EvokernelApp {
   readonly appFn: ApplicationFunction;
@@ -79,6 +81,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       log,
       dispatchers,
       jobTimeoutMs: settings.jobTimeoutMs,
+      redact: createRedactor(settings.secrets ?? heldSecrets()),
       ...(settings.appId === undefined ? {} : { appId: settings.appId }),
       ...(settings.retryEndMs === undefined ? {} : { retryEndMs: settings.retryEndMs }),
       ...(settings.maxJobsPerInstallation === undefined
@@ -326,3 +329,14 @@ function installationIdOf(event: unknown): number | undefined {
 const defaultApp: ApplicationFunction = (app: Probot, options) =>
   createEvokernelApp().appFn(app, options);
 export default defaultApp;
+
+/** The secrets this process holds: its environment, .env and the key file, as Probot reads them. */
+function heldSecrets(): string[] {
+  let dotEnv: Record<string, string> = {};
+  try {
+    dotEnv = readDotEnv(process.cwd());
+  } catch {
+    // An unreadable .env holds nothing this process could leak.
+  }
+  return secretValues({ ...process.env, ...dotEnv }, process.cwd());
+}

@@ -36,7 +36,9 @@ export function buildJobSpec(input: SpecInput): JobSpec {
     sha: pull.headSha,
     ...(kind === "verify" ? {} : { baseSha: pull.baseSha }),
     pr: pull.number,
-    tasks: [...input.tasks],
+    // Sorted and once each: the same set of tasks is the same concurrency group
+    // (jobs/concurrency.ts), on the app and in the workflow.
+    tasks: [...new Set(input.tasks)].sort(),
     roots: [...config.tasks],
     ...(config.paths === undefined ? {} : { paths: [...config.paths] }),
     ...(searches

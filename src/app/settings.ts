@@ -44,6 +44,11 @@ export interface AppSettings {
   readonly gitHub?: { GHE_HOST?: string; GHE_PROTOCOL?: string };
   /** The app's bot login (`<slug>[bot]`); asked of GitHub (GET /app) when absent. */
   readonly botLogin?: string;
+  /**
+   * The secret values the app holds, redacted from everything it posts from a job
+   * (redact.ts); by default gathered from the environment, .env and the key file.
+   */
+  readonly secrets?: readonly string[];
   /** A replacement for the actions backend (tests). */
   readonly actions?: Dispatcher;
 }

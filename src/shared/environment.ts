@@ -2,7 +2,8 @@
 // a denylist of "secret-looking" names let ANTHROPIC_API_KEY, OPENAI_API_KEY and DATABASE_URL
 // through to a pull request's code. Two audiences:
 // - the runner (trusted Node code the local backend starts for a job): the machine's
-//   basics, the runner's own settings and the LLM's key (its proposer calls the API);
+//   basics, the runner's own settings and, only for a job that runs the LLM proposer, the
+//   LLM's key (its proposer calls the API);
 // - a harness child (where a candidate's code runs): the machine's basics and the
 //   harness's settings, never a key.
 
@@ -33,6 +34,7 @@ export const HARNESS_SETTINGS = [
   "EVOKERNEL_GPU_LOCKS",
   "EVOKERNEL_GPU_MEM_FRACTION",
   "EVOKERNEL_MEM_LIMIT_MB",
+  "EVOKERNEL_PROBE_MEM_MB",
   "EVOKERNEL_WORKER",
 ] as const;
 
@@ -71,7 +73,20 @@ export function pickEnv(parent: Env, names: readonly string[]): Record<string, s
   return env;
 }
 
-/** The environment the local backend gives the runner it starts for a job. */
-export function runnerEnv(parent: Env): Record<string, string> {
-  return pickEnv(parent, [...MACHINE_ENV, ...HARNESS_SETTINGS, ...RUNNER_SETTINGS]);
+/** The LLM proposer's settings: only a job that runs it gets them. */
+export const LLM_SETTINGS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] as const;
+
+/**
+ * The environment the local backend gives the runner it starts for a job: the LLM's key only
+ * where the job runs the LLM proposer (`llm`, from jobUsesLlm in shared/job.ts); a review,
+ * bench or verify job, or a search by the tuner, never holds it.
+ */
+export function runnerEnv(parent: Env, options: { llm: boolean }): Record<string, string> {
+  const names = [...MACHINE_ENV, ...HARNESS_SETTINGS, ...RUNNER_SETTINGS];
+  return pickEnv(
+    parent,
+    options.llm
+      ? names
+      : names.filter((name) => !(LLM_SETTINGS as readonly string[]).includes(name)),
+  );
 }

@@ -78,6 +78,16 @@ export const jobSpecSchema = z
   .strict();
 export type JobSpec = z.infer<typeof jobSpecSchema>;
 
+/**
+ * Whether the job runs the LLM proposer, as the runner decides (runner/src/jobs/run-job.ts):
+ * it searches (an optimize job, a review with `optimize`) with a proposer other than the
+ * tuner (`auto` asks the LLM where a key is given). Only such a job gets the LLM's key.
+ */
+export function jobUsesLlm(spec: Pick<JobSpec, "kind" | "optimize" | "proposer">): boolean {
+  const searches = spec.kind === "optimize" || (spec.kind === "review" && spec.optimize === true);
+  return searches && (spec.proposer ?? "auto") !== "tuner";
+}
+
 /** workflow_dispatch allows 65,535 characters of inputs in all. */
 export const MAX_INPUTS_CHARS = 65_535;
 

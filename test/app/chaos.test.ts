@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, expect, it, vi } from "vitest";
+import { hostPidsWith } from "../helpers/host-pids.js";
 import { bundleApp } from "../../scripts/bundle.mjs";
 import {
   generateAppKey,
@@ -91,6 +92,23 @@ async function start(env: Record<string, string>): Promise<AppProcess> {
 }
 
 /** Alive: a process, not a zombie waiting for its parent. */
+/** The one live process with an argument equal to `marker`, other than `unshare` around it. */
+async function onePid(marker: string): Promise<number> {
+  return vi.waitFor(
+    async () => {
+      const found: number[] = [];
+      for (const pid of await hostPidsWith(marker)) {
+        const args = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+        if (args.includes(marker) && args[0] !== "unshare") found.push(pid);
+      }
+      const [pid, ...more] = found;
+      if (pid === undefined || more.length > 0) throw new Error(`not one process with ${marker}`);
+      return pid;
+    },
+    { timeout: 600_000, interval: 50 },
+  );
+}
+
 async function alive(pid: number): Promise<boolean> {
   const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
   if (stat === undefined) return false;
@@ -104,13 +122,15 @@ it("a job running when the app is killed fails when it starts again, its runner 
     pulls: pulls(),
   });
   const written = join(dir, "pids.json");
-  // A runner that takes long: a child of its own, both pids written down, then it runs on.
+  // A runner that takes long: a child of its own, then it says it started and runs on. Both
+  // are found from outside by their command lines (the pids file's path): in the job's PID
+  // namespace the pids they see are not the machine's.
   const runner = join(dir, "long-runner.cjs");
   await writeFile(
     runner,
     `const { spawn } = require("node:child_process");
-const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
-require("node:fs").writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
+spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", process.argv[2] + ".child"], { stdio: "ignore" });
+require("node:fs").writeFileSync(process.argv[2], "started");
 setInterval(() => {}, 1000);
 `,
   );
@@ -125,7 +145,8 @@ setInterval(() => {}, 1000);
     200,
   );
   await vi.waitFor(() => readFile(written, "utf8"), { timeout: 600_000, interval: 100 });
-  const [runnerPid, childPid] = JSON.parse(await readFile(written, "utf8")) as [number, number];
+  const runnerPid = await onePid(written);
+  const childPid = await onePid(`${written}.child`);
   pids.push(runnerPid, childPid);
 
   // Killed mid-job: nothing of the app runs any more, its runner does (an orphan).

@@ -243,6 +243,7 @@ const CALLS: [string, (github: GitHub) => Promise<unknown>][] = [
   ["readTree", (g) => g.readTree(SHA)],
   ["readBlob", (g) => g.readBlob(SHA)],
   ["resolveCommit", (g) => g.resolveCommit("aaaaaaa")],
+  ["listPullCommits", (g) => g.listPullCommits(7)],
   ["branchHead", (g) => g.branchHead("main")],
   ["fastForward", (g) => g.fastForward("faster-softmax", SHA)],
   ["createPull", (g) => g.createPull("evokernel/7-aaaaaaa", "faster-softmax", "t", "b")],

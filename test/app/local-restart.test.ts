@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
+import { hostPidsWith } from "../helpers/host-pids.js";
 import { createLocalDispatcher } from "../../src/app/dispatch/local.js";
 import type { GitHub } from "../../src/app/github.js";
 import type { JobSpec } from "../../src/shared/job.js";
@@ -39,6 +40,23 @@ async function alive(pid: number): Promise<boolean> {
   );
 }
 
+/** The one live process with an argument equal to `marker`, other than `unshare` around it. */
+async function onePid(marker: string): Promise<number> {
+  return vi.waitFor(
+    async () => {
+      const pids: number[] = [];
+      for (const pid of await hostPidsWith(marker)) {
+        const args = (await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")).split("\0");
+        if (args.includes(marker) && args[0] !== "unshare") pids.push(pid);
+      }
+      const [pid, ...more] = pids;
+      if (pid === undefined || more.length > 0) throw new Error(`not one process with ${marker}`);
+      return pid;
+    },
+    { timeout: 600_000, interval: 50 },
+  );
+}
+
 async function repoWithCommit(): Promise<{ repo: string; sha: string }> {
   const repo = join(dir, "repo");
   await execa("git", ["init", "-q", "-b", "main", repo]);
@@ -57,9 +75,11 @@ it("stops the runner a dead process left behind, with its children, and reports 
   const runner = join(dir, "runner.cjs");
   await writeFile(
     runner,
+    // Found from outside by a marker in their command lines (the pids file's path): in the
+    // job's PID namespace the pids the runner sees are not the machine's.
     `const { spawn } = require("node:child_process");
-const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
-require("node:fs").writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
+spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", process.argv[2] + ".child"], { stdio: "ignore" });
+require("node:fs").writeFileSync(process.argv[2], "started");
 setInterval(() => {}, 1000);
 `,
   );
@@ -93,7 +113,8 @@ setInterval(() => {}, 1000);
     checkRun: { installationId: 1, id: 900 },
   });
   await vi.waitFor(() => readFile(pids, "utf8"), { timeout: 600_000, interval: 50 });
-  const [runnerPid, childPid] = JSON.parse(await readFile(pids, "utf8")) as [number, number];
+  const runnerPid = await onePid(pids);
+  const childPid = await onePid(`${pids}.child`);
   started.push(runnerPid, childPid);
   expect(await alive(runnerPid)).toBe(true);
 

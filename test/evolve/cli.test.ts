@@ -90,6 +90,46 @@ describe("evokernel optimize on a (stand-in) GPU", () => {
     }
   });
 
+  it("SIGTERM (a cancelled workflow step) leaves none of the harness's processes behind", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
+    const helpers = join(dir, "helpers.txt");
+    try {
+      const env = {
+        ...noKey,
+        EVOKERNEL_PYTHON: fakeHarness,
+        EVOKERNEL_SANDBOX: "off",
+        EVOKERNEL_CACHE: dir,
+        // each fork server leaves a helper in its process group, as a real one's workers
+        EVOKERNEL_FAKE_HELPER_PIDS: helpers,
+      };
+      const args = ["optimize", "softmax", "--proposer", "tuner", "--seed", "3"];
+      const run = await interruptCli([...args, "--candidates", "40"], /generation 2:/, {
+        env,
+        signal: "SIGTERM",
+      });
+      expect(run.exitCode, run.stderr).toBe(143);
+      const pids = (await readFile(helpers, "utf8")).trim().split("\n").map(Number);
+      expect(pids.length).toBeGreaterThan(0);
+      for (const pid of pids) {
+        const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "gone");
+        // gone, or a zombie its parent has not reaped yet
+        expect(stat === "gone" || stat.slice(stat.lastIndexOf(")") + 2)[0] === "Z", stat).toBe(
+          true,
+        );
+      }
+    } finally {
+      const pids = await readFile(helpers, "utf8").catch(() => "");
+      for (const pid of pids.trim().split("\n").filter(Boolean).map(Number)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // gone, as it should be
+        }
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("builds the kernel to beat while the harness starts", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-optimize-"));
     try {

@@ -8,13 +8,13 @@ export const repo = fileURLToPath(new URL("../..", import.meta.url));
 export type CliRun = { exitCode: number; stdout: string; stderr: string };
 
 /**
- * Starts the CLI and sends it SIGINT (Ctrl-C) once stderr has matched `when`; resolves to
- * how it ended.
+ * Starts the CLI and sends it SIGINT (Ctrl-C, or `options.signal`) once stderr has matched
+ * `when`; resolves to how it ended.
  */
 export async function interruptCli(
   args: readonly string[],
   when: RegExp,
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; signal?: NodeJS.Signals } = {},
 ): Promise<CliRun> {
   const child = execa(process.execPath, [inject("cliBundle"), ...args], {
     cwd: options.cwd ?? repo,
@@ -28,7 +28,7 @@ export async function interruptCli(
     seen += chunk.toString();
     if (!sent && when.test(seen)) {
       sent = true;
-      child.kill("SIGINT");
+      child.kill(options.signal ?? "SIGINT");
     }
   });
   const result = await child;

@@ -342,6 +342,17 @@ if (argv[0] === "serve") {
     const ready = built() ? "after a build" : "before any build";
     writeFileSync(join(cache, "fake-serve-ready.txt"), ready);
   }
+  // EVOKERNEL_FAKE_HELPER_PIDS=FILE: the server leaves a helper running in its process group
+  // (as a real fork server's workers run beside it) and appends the helper's pid to FILE;
+  // a server whose stdin closes exits, the helper does not
+  const helperLog = process.env.EVOKERNEL_FAKE_HELPER_PIDS;
+  if (helperLog !== undefined) {
+    const { spawn } = await import("node:child_process");
+    const helper = spawn("sleep", ["1000"], { stdio: "ignore" });
+    helper.unref();
+    appendFileSync(helperLog, `${helper.pid}\n`);
+    process.stdin.on("end", () => process.exit(0));
+  }
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", (line) => {
     const request = JSON.parse(line);

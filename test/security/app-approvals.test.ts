@@ -2,7 +2,9 @@
 // names, and that commit is compared with the PR's head by its full SHA. A short name is
 // resolved through GitHub's commits API; the full SHA it gives must equal the head. The
 // attacker here ground a commit whose first 7 hex digits equal the reviewed one's and
-// force-pushed it after the maintainer's `/bench @abc1234`.
+// force-pushed it after the maintainer's `/bench @abc1234`. A refusal of a short name lists
+// what it matches and asks for the reviewed commit's full SHA, never offering the head's
+// (issue 34.5).
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -75,6 +77,17 @@ function resolves(scope: nock.Scope, name: string, status: number, full?: string
     );
 }
 
+/** The PR's commits, as GitHub lists them (one page). */
+function prCommits(scope: nock.Scope, shas: string[]): nock.Scope {
+  return scope
+    .get(`${R}/pulls/7/commits`)
+    .query({ per_page: "100", page: "1" })
+    .reply(
+      200,
+      shas.map((sha) => ({ sha })),
+    );
+}
+
 function refused(scope: nock.Scope): void {
   scope.post(`${R}/issues/7/comments`, record("reply")).reply(201, { id: 2 });
 }
@@ -110,18 +123,33 @@ function dispatchedSha(): string {
 
 describe("a fork's approval binds the full head SHA", () => {
   it("refuses a short SHA that GitHub resolves to the reviewed commit while a ground twin is the head", async () => {
-    refused(resolves(atCommand(GROUND), "abc1234", 200, REVIEWED));
+    refused(prCommits(resolves(atCommand(GROUND), "abc1234", 200, REVIEWED), [BASE, GROUND]));
     await harness.receive("issue_comment", commentPayload("/bench softmax @abc1234"));
     expect(bodies.dispatch).toBeUndefined();
-    expect(reply()).toContain(`is \`${GROUND}\` now, not \`${REVIEWED}\`: nothing ran`);
-    expect(reply()).toContain(`\`/bench @${GROUND}\``);
+    expect(reply()).toContain(
+      `GitHub matches \`abc1234\` to \`${REVIEWED}\`, which is not this pull request's head: nothing ran`,
+    );
+    // What the name matches among the PR's commits, and a request for the reviewed SHA.
+    expect(reply()).toContain(`commits that begin with \`abc1234\`: \`${GROUND}\``);
+    expect(reply()).toContain("`/bench @<full SHA>`");
+    // Never the head offered as the thing to run.
+    expect(reply()).not.toContain(`@${GROUND}`);
+    expect(reply()).not.toMatch(/if you reviewed the head/);
   });
 
   it("refuses a short SHA GitHub cannot resolve to one commit (ambiguous or unknown)", async () => {
-    refused(resolves(atCommand(GROUND), "abc1234", 422));
+    refused(prCommits(resolves(atCommand(GROUND), "abc1234", 422), [REVIEWED, GROUND]));
     await harness.receive("issue_comment", commentPayload("/bench softmax @abc1234"));
     expect(bodies.dispatch).toBeUndefined();
-    expect(reply()).toMatch(/no single commit named `abc1234`.*nothing ran/);
+    expect(reply()).toMatch(/to no single commit \(it names none, or several.*nothing ran/);
+    expect(reply()).toContain(`\`${REVIEWED}\`, \`${GROUND}\` (several`);
+    expect(reply()).not.toContain(`@${GROUND}`);
+
+    bodies = {};
+    refused(prCommits(resolves(atCommand(GROUND), "def5678", 404), [BASE, GROUND]));
+    await harness.receive("issue_comment", commentPayload("/bench softmax @def5678", { id: 502 }));
+    expect(reply()).toContain("None of this pull request's commits begins with `def5678`");
+    expect(reply()).not.toContain(GROUND);
   });
 
   it("refuses a full SHA that differs from the head in its last digit, without asking GitHub", async () => {

@@ -12,6 +12,7 @@ import { createLocalDispatcher } from "../../src/app/dispatch/local.js";
 import type { GitHub } from "../../src/app/github.js";
 import type { JobSpec } from "../../src/shared/job.js";
 import { runnerEnv } from "../../src/shared/environment.js";
+import { jobUsesLlm } from "../../src/shared/job.js";
 import { childEnv } from "../../runner/src/harness/exec.js";
 
 // Secrets of the app and of other services an operator's machine may hold.
@@ -40,8 +41,25 @@ const LLM = { ANTHROPIC_API_KEY: "sk-ant-canary", ANTHROPIC_BASE_URL: "http://12
 
 describe("environments, by allowlist", () => {
   it("the runner gets the machine's basics, its settings and the LLM's key, no other secret", () => {
-    const env = runnerEnv({ ...SECRETS, ...NEEDED, ...LLM });
+    const env = runnerEnv({ ...SECRETS, ...NEEDED, ...LLM }, { llm: true });
     expect(env).toEqual({ ...NEEDED, ...LLM });
+  });
+
+  it("a runner of a job without the LLM proposer gets no LLM key", () => {
+    const env = runnerEnv({ ...SECRETS, ...NEEDED, ...LLM }, { llm: false });
+    expect(env).toEqual(NEEDED);
+  });
+
+  it("only a job that searches with a proposer other than the tuner runs the LLM", () => {
+    const base = { kind: "review" } as const;
+    expect(jobUsesLlm(base)).toBe(false);
+    expect(jobUsesLlm({ kind: "bench" })).toBe(false);
+    expect(jobUsesLlm({ kind: "verify" })).toBe(false);
+    expect(jobUsesLlm({ kind: "review", optimize: true, proposer: "tuner" })).toBe(false);
+    expect(jobUsesLlm({ kind: "optimize", proposer: "tuner" })).toBe(false);
+    expect(jobUsesLlm({ kind: "review", optimize: true })).toBe(true);
+    expect(jobUsesLlm({ kind: "optimize", proposer: "auto" })).toBe(true);
+    expect(jobUsesLlm({ kind: "optimize", proposer: "llm" })).toBe(true);
   });
 
   it("a harness child gets no key at all, the LLM's included", () => {
@@ -68,7 +86,8 @@ describe("the local backend's runner", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("starts with none of the app's or other services' secrets in its environment", async () => {
+  /** The environment a local job's runner was started with. */
+  async function runnerEnvOf(spec: Omit<JobSpec, "sha">): Promise<Record<string, string>> {
     const repo = join(dir, "repo");
     await execa("git", ["init", "-q", "-b", "main", repo]);
     await writeFile(join(repo, "kernel.cu"), "// kernel\n");
@@ -98,19 +117,37 @@ describe("the local backend's runner", () => {
         throw new Error(label, { cause: error });
       },
     });
-    const spec: JobSpec = {
-      schema: 1,
-      id: "bench-x-aaaaaaa-000000",
-      kind: "bench",
-      repo: { owner: "octo", name: "kernels" },
-      sha,
-      tasks: [],
-    };
-    await local.start({ spec, github: {} as GitHub, workflow: "evokernel.yml", ref: "main" });
+    await local.start({
+      spec: { ...spec, sha },
+      github: {} as GitHub,
+      workflow: "evokernel.yml",
+      ref: "main",
+    });
     await done;
-    const env = JSON.parse(await readFile(seen, "utf8")) as Record<string, string>;
+    return JSON.parse(await readFile(seen, "utf8")) as Record<string, string>;
+  }
+
+  const job = { schema: 1 as const, repo: { owner: "octo", name: "kernels" }, tasks: [] };
+
+  it("starts with none of the app's or other services' secrets in its environment", async () => {
+    const env = await runnerEnvOf({ ...job, id: "optimize-x-aaaaaaa-000000", kind: "optimize" });
     for (const name of Object.keys(SECRETS)) expect(env, name).not.toHaveProperty(name);
+    // An optimize job runs the LLM proposer: it alone gets the key.
     expect(env["ANTHROPIC_API_KEY"]).toBe(LLM.ANTHROPIC_API_KEY);
     expect(env["CUDA_VISIBLE_DEVICES"]).toBe("0");
+  });
+
+  it("gives a bench job, or a search by the tuner, no LLM key", async () => {
+    const specs: Omit<JobSpec, "sha">[] = [
+      { ...job, id: "bench-x-aaaaaaa-000001", kind: "bench" },
+      { ...job, id: "review-x-aaaaaaa-000002", kind: "review" },
+      { ...job, id: "optimize-x-aaaaaaa-000003", kind: "optimize", proposer: "tuner" },
+    ];
+    for (const spec of specs) {
+      const env = await runnerEnvOf(spec);
+      expect(env, spec.id).not.toHaveProperty("ANTHROPIC_API_KEY");
+      expect(env, spec.id).not.toHaveProperty("ANTHROPIC_BASE_URL");
+      await rm(join(dir, "repo"), { recursive: true, force: true });
+    }
   });
 });

@@ -146,6 +146,7 @@ export async function runProcess(
     stdin: "ignore",
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
+  if (child.pid !== undefined) live.add(child.pid);
   const tail = collectTail(child.all);
   let timedOut = false;
   const timer =
@@ -181,11 +182,24 @@ function collectTail(stream: Readable): () => string {
 /** Kills a child's whole process group; a group already gone is fine. */
 export function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
+  live.delete(pid);
   try {
     process.kill(-pid, "SIGKILL");
   } catch {
     // ESRCH: nothing left to kill.
   }
+}
+
+/**
+ * The process groups of the harness's children that have not ended: each child leads a group
+ * of its own (detached), so the runner's own death would not reach them, nor their sandbox's
+ * PID namespace (a fork server and its workers). killLiveGroups kills them all: the CLI calls
+ * it when the runner is told to stop (SIGTERM, SIGHUP, SIGINT) and at its exit.
+ */
+const live = new Set<number>();
+
+export function killLiveGroups(): void {
+  for (const pid of [...live]) killGroup(pid);
 }
 
 let python: Promise<string | null> | undefined;
@@ -279,6 +293,7 @@ export function startLineProcess(
     stderr: "pipe",
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
+  if (child.pid !== undefined) live.add(child.pid);
   createInterface({ input: child.stdout }).on("line", options.onLine);
   const stderr = collectTail(child.stderr);
   // A write to a process that just died must not take us down; `exited` reports it.

@@ -1,15 +1,16 @@
 // The local backend's jobs on disk, so that a restarted app finds what the process before it
 // left behind: one small JSON file per job, from its dispatch to its end, holding what the
-// app needs to conclude the job's check run and, once the runner runs, its pid and spec file.
-// At start-up the runners of files left over are killed with every process under them (a
-// pid is killed only while its command line still names the job's spec file, so a pid the
-// system gave to another process since is left alone) and their folders removed; the app
+// app needs to conclude the job's check run and, once the runner runs, its process group.
+// At start-up the groups of files left over are killed whole (job-processes.ts: a group whose
+// leader the system gave to another process since, or one from before a reboot, is left
+// alone) and their folders removed; the app
 // then concludes those jobs' check runs (jobs/recover.ts), and only then are the files
 // deleted. A runner's outcome is written down before it is reported, so a job whose report a
 // restart cut short is concluded with what it came to.
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { killGroup } from "./job-processes.js";
 
 export const localRecordSchema = z.object({
   jobId: z.string().regex(/^[a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6}$/),
@@ -19,6 +20,17 @@ export const localRecordSchema = z.object({
   checkRunId: z.number().int(),
   /** The runner, once started. */
   pid: z.number().int().positive().optional(),
+  /**
+   * The job's process group (dispatch/job-processes.ts): killed as a whole at start-up, not
+   * walked from a runner that may be gone.
+   */
+  group: z
+    .object({
+      pgid: z.number().int().positive(),
+      leaderStart: z.string(),
+      bootId: z.string(),
+    })
+    .optional(),
   /** The job's spec file, on the runner's command line. */
   specFile: z.string().optional(),
   /** The job's temporary folder (its worktree inside). */
@@ -74,7 +86,10 @@ export function createLocalRecords(stateDir: string): LocalRecords {
           continue;
         }
         const record = parsed.data;
-        if (record.pid !== undefined && record.specFile !== undefined)
+        // By its group (every process the job started, in its PID namespace those that left
+        // the group too); a record written before groups were kept, by the runner's tree.
+        if (record.group !== undefined) await killGroup(record.group);
+        else if (record.pid !== undefined && record.specFile !== undefined)
           await killTree(record.pid, record.specFile);
         if (record.dir !== undefined) await removeDir(record.dir);
         found.push(record);

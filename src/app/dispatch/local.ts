@@ -1,10 +1,11 @@
 // The local backend, for a single GPU box and development: the app runs the runner itself,
-// in a git worktree of the job's commit, one job at a time per GPU. The runner's command is
+// in a git worktree of the job's commit, one job at a time per GPU, in a process group (and
+// PID namespace) of its own that is killed whole when the job ends (job-processes.ts). The runner's command is
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
-import type { JobSpec } from "../../shared/job.js";
+import { jobUsesLlm, type JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
 import { createLocalRecords, type LocalRecord } from "./local-records.js";
@@ -13,6 +14,13 @@ import { codeBlock, mdText } from "../../report/escape.js";
 import { GIT_SAFE_ARGS, GIT_SAFE_ENV } from "../../shared/git-safety.js";
 import { runnerEnv } from "../../shared/environment.js";
 import { spawnProcess } from "../../process/spawn.js";
+import {
+  type Confined,
+  confinedCommand,
+  groupOf,
+  type JobGroup,
+  killGroup,
+} from "./job-processes.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
 
@@ -55,8 +63,15 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
       const abort = new AbortController();
       running.set(spec.id, abort);
       try {
-        const onSpawn = async (pid: number, specFile: string, dir: string) => {
-          if (record) await records?.write({ ...record, pid, specFile, dir });
+        const onSpawn = async (pid: number, specFile: string, dir: string, group?: JobGroup) => {
+          if (record)
+            await records?.write({
+              ...record,
+              pid,
+              specFile,
+              dir,
+              ...(group === undefined ? {} : { group }),
+            });
         };
         const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn);
         if (abort.signal.aborted) return;
@@ -140,7 +155,7 @@ async function runInWorktree(
   gpu: number,
   signal: AbortSignal,
   options: LocalOptions,
-  onSpawn: (pid: number, specFile: string, dir: string) => Promise<void>,
+  onSpawn: (pid: number, specFile: string, dir: string, group?: JobGroup) => Promise<void>,
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
   const worktree = join(dir, "checkout");
@@ -166,23 +181,73 @@ async function runInWorktree(
         kind: "failed",
         message: "EVOKERNEL_RUNNER_CMD is empty; set it to the runner's command",
       };
-    const runner = spawnProcess(command, [...args, "--spec", specFile, "--out", outFile], {
+    // Its own process group (and PID namespace where the app may make one): whatever the job
+    // starts is killed with it, at every end (job-processes.ts).
+    let confined: Confined;
+    try {
+      confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile]);
+    } catch (error) {
+      return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
+    }
+    // A runner of its own uid (EVOKERNEL_RUNNER_UID) owns the job's folder and a home in it,
+    // and nothing of the app's: not its .env, its key or its home.
+    const home = confined.uid === undefined ? undefined : join(dir, "home");
+    if (confined.uid !== undefined && home !== undefined) {
+      await mkdir(home);
+      await spawnProcess("chown", ["-R", `${confined.uid}:${confined.uid}`, dir], {
+        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+        extendEnv: false,
+      });
+    }
+    const runner = spawnProcess(confined.file, confined.args, {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
       // so none of the app's credentials, nor any other service's, reaches it.
-      env: { ...runnerEnv(process.env), CUDA_VISIBLE_DEVICES: String(gpu) },
+      // The LLM's key only for a job that runs the LLM proposer.
+      env: {
+        ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
+        CUDA_VISIBLE_DEVICES: String(gpu),
+        ...(home === undefined ? {} : { HOME: home, XDG_CACHE_HOME: join(home, ".cache") }),
+      },
       extendEnv: false,
+      detached: true,
       reject: false,
       all: true,
-      cancelSignal: signal,
-      timeout: options.timeoutMs,
+      stdin: "ignore",
     });
-    if (runner.pid !== undefined) await onSpawn(runner.pid, specFile, dir);
-    const run = await runner;
-    if (run.isCanceled) return { kind: "failed", message: "cancelled" };
+    const group = runner.pid === undefined ? undefined : await groupOf(runner.pid);
+    let timedOut = false;
+    const stop = () => {
+      if (group !== undefined) void killGroup(group);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stop();
+    }, options.timeoutMs);
+    signal.addEventListener("abort", stop);
+    let run: Awaited<typeof runner>;
+    try {
+      if (runner.pid !== undefined) await onSpawn(runner.pid, specFile, dir, group);
+      if (signal.aborted) stop();
+      run = await runner;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", stop);
+      // Success or not, nothing the job started outlives it; waited for, so the next job
+      // on this GPU starts with none of this one's processes.
+      if (group !== undefined) {
+        const left = await killGroup(group);
+        if (left.length > 0)
+          options.onError(
+            `local job ${spec.id}`,
+            new Error(`processes ${left.join(", ")} of the job's group did not die`),
+          );
+      }
+    }
+    if (signal.aborted) return { kind: "failed", message: "cancelled" };
     if (options.keepDir !== undefined)
       await keepOutputs(options.keepDir, spec.id, outFile, run.all ?? "");
-    if (run.timedOut)
+    if (timedOut)
       return {
         kind: "failed",
         message: `the runner took over ${Math.round(options.timeoutMs / 60_000)} minutes and was stopped; give the job a smaller budget`,

@@ -10,6 +10,10 @@ import type { GitHub } from "../github.js";
 import type { ActiveJob } from "./registry.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 import { reportResult } from "./report.js";
+import { createRedactor } from "../redact.js";
+
+/** Where the app was given no secrets to look for: secrets by their shape only. */
+const PATTERNS_ONLY = createRedactor([]);
 
 /** After a failed attempt to end a job, the next one comes this much later. */
 export const RETRY_END_MS = 60_000;
@@ -58,11 +62,14 @@ export async function endJob(
   backend: "actions" | "local",
 ): Promise<void> {
   const where = backend === "local" ? "The job failed on the app's machine: " : "";
+  // What the job wrote is redacted of every secret the app holds before any of it is posted
+  // (src/app/redact.ts): the one point where both backends' output enters a report.
+  const redact = state.redact ?? PATTERNS_ONLY;
   if (outcome.kind === "failed") {
-    await failJob(state, github, job, `${where}${outcome.message}`);
+    await failJob(state, github, job, `${where}${redact.text(outcome.message)}`);
     return;
   }
-  const { review } = outcome;
+  const review = redact.deep(outcome.review);
   if (review.job.id !== job.spec.id || review.job.sha !== job.spec.sha) {
     await failJob(
       state,

@@ -6,6 +6,7 @@
 // result ends them first. Nothing from a run's artifact is trusted here.
 // And a run whose result arrives for a job the registry does not hold (a restart between
 // dispatch and result): the job is rebuilt from its check run and the config (recoverJob).
+import { createRedactor } from "../redact.js";
 import type { ConfigParse } from "../../shared/config.js";
 import type { ReviewResult } from "../../shared/review.js";
 import type { AppState } from "../app-state.js";
@@ -115,7 +116,7 @@ export async function concludeLostJobs(
           conclusion: "failure",
           output: {
             title: "The job did not finish",
-            summary: trimTo(lostSummary(job), CHECK_OUTPUT_LIMIT),
+            summary: trimTo(lostSummary(state, job), CHECK_OUTPUT_LIMIT),
           },
         });
         concluded++;
@@ -129,7 +130,7 @@ export async function concludeLostJobs(
   return { concluded, left };
 }
 
-function lostSummary(job: LostJob): string {
+function lostSummary(state: AppState, job: LostJob): string {
   const again = "Comment `/bench` (or `/optimize`) to run it again.";
   switch (job.stage) {
     case "queued":
@@ -138,7 +139,7 @@ function lostSummary(job: LostJob): string {
       return `evokernel restarted while this job was running on its machine; the runner was stopped and nothing came back. ${again}`;
     case "failed":
       // What the process before would have posted, had it lived to.
-      return `The job failed on the app's machine: ${job.message ?? "no reason was kept"}`;
+      return `The job failed on the app's machine: ${job.message === undefined ? "no reason was kept" : (state.redact ?? createRedactor([])).text(job.message)}`;
     case "finished":
       return `The runner finished, but evokernel restarted before its result was reported, and the result is gone with that process. ${again}`;
   }

@@ -16,7 +16,8 @@ import {
   MAX_JOBS_PER_PULL,
 } from "./registry.js";
 import { codeSpan } from "../../report/escape.js";
-import { supersededOutput } from "./stop.js";
+import { replaceJob, supersededOutput } from "./stop.js";
+import { supersededBy } from "./concurrency.js";
 
 export interface StartRequest {
   readonly github: GitHub;
@@ -127,6 +128,11 @@ export async function startJob(state: AppState, request: StartRequest): Promise<
     });
     return REFUSED;
   }
+  // The same group's older job (another command on the same tasks) stops before this one
+  // starts: on Actions the workflow's concurrency group would cancel its run anyway.
+  if (spec.pr !== undefined)
+    for (const older of supersededBy(state.jobs.forPull(github.repo, spec.pr), spec))
+      await replaceJob(state, github, older, spec);
   if (dispatcher.name === "actions") await startRemote(state, request, dispatcher, started);
   else await startLocal(state, request, dispatcher, started);
   return { kind: "started" };
@@ -259,9 +265,12 @@ function reasonOf(error: unknown): string {
 /** Why the job may not start now (a cap on queued jobs), or undefined. */
 function capReached(state: AppState, request: StartRequest): string | undefined {
   const { spec } = request;
+  // A job this one supersedes (jobs/concurrency.ts) is about to stop: it does not count.
   if (
     spec.pr !== undefined &&
-    state.jobs.forPull(request.github.repo, spec.pr).length >= MAX_JOBS_PER_PULL
+    state.jobs.forPull(request.github.repo, spec.pr).length -
+      supersededBy(state.jobs.forPull(request.github.repo, spec.pr), spec).length >=
+      MAX_JOBS_PER_PULL
   )
     return `This pull request already has ${MAX_JOBS_PER_PULL} evokernel jobs running; each waits for a GPU. Wait for one to finish (or comment \`/cancel\`), then comment again.`;
   const perInstallation = state.maxJobsPerInstallation ?? MAX_JOBS_PER_INSTALLATION;

@@ -3,6 +3,7 @@
 // (claimed once, off the books once concluded); after a restart the registry is empty, so
 // the app's own open check runs on the commit (their external_id) say which jobs were in
 // flight. A job that times out ends in finish.ts, at its deadline.
+import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub, Pull } from "../github.js";
 import { finishJob } from "./finish.js";
@@ -25,6 +26,33 @@ export async function supersedeJob(
       status: "completed",
       conclusion: "neutral",
       output: supersededOutput(newSha),
+    });
+  });
+}
+
+/**
+ * A newer job of the same group (jobs/concurrency.ts: kind, pull request, tasks) replaces
+ * this one: stopped before the new one is dispatched, its check run neutral and naming it.
+ */
+export async function replaceJob(
+  state: AppState,
+  github: GitHub,
+  job: ActiveJob,
+  newer: JobSpec,
+): Promise<void> {
+  await finishJob(state, github, job, "superseding the job", async () => {
+    for (const dispatcher of state.dispatchers) {
+      await dispatcher.cancel(job.spec.id, job.runId, github).catch((error: unknown) => {
+        state.log.warn({ err: error, job: job.spec.id }, "cancel failed");
+      });
+    }
+    await github.updateCheckRun(job.checkRunId, {
+      status: "completed",
+      conclusion: "neutral",
+      output: {
+        title: "Superseded",
+        summary: `A newer \`${newer.kind}\` job on the same tasks (\`${newer.id}\`${newer.requestedBy === undefined ? "" : `, asked by @${newer.requestedBy}`}) replaced this one; its check run will have the result.`,
+      },
     });
   });
 }

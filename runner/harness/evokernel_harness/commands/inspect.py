@@ -4,17 +4,35 @@ degenerate task."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import resource
+from typing import Iterator
 
 from ..record import Record
 from .common import SCHEMA, log
 
 
 def cmd_inspect(args: argparse.Namespace) -> Record:
-    from ..tasks import TaskError, task_from
-    from ..tasks.native import NativeTask
+    if not args.probe:
+        return _inspect(args, None)
+    # The probe builds the task's inputs and runs its reference, on the CPU: under a memory
+    # limit of its own from loading the task to the end.
+    limit_mb = probe_memory_mb()
+    import torch  # noqa: F401  (its own memory is the harness's, not the task's: taken before the limit)
 
-    base = {
+    with memory_limit(limit_mb):
+        try:
+            return _inspect(args, limit_mb)
+        except Exception as err:
+            if not out_of_memory(err):
+                raise
+            message = _over_limit(limit_mb, "loading it or building its configurations", err)
+            return {**_base(args), "error": message, "probe": {"ok": False, "reason": "resources", "message": message}}
+
+
+def _base(args: argparse.Namespace) -> Record:
+    return {
         "schema": SCHEMA,
         "kind": "task",
         "path": os.path.abspath(args.task.split("#")[0]),
@@ -28,11 +46,28 @@ def cmd_inspect(args: argparse.Namespace) -> Record:
         "notes": [],
         "probe": None,
     }
+
+
+def _over_limit(limit_mb: int, where: str, err: BaseException) -> str:
+    return (
+        f"the task needs more memory than the probe's limit of {limit_mb} MiB ({PROBE_MEM_ENV}; by default "
+        f"half the machine's memory) {where}: {type(err).__name__}: {err}. Make the task's inputs smaller, "
+        f"or raise {PROBE_MEM_ENV} on a machine that has the memory"
+    )
+
+
+def _inspect(args: argparse.Namespace, limit_mb: int | None) -> Record:
+    from ..tasks import TaskError, task_from
+    from ..tasks.native import NativeTask
+
+    base = _base(args)
     try:
         task = task_from(args)
     except TaskError as err:
         return {**base, "error": str(err)}
     except Exception as err:  # a task whose Python fails to import is invalid, with its error
+        if limit_mb is not None and out_of_memory(err):
+            raise
         return {**base, "error": f"cannot load the task: {type(err).__name__}: {err}"}
     configs = []
     if args.probe:
@@ -79,7 +114,70 @@ def cmd_inspect(args: argparse.Namespace) -> Record:
             record["ok"] = False
             record["error"] = r.message
         except Exception as err:
+            if limit_mb is not None and out_of_memory(err):
+                message = _over_limit(limit_mb, f"running its reference on {smallest.name}", err)
+                record["probe"] = {"ok": False, "reason": "resources", "message": message}
+                record["ok"] = False
+                record["error"] = message
+                return record
             record["probe"] = {"ok": False, "reason": "reference-error", "message": f"{type(err).__name__}: {err}"}
             record["ok"] = False
             record["error"] = f"the reference fails on {smallest.name}: {err}"
     return record
+
+
+PROBE_MEM_ENV = "EVOKERNEL_PROBE_MEM_MB"
+
+
+def probe_memory_mb() -> int:
+    """What the probe's own allocations may take, in MiB: $EVOKERNEL_PROBE_MEM_MB, else half the
+    machine's memory (a task whose inputs need more fails naming the limit, instead of the
+    kernel's OOM killer choosing among the machine's processes)."""
+    given = os.environ.get(PROBE_MEM_ENV, "").strip()
+    if given:
+        return max(1, int(given))
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return max(256, int(line.split()[1]) // 1024 // 2)
+    except OSError:
+        pass
+    return 16384
+
+
+@contextlib.contextmanager
+def memory_limit(mb: int) -> Iterator[None]:
+    """RLIMIT_DATA at what the process holds now plus `mb`: an allocation past it fails in this
+    process (torch's DefaultCPUAllocator raises, Python raises MemoryError). The probe runs on
+    the CPU only: no CUDA is initialised here (CUDA reserves address space, which RLIMIT_AS would
+    refuse; RLIMIT_DATA counts private writable memory, what tensors on the CPU take)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    held = _data_bytes()
+    wanted = held + (mb << 20)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def _data_bytes() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return 0
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """An allocation refused: Python's MemoryError, or torch's allocator saying so."""
+    if isinstance(err, MemoryError):
+        return True
+    text = str(err)
+    return "can't allocate memory" in text or "DefaultCPUAllocator" in text

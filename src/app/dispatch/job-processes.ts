@@ -1,0 +1,174 @@
+// A local job's processes, from the runner's start to the end of the last thing it started:
+// the runner is started in a process group of its own (and, where the app is root, as the
+// first process of a PID namespace of its own with its own /proc, util-linux `unshare --pid
+// --fork --kill-child --mount-proc`, and with EVOKERNEL_RUNNER_UID as a user of its own), and at every end of the job (success, failure, timeout, cancel, the PR
+// closed) the whole group is killed and waited for. In the namespace nothing escapes: when
+// its first process dies the kernel kills every process in it, those that left the group
+// too (`setsid`, a double fork, the harness's fork servers and their workers, which make
+// sessions of their own). Without it (the app not root) a process that leaves the group
+// survives the job: docs/SECURITY.md says so.
+//
+// What identifies the group is written into the job's record (local-records.ts) the moment
+// it starts, so that the next process of the app kills it by group, not by walking from a
+// parent that may be gone: the group id, when its leader started (a pid the system gave
+// to another process since is not ours) and the boot (after a reboot nothing is left).
+import { readdir, readFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import { spawnProcess } from "../../process/spawn.js";
+
+/** A job's process group as its record keeps it. */
+export interface JobGroup {
+  /** The group's id: the pid of the first process started for the job. */
+  readonly pgid: number;
+  /** That process's start time (clock ticks since boot, /proc/PID/stat field 22). */
+  readonly leaderStart: string;
+  /** /proc/sys/kernel/random/boot_id when it started. */
+  readonly bootId: string;
+}
+
+/** How long the end of a job waits for its processes to be gone before it says so. */
+const GONE_WITHIN_MS = 30_000;
+
+let unshareWorks: boolean | undefined;
+
+/** How a job's runner is confined: what confinedCommand made of it. */
+export interface Confined {
+  readonly file: string;
+  readonly args: string[];
+  /** The runner is the first process of a PID namespace, with a /proc of its own. */
+  readonly pidNamespace: boolean;
+  /** The uid (and gid) the runner runs as, where not the app's (EVOKERNEL_RUNNER_UID). */
+  readonly uid?: number;
+}
+
+/**
+ * The runner's command as started: where the app may (root, util-linux `unshare` found;
+ * EVOKERNEL_JOB_PIDNS=off turns it off), inside a PID namespace of its own with a /proc of
+ * its own (`--mount-proc`: the app's processes, their environment among them, are not in
+ * it), and with EVOKERNEL_RUNNER_UID as that user (util-linux `setpriv`, no capabilities,
+ * no groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
+ * namespace. Throws where EVOKERNEL_RUNNER_UID is set and cannot be honoured.
+ */
+export async function confinedCommand(
+  file: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<Confined> {
+  const uid = runnerUid(env);
+  if (env["EVOKERNEL_JOB_PIDNS"] === "off" || !(await canUnsharePid())) {
+    if (uid !== undefined)
+      throw new Error(
+        "EVOKERNEL_RUNNER_UID needs the app to run as root with util-linux `unshare` and `setpriv` (and EVOKERNEL_JOB_PIDNS not off); unset it or run the app as root",
+      );
+    return { file, args: [...args], pidNamespace: false };
+  }
+  const as =
+    uid === undefined
+      ? []
+      : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--inh-caps=-all", "--"];
+  return {
+    file: "unshare",
+    args: ["--pid", "--fork", "--kill-child", "--mount-proc", "--", ...as, file, ...args],
+    pidNamespace: true,
+    ...(uid === undefined ? {} : { uid }),
+  };
+}
+
+/** EVOKERNEL_RUNNER_UID: a uid other than root's, or unset. */
+function runnerUid(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const text = env["EVOKERNEL_RUNNER_UID"]?.trim();
+  if (text === undefined || text === "") return undefined;
+  const uid = Number(text);
+  if (!Number.isInteger(uid) || uid <= 0 || uid >= 2 ** 31)
+    throw new Error(
+      `EVOKERNEL_RUNNER_UID=${text} is not a uid: set it to a number above 0 that no other user or service has (e.g. 60998), or unset it`,
+    );
+  return uid;
+}
+
+async function canUnsharePid(): Promise<boolean> {
+  if (unshareWorks !== undefined) return unshareWorks;
+  if (process.getuid?.() !== 0) return (unshareWorks = false);
+  const probe = await spawnProcess(
+    "unshare",
+    ["--pid", "--fork", "--kill-child", "--mount-proc", "true"],
+    {
+      env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+      extendEnv: false,
+      reject: false,
+      stdin: "ignore",
+    },
+  );
+  return (unshareWorks = probe.exitCode === 0);
+}
+
+/**
+ * The group `pid` leads (it was started with `detached: true`), as a record keeps it. A
+ * leader gone already (a runner that exits at once) is recorded as such: the rest of its
+ * group is still killed, never a later process that got its pid.
+ */
+export async function groupOf(pid: number): Promise<JobGroup> {
+  const stat = await statOf(pid);
+  // "gone": a live process of that pid later is never this leader.
+  return { pgid: pid, leaderStart: stat?.start ?? "gone", bootId: await bootId() };
+}
+
+/**
+ * Kills every process of the group (and, in its PID namespace, every process of the
+ * namespace), and waits until none is left. Resolves to the pids still alive after the wait
+ * (empty: all gone). A group whose leader is alive but started at another time, or one
+ * recorded before the last boot, is another's: left alone.
+ */
+export async function killGroup(group: JobGroup): Promise<number[]> {
+  if (group.bootId !== (await bootId())) return [];
+  const leader = await statOf(group.pgid);
+  if (leader !== undefined && leader.start !== group.leaderStart) return [];
+  const signal = () => {
+    try {
+      process.kill(-group.pgid, "SIGKILL");
+    } catch {
+      // ESRCH: nothing left in the group.
+    }
+  };
+  signal();
+  const until = Date.now() + GONE_WITHIN_MS;
+  for (;;) {
+    const left = await membersOf(group.pgid);
+    if (left.length === 0 || Date.now() > until) return left;
+    // One that was being forked as the signal went out joins the group after it.
+    signal();
+    await sleep(20);
+  }
+}
+
+/** Live (not zombie) processes whose process group is `pgid`. */
+async function membersOf(pgid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await statOf(Number(name));
+    if (stat !== undefined && stat.pgrp === pgid && stat.state !== "Z") found.push(Number(name));
+  }
+  return found;
+}
+
+interface Stat {
+  readonly state: string;
+  readonly pgrp: number;
+  readonly start: string;
+}
+
+async function statOf(pid: number): Promise<Stat | undefined> {
+  const text = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
+  if (text === undefined) return undefined;
+  // "pid (comm) state ppid pgrp session … starttime(22)": comm may hold spaces and ")".
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const [state, , pgrp] = fields;
+  const start = fields[19];
+  if (state === undefined || pgrp === undefined || start === undefined) return undefined;
+  return { state, pgrp: Number(pgrp), start };
+}
+
+async function bootId(): Promise<string> {
+  return (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "")).trim();
+}
