@@ -1,9 +1,9 @@
 // The check run that gates a pull request: failure when a kernel is wrong or slower beyond
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
-import type { ReviewResult } from "../shared/review.js";
+import { reproductionOf, type ReviewResult, type TaskReview } from "../shared/review.js";
 import { summaryLine } from "./comment.js";
-import { mdText } from "./escape.js";
+import { codeBlock, mdText } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
 import { renderTaskTable } from "./table.js";
 
@@ -47,12 +47,27 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
       : [];
   const summary = clip([...lines, "", rule, ...unsandboxed].join("\n"));
   const tables = ranked
-    .filter(({ task }) => task.timings.length > 0)
-    .map(({ task }) => `### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`);
+    .map(({ task }) => {
+      const table = task.timings.length > 0 ? renderTaskTable(task, threshold) : "";
+      const reproduce = reproduceBlock(task, review);
+      if (table === "" && reproduce === "") return "";
+      return [`### ${mdText(task.task.name)}`, table, reproduce]
+        .filter((part) => part !== "")
+        .join("\n\n");
+    })
+    .filter((section) => section !== "");
   const text = tables.length === 0 ? undefined : clip(tables.join("\n\n"));
   return text === undefined
     ? { conclusion, title: clipTitle(title), summary }
     : { conclusion, title: clipTitle(title), summary, text };
+}
+
+/** The lines that reproduce a task's verdicts (src/shared/reproduce.ts), from its seeds. */
+function reproduceBlock(task: TaskReview, review: ReviewResult): string {
+  const { verify, bench } = reproductionOf(task, review.device.evokernel, review.job);
+  const lines = [verify, bench].filter((line) => line !== null);
+  if (lines.length === 0) return "";
+  return `To reproduce on a GPU machine, in a checkout of the pull request:\n\n${codeBlock(lines.join("\n"), "sh")}`;
 }
 
 function clipTitle(title: string): string {

@@ -5,7 +5,7 @@
 // collapsed. Pure; trimmed to GitHub's comment limit with a link to the full result.
 import { FILE_HEADERS_ONLY, formatPatch, parsePatch } from "diff";
 import type { Result } from "../shared/result.js";
-import type { ReviewResult, TaskReview } from "../shared/review.js";
+import { reproductionOf, type ReviewResult, type TaskReview } from "../shared/review.js";
 import {
   codeBlock,
   codeSpan,
@@ -51,7 +51,7 @@ function compose(review: ReviewResult, links: CommentLinks, options: { details: 
   // One task: the headline already says its sentence; a heading would repeat it.
   const headings = ranked.length > 1;
   for (const { task, outcome } of ranked) {
-    parts.push(renderTask(task, outcome, review.threshold, { ...options, headings }));
+    parts.push(renderTask(task, outcome, review, { ...options, headings }));
   }
   if (!options.details) {
     parts.push(`Details were left out to fit GitHub's comment limit: ${fullResultLink(links)}.`);
@@ -102,15 +102,18 @@ export function summaryLine(ranked: Ranked, style: "markdown" | "plain" = "markd
 function renderTask(
   task: TaskReview,
   outcome: Outcome,
-  threshold: number,
+  review: ReviewResult,
   options: { details: boolean; headings: boolean },
 ): string {
+  const threshold = review.threshold;
   const lines: string[] = [];
   if (options.headings) lines.push(`#### ${OUTCOME_ICON[outcome]} ${headline(task, outcome)}`);
   lines.push(`${codeSpan(task.task.path)} · ${verificationLine(task)}`);
   if (task.timings.length > 0) lines.push(renderTaskTable(task, threshold));
   const noise = noiseLine(task, outcome);
   if (noise !== "") lines.push(noise);
+  const reproduce = reproduceSection(task, review);
+  if (reproduce !== "") lines.push(reproduce);
   if (task.optimize !== null) lines.push(optimizeSection(task.optimize, task, options));
   if (options.details) {
     const details = detailsSection(task);
@@ -161,6 +164,26 @@ function noiseLine(task: TaskReview, outcome: Outcome): string {
   const mean = formatTimeChange(median);
   if (outcome === "same") return `Within the noise: ${mean} over ${counted} (${range}).`;
   return `Geometric mean over ${counted}: ${mean}, noise included ${range}.`;
+}
+
+/**
+ * The lines that reproduce the task's verdicts on a GPU machine (src/shared/reproduce.ts),
+ * collapsed: built here from the seeds and paths, never taken as text from the artifact.
+ */
+function reproduceSection(task: TaskReview, review: ReviewResult): string {
+  const { verify, bench } = reproductionOf(task, review.device.evokernel, review.job);
+  const lines = [verify, bench].filter((line) => line !== null);
+  if (lines.length === 0) return "";
+  const what =
+    verify !== null && bench !== null
+      ? "verification and timing"
+      : verify !== null
+        ? "verification"
+        : "timing";
+  return collapsed(
+    `Reproduce the ${what} (same seed, configurations and inputs)`,
+    codeBlock(lines.join("\n"), "sh"),
+  );
 }
 
 function optimizeSection(result: Result, task: TaskReview, options: { details: boolean }): string {

@@ -55,6 +55,9 @@ function emptyReview(planned: PlannedTask): Omit<TaskReview, "status" | "summary
     kernel: null,
     inBase: planned.base !== null,
     verification: null,
+    benchSeed: null,
+    baseKernel: null,
+    reproduce: null,
     timings: [],
     speedup: null,
     regression: false,
@@ -100,6 +103,11 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
   const reviewed: TaskReview = {
     ...base,
     kernel,
+    benchSeed: result.bench?.seed ?? null,
+    baseKernel:
+      baseKernel === null || planned.base === null
+        ? null
+        : `${folderOf(planned.path)}/${kernelWithin(planned.base.path, baseKernel)}`,
     status,
     summary: status === "passed" ? result.message : firstLine(result.message),
     verification,
@@ -218,6 +226,7 @@ function verificationOf(result: CandidateResult, tolerance: Tolerance): Verifica
         : null;
   return {
     ok: result.ok,
+    seed: record?.seed ?? null,
     status: result.status,
     reason: result.reason,
     message: result.message,
@@ -278,7 +287,12 @@ function folderOf(path: string): string {
 
 /** The kernel's name within its task folder (native tasks name it in task.json). */
 function relativeKernel(planned: PlannedTask, kernel: string): string {
-  const folder = planned.head === null ? "" : planned.head.path.replace(/#[^/]*$/, "");
+  return kernelWithin(planned.head === null ? "" : planned.head.path, kernel);
+}
+
+/** A kernel's name within the task folder at `taskPath` (a tree's copy of the task). */
+function kernelWithin(taskPath: string, kernel: string): string {
+  const folder = taskPath.replace(/#[^/]*$/, "");
   return kernel.startsWith(`${folder}/`)
     ? kernel
         .slice(folder.length + 1)
