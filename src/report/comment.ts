@@ -16,13 +16,8 @@ import {
   mermaidLabel,
   PLAIN,
 } from "./escape.js";
-import {
-  formatChangeSize,
-  formatError,
-  formatTimeChange,
-  significant,
-  timeChangePercent,
-} from "./format.js";
+import { formatError, formatSpeedup, significant } from "./format.js";
+import { compareSpreads } from "../shared/speedup.js";
 import { byOutcome, countsSentence, describeReason, headline, type Outcome } from "./outcome.js";
 import { unifiedDiff } from "./patch.js";
 import { renderTaskTable } from "./table.js";
@@ -63,7 +58,8 @@ function compose(review: ReviewResult, links: CommentLinks, options: { details: 
 const OUTCOME_ICON: Record<Outcome, string> = {
   wrong: "❌",
   error: "❌",
-  slower: "⚠️",
+  // the check run fails on a slower kernel: the heading says so with the same icon
+  slower: "❌",
   faster: "⚡",
   same: "✅",
   quiet: "ℹ️",
@@ -114,7 +110,7 @@ function renderTask(
   if (noise !== "") lines.push(noise);
   const reproduce = reproduceSection(task, review);
   if (reproduce !== "") lines.push(reproduce);
-  if (task.optimize !== null) lines.push(optimizeSection(task.optimize, task, options));
+  if (task.optimize !== null) lines.push(optimizeSection(task.optimize, task, threshold, options));
   if (options.details) {
     const details = detailsSection(task);
     if (details !== "") lines.push(details);
@@ -159,9 +155,8 @@ function noiseLine(task: TaskReview, outcome: Outcome): string {
   if (task.speedup === null) return "";
   const { lowerBound, upperBound, median, configs } = task.speedup;
   const counted = `${configs} configuration${configs === 1 ? "" : "s"}`;
-  // A higher speedup is less time: the upper bound gives the low end of the time change.
-  const range = `${formatTimeChange(upperBound)} to ${formatTimeChange(lowerBound)}`;
-  const mean = formatTimeChange(median);
+  const range = `${formatSpeedup(lowerBound)} to ${formatSpeedup(upperBound)}`;
+  const mean = formatSpeedup(median);
   if (outcome === "same") return `Within the noise: ${mean} over ${counted} (${range}).`;
   return `Geometric mean over ${counted}: ${mean}, noise included ${range}.`;
 }
@@ -186,7 +181,12 @@ function reproduceSection(task: TaskReview, review: ReviewResult): string {
   );
 }
 
-function optimizeSection(result: Result, task: TaskReview, options: { details: boolean }): string {
+function optimizeSection(
+  result: Result,
+  task: TaskReview,
+  threshold: number,
+  options: { details: boolean },
+): string {
   const lines: string[] = [];
   const gain = result.speedup.baseline;
   if (result.win && gain !== null) {
@@ -194,13 +194,15 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
     const floor =
       result.speedup.lowerBound === null
         ? ""
-        : ` (at least ${formatChangeSize(result.speedup.lowerBound)} beyond the noise)`;
+        : ` (at least ${formatSpeedup(result.speedup.lowerBound)} beyond the noise)`;
     lines.push(
-      `**Evolved:** a kernel ${formatChangeSize(gain)} faster than this PR's${floor}, verified on every configuration${suggested}.`,
+      `**Evolved:** a kernel ${formatSpeedup(gain)} than this PR's${floor}, verified on every configuration${suggested}.`,
     );
   } else {
     lines.push(`**Evolved:** ${mdText(oneLine(result.verdict))}`);
   }
+  const applied = appliedLine(task, threshold, result.win);
+  if (applied !== "") lines.push(applied);
   const search = result.search;
   lines.push(
     `${search.candidates} candidates (${search.passed} passed) in ${significant(search.seconds / 60, 2)} min by ${mdText(result.run.proposer)}` +
@@ -216,7 +218,35 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
 }
 
 /**
- * The best kernel's time against the PR's after every candidate, as GitHub renders mermaid
+ * What applying the evolved kernel would do to the check: base against the evolved kernel
+ * per configuration, by the rule the check applies to the PR's (launch-bound ones aside).
+ * Empty where base or the evolved kernel was not timed.
+ */
+function appliedLine(task: TaskReview, threshold: number, win: boolean): string {
+  const compared = task.timings.filter(
+    (config) => !config.launchBound && config.base !== null && config.evolved !== null,
+  );
+  if (compared.length === 0) return "";
+  const slower = compared.filter(
+    (config) =>
+      config.base !== null &&
+      config.evolved !== null &&
+      compareSpreads(config.base, config.evolved, threshold) === "slower",
+  );
+  const kernel = win && task.suggestion !== null ? "the suggestion" : "the evolved kernel";
+  if (slower.length === 0) {
+    const counted =
+      compared.length === 1
+        ? "the one configuration that counts"
+        : `any of the ${compared.length} configurations that count`;
+    return `**If applied:** the check would pass on timing: ${kernel} is not slower than base on ${counted}.`;
+  }
+  const names = slower.map((config) => mdText(config.name)).join(", ");
+  return `**If applied:** the check would still fail: ${kernel} is slower than base on ${slower.length} of ${compared.length} configuration${compared.length === 1 ? "" : "s"} (${names}).`;
+}
+
+/**
+ * The best kernel's speedup over the PR's after every candidate, as GitHub renders mermaid
  * charts; only where it shows a trend (three candidates or more, the best improving at
  * least once), the y axis fitted to the values, not from 0.
  */
@@ -230,17 +260,17 @@ export function progressChart(result: Result): string | null {
     const best = Math.max(
       ...points.filter((point) => point.candidate <= candidate).map((point) => point.fitness),
     );
-    ys.push(Math.round(timeChangePercent(best) * 10) / 10);
+    ys.push(Math.round(best * 100) / 100);
   }
   const low = Math.min(...ys);
   const high = Math.max(...ys);
-  const pad = Math.max(1, (high - low) * 0.1);
+  const pad = Math.max(0.01, (high - low) * 0.1);
   const chart = [
     "```mermaid",
     "xychart-beta",
-    `  title "${mermaidLabel(result.task.name)}: best kernel's time vs the PR's, %"`,
+    `  title "${mermaidLabel(result.task.name)}: best kernel's speedup over the PR's, ×"`,
     `  x-axis "candidate" 1 --> ${count}`,
-    `  y-axis "time vs PR, %" ${Math.floor(low - pad)} --> ${Math.ceil(high + pad)}`,
+    `  y-axis "speedup vs PR, ×" ${Math.floor((low - pad) * 100) / 100} --> ${Math.ceil((high + pad) * 100) / 100}`,
     `  line [${ys.join(", ")}]`,
     "```",
   ].join("\n");

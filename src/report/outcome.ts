@@ -3,7 +3,7 @@
 import { isImprovement, isRegression, summarizeSpeedup } from "../shared/speedup.js";
 import type { TaskReview } from "../shared/review.js";
 import { MARKDOWN, type Style } from "./escape.js";
-import { firstLine, formatChangeSize } from "./format.js";
+import { firstLine, formatSpeedup } from "./format.js";
 import { reasonWords } from "./reasons.js";
 
 /** wrong and error and slower fail a check; faster and same pass; quiet says nothing. */
@@ -37,7 +37,7 @@ export function byOutcome(
     .sort((a, b) => OUTCOME_ORDER.indexOf(a.outcome) - OUTCOME_ORDER.indexOf(b.outcome));
 }
 
-/** One sentence, e.g. "`softmax` 26 % faster than base, verified on 6 shapes". */
+/** One sentence, e.g. "`softmax` 1.35× faster than base, verified on 6 shapes". */
 export function headline(task: TaskReview, outcome: Outcome, style: Style = MARKDOWN): string {
   const name = style.code(task.task.name);
   const shapes = task.verification?.configs.length ?? 0;
@@ -51,11 +51,11 @@ export function headline(task: TaskReview, outcome: Outcome, style: Style = MARK
     case "slower":
       return speedup === null || speedup.median >= 1
         ? `${name} is slower than base on a configuration`
-        : `${name} ${formatChangeSize(speedup.median)} slower than base`;
+        : `${name} ${formatSpeedup(speedup.median)} than base`;
     case "faster":
       return speedup === null
         ? `${name} faster, ${verified}`
-        : `${name} ${formatChangeSize(speedup.median)} faster than base, ${verified}`;
+        : `${name} ${formatSpeedup(speedup.median)} than base, ${verified}`;
     case "same":
       if (!task.inBase) return `${name} ${verified} (new: no base to compare with)`;
       if (speedup === null) return `${name} ${verified}`;

@@ -124,7 +124,7 @@ const OWN_HTML =
   /^(?:<!-- evokernel:[a-z]+ -->|<details><summary>[^<]*<\/summary>|<\/details>|<\/?sub>)\s*$/;
 
 const OWN_EMPHASIS =
-  /^(?:Verification:|Evolved:|What you can do|[\d.]+×|vs base|floor|[−+][\d.]+\u00A0%)$/;
+  /^(?:Verification:|Evolved:|If applied:|What you can do|[\d.]+×(?:\u00A0(?:faster|slower))?|vs base|% of floor)$/;
 
 /** What GitHub links after rendering: @name, #123, owner/repo#123. */
 const REFERENCE = /(?:^|[^\p{L}\p{N}_`])[@#][\p{L}\p{N}_]/u;
