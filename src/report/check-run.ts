@@ -1,7 +1,13 @@
 // The check run that gates a pull request: failure when a kernel is wrong or slower beyond
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
-import { reproductionOf, type ReviewResult, type TaskReview } from "../shared/review.js";
+import {
+  reproductionOf,
+  reviewThresholds,
+  type ReviewResult,
+  type TaskReview,
+} from "../shared/review.js";
+import { thresholdsOf, type ThresholdInput } from "../shared/thresholds.js";
 import { summaryLine } from "./comment.js";
 import { codeBlock, mdText } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
@@ -19,7 +25,11 @@ export const CHECK_RUN_LIMIT = 65_535;
 
 const FAILING: ReadonlySet<Outcome> = new Set(["wrong", "error", "slower"]);
 
-export function renderCheckRun(review: ReviewResult, threshold: number): CheckRunOutput {
+export function renderCheckRun(
+  review: ReviewResult,
+  threshold: ThresholdInput = reviewThresholds(review),
+): CheckRunOutput {
+  const { regression, rules } = thresholdsOf(threshold);
   const ranked = byOutcome(review.tasks, threshold);
   const speaking = ranked.filter(({ outcome }) => outcome !== "quiet");
   const failing = ranked.filter(({ outcome }) => FAILING.has(outcome));
@@ -37,7 +47,11 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
   const conclusion = failing.length > 0 ? "failure" : "success";
   const title = summaryLine(ranked, "plain");
   const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
-  const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
+  const perTask =
+    rules.length > 0
+      ? " (or the threshold `.github/evokernel.yml`'s `thresholds` set for the task and configuration)"
+      : "";
+  const rule = `Slower means the PR's p20 is over base's p80 by more than ${regression}%${perTask} on a configuration that is not launch-bound.`;
   const unsandboxed =
     review.device.sandbox === "off"
       ? [

@@ -5,7 +5,13 @@
 // collapsed. Pure; trimmed to GitHub's comment limit with a link to the full result.
 import { FILE_HEADERS_ONLY, formatPatch, parsePatch } from "diff";
 import type { Result } from "../shared/result.js";
-import { reproductionOf, type ReviewResult, type TaskReview } from "../shared/review.js";
+import {
+  reproductionOf,
+  reviewThresholds,
+  type ReviewResult,
+  type TaskReview,
+} from "../shared/review.js";
+import { thresholdFor, type Thresholds } from "../shared/thresholds.js";
 import {
   codeBlock,
   codeSpan,
@@ -41,7 +47,7 @@ export function renderComment(review: ReviewResult, links: CommentLinks = {}): s
 }
 
 function compose(review: ReviewResult, links: CommentLinks, options: { details: boolean }): string {
-  const ranked = byOutcome(review.tasks, review.threshold);
+  const ranked = byOutcome(review.tasks, reviewThresholds(review));
   const parts = [COMMENT_MARKER, `### ${OUTCOME_ICON[worst(ranked)]} ${summaryLine(ranked)}`];
   // One task: the headline already says its sentence; a heading would repeat it.
   const headings = ranked.length > 1;
@@ -101,7 +107,7 @@ function renderTask(
   review: ReviewResult,
   options: { details: boolean; headings: boolean },
 ): string {
-  const threshold = review.threshold;
+  const threshold = reviewThresholds(review);
   const lines: string[] = [];
   if (options.headings) lines.push(`#### ${OUTCOME_ICON[outcome]} ${headline(task, outcome)}`);
   lines.push(`${codeSpan(task.task.path)} · ${verificationLine(task)}`);
@@ -184,7 +190,7 @@ function reproduceSection(task: TaskReview, review: ReviewResult): string {
 function optimizeSection(
   result: Result,
   task: TaskReview,
-  threshold: number,
+  threshold: Thresholds,
   options: { details: boolean },
 ): string {
   const lines: string[] = [];
@@ -222,7 +228,8 @@ function optimizeSection(
  * per configuration, by the rule the check applies to the PR's (launch-bound ones aside).
  * Empty where base or the evolved kernel was not timed.
  */
-function appliedLine(task: TaskReview, threshold: number, win: boolean): string {
+function appliedLine(task: TaskReview, thresholds: Thresholds, win: boolean): string {
+  const threshold = (config: string) => thresholdFor(thresholds, task.task.path, config).regression;
   const compared = task.timings.filter(
     (config) => !config.launchBound && config.base !== null && config.evolved !== null,
   );
@@ -231,7 +238,7 @@ function appliedLine(task: TaskReview, threshold: number, win: boolean): string 
     (config) =>
       config.base !== null &&
       config.evolved !== null &&
-      compareSpreads(config.base, config.evolved, threshold) === "slower",
+      compareSpreads(config.base, config.evolved, threshold(config.name)) === "slower",
   );
   const kernel = win && task.suggestion !== null ? "the suggestion" : "the evolved kernel";
   if (slower.length === 0) {

@@ -8,6 +8,7 @@
 import type { TaskReview, TimingConfig } from "../shared/review.js";
 import type { Spread } from "../shared/result.js";
 import { compareSpreads } from "../shared/speedup.js";
+import { thresholdFor, type ThresholdInput } from "../shared/thresholds.js";
 import { cellText } from "./escape.js";
 import { formatIn, formatPercent, formatSpeedup, unitFor } from "./format.js";
 
@@ -19,8 +20,12 @@ type Column = {
   cell: (config: TimingConfig) => string;
 };
 
-export function renderTaskTable(task: TaskReview, threshold: number): string {
+export function renderTaskTable(task: TaskReview, thresholds: ThresholdInput): string {
   const configs = task.timings;
+  const threshold = thresholdFor(thresholds, task.task.path, null).regression;
+  const regressionAt = (config: string) =>
+    thresholdFor(thresholds, task.task.path, config).regression;
+  const varies = configs.some((config) => regressionAt(config.name) !== threshold);
   // One unit for every time column of the table, so base and PR read side by side.
   const unit = unitFor(
     configs.flatMap((config) =>
@@ -45,7 +50,11 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     },
     timeColumn("base", (config) => config.base),
     timeColumn("PR", (config) => config.head),
-    { header: "vs base", align: "right", cell: (config) => describeChange(config, threshold) },
+    {
+      header: "vs base",
+      align: "right",
+      cell: (config) => describeChange(config, regressionAt(config.name)),
+    },
     timeColumn("eager", (config) => config.eager),
   ];
   // torch.compile where it was measured (a run may skip it)
@@ -65,7 +74,7 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     ...configs.map((config) => `| ${columns.map((column) => column.cell(config)).join(" | ")} |`),
   ];
   const notes = [
-    `Medians of interleaved runs${compiled ? "; compile is torch.compile" : ""}. **vs base**: the PR's speedup over base (1.35× faster: base takes 1.35× the PR's time), bold where beyond the noise and ${threshold}\u00A0%. **% of floor**: the roofline floor over the PR's time.`,
+    `Medians of interleaved runs${compiled ? "; compile is torch.compile" : ""}. **vs base**: the PR's speedup over base (1.35× faster: base takes 1.35× the PR's time), bold where beyond the noise and ${varies ? "the config's threshold for the configuration" : `${threshold}\u00A0%`}. **% of floor**: the roofline floor over the PR's time.`,
   ];
   if (configs.some((config) => config.launchBound)) {
     notes.push(

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { taskFormatSchema } from "./contract/formats.js";
 import { jobSpecSchema } from "./job.js";
 import { benchLine, verifyLine } from "./reproduce.js";
+import type { Thresholds } from "./thresholds.js";
 import { resultSchema, spreadSchema } from "./result.js";
 
 const ms = z.number().nonnegative();
@@ -209,4 +210,13 @@ export function reproductionOf(
       ? null
       : benchLine(version, task.task.path, kernel, task.benchSeed, { configs: slower, base });
   return { verify, bench };
+}
+
+/**
+ * The thresholds a review was judged with: its regression threshold and the job's rules per
+ * task and configuration (src/shared/thresholds.ts); a win needs any gain beyond the noise
+ * unless a rule sets more.
+ */
+export function reviewThresholds(review: ReviewResult): Thresholds {
+  return { regression: review.threshold, win: 0, rules: review.job.thresholds ?? [] };
 }

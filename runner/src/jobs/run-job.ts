@@ -71,7 +71,8 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
                   seed: spec.seed,
                 }
               : null,
-            threshold,
+            // the config's rules per task and configuration refine the threshold
+            threshold: { regression: threshold, win: 0, rules: spec.thresholds ?? [] },
             work: folder,
             say: options.say,
             onEvent: options.onEvent,
