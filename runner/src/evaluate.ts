@@ -77,7 +77,10 @@ export type GpuSteps =
 export type EvaluateOptions = GpuSteps & {
   heldout?: boolean;
   device?: "cuda" | "cpu";
+  /** The inputs' seed, the same for verification and timing (the harness's choice when absent). */
   seed?: number;
+  /** Only these configurations, by name (a verdict's reproduction; all when absent). */
+  configs?: readonly string[];
   defines?: client.Defines;
   /** Precision-keeping nvcc flags for the build (the tuner's; proposers/compile-flags.ts). */
   flags?: readonly string[];
@@ -245,7 +248,7 @@ async function verifyThenTime(
         calls.verify(task, candidate, {
           artifact: built.artifact,
           static: checked,
-          ...pick(options, "heldout", "device", "seed"),
+          ...pick(options, "heldout", "device", "seed", "configs"),
           ...context.gpuCall,
           ...(options.timeouts?.verifyMs === undefined
             ? {}
@@ -289,7 +292,7 @@ async function screen(
     const records = await context.calls.evaluate(task, candidate, {
       artifact: built.artifact,
       static: checked,
-      ...pick(options, "heldout", "device", "seed"),
+      ...pick(options, "heldout", "device", "seed", "configs"),
       ...beside,
       ...pick(bench, "compile"),
       ...pick(bench, "budgetS"),
@@ -338,6 +341,7 @@ async function timeCandidate(
         context.calls.bench(context.task, {
           candidate,
           artifact: built.artifact,
+          ...pick(context.options, "seed", "configs"),
           ...beside,
           ...pick(bench, "compile"),
           ...pick(bench, "budgetS"),

@@ -50,6 +50,7 @@ export function buildJobSpec(input: SpecInput): JobSpec {
       : {}),
     ...(config.model === undefined ? {} : { model: config.model }),
     regressionThreshold: config.regressionThreshold,
+    ...(config.thresholds === undefined ? {} : { thresholds: [...config.thresholds] }),
     runner: [...config.runner],
     requestedBy: input.requestedBy,
   };

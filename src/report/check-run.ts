@@ -1,7 +1,13 @@
 // The check run that gates a pull request: failure when a kernel is wrong or slower beyond
 // the noise and the threshold, success when every changed kernel verifies and is not
 // slower, neutral when there is nothing to say. Pure: the app posts it, `review` writes it.
-import type { ReviewResult, TaskReview } from "../shared/review.js";
+import {
+  reproductionOf,
+  reviewThresholds,
+  type ReviewResult,
+  type TaskReview,
+} from "../shared/review.js";
+import { thresholdsOf, type ThresholdInput } from "../shared/thresholds.js";
 import { summaryLine } from "./comment.js";
 import { codeBlock, mdText } from "./escape.js";
 import { byOutcome, headline, type Outcome } from "./outcome.js";
@@ -19,7 +25,11 @@ export const CHECK_RUN_LIMIT = 65_535;
 
 const FAILING: ReadonlySet<Outcome> = new Set(["wrong", "error", "slower"]);
 
-export function renderCheckRun(review: ReviewResult, threshold: number): CheckRunOutput {
+export function renderCheckRun(
+  review: ReviewResult,
+  threshold: ThresholdInput = reviewThresholds(review),
+): CheckRunOutput {
+  const { regression, rules } = thresholdsOf(threshold);
   const ranked = byOutcome(review.tasks, threshold);
   const speaking = ranked.filter(({ outcome }) => outcome !== "quiet");
   const failing = ranked.filter(({ outcome }) => FAILING.has(outcome));
@@ -37,7 +47,11 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
   const conclusion = failing.length > 0 ? "failure" : "success";
   const title = summaryLine(ranked, "plain");
   const lines = ranked.map(({ task, outcome }) => `- ${headline(task, outcome)}`);
-  const rule = `Slower means the PR's p20 is over base's p80 by more than ${threshold}% on a configuration that is not launch-bound.`;
+  const perTask =
+    rules.length > 0
+      ? " (or the threshold `.github/evokernel.yml`'s `thresholds` set for the task and configuration)"
+      : "";
+  const rule = `Slower means the PR's p20 is over base's p80 by more than ${regression}%${perTask} on a configuration that is not launch-bound.`;
   const unsandboxed =
     review.device.sandbox === "off"
       ? [
@@ -46,13 +60,17 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
         ]
       : [];
   const summary = clip([...lines, "", rule, ...unsandboxed].join("\n"));
-  const tables = ranked.flatMap(({ task }) => {
-    if (task.timings.length > 0) {
-      return [`### ${mdText(task.task.name)}\n\n${renderTaskTable(task, threshold)}`];
-    }
-    const failed = whatFailed(task);
-    return failed === null ? [] : [`### ${mdText(task.task.name)}\n\n${failed}`];
-  });
+  const tables = ranked
+    .map(({ task }) => {
+      // the timings, or where it stopped before any (the static check, the build, the harness)
+      const body = task.timings.length > 0 ? renderTaskTable(task, threshold) : whatFailed(task);
+      const reproduce = reproduceBlock(task, review);
+      if (body === "" && reproduce === "") return "";
+      return [`### ${mdText(task.task.name)}`, body, reproduce]
+        .filter((part) => part !== "")
+        .join("\n\n");
+    })
+    .filter((section) => section !== "");
   const text = tables.length === 0 ? undefined : clip(tables.join("\n\n"));
   return text === undefined
     ? { conclusion, title: clipTitle(title), summary }
@@ -61,14 +79,22 @@ export function renderCheckRun(review: ReviewResult, threshold: number): CheckRu
 
 /**
  * Where a task stopped before any timing (the static check, the build, the harness itself):
- * the failure's message and its output's tail, collapsed.
+ * the failure's message and its output's tail, collapsed ("" when nothing failed).
  */
-function whatFailed(task: TaskReview): string | null {
+function whatFailed(task: TaskReview): string {
   const verification = task.verification;
-  if (verification === null || verification.ok) return null;
+  if (verification === null || verification.ok) return "";
   const message = verification.message.trim();
-  if (message === "") return null;
+  if (message === "") return "";
   return `<details><summary>What failed (the run's output)</summary>\n\n${codeBlock(message, "")}\n\n</details>`;
+}
+
+/** The lines that reproduce a task's verdicts (src/shared/reproduce.ts), from its seeds. */
+function reproduceBlock(task: TaskReview, review: ReviewResult): string {
+  const { verify, bench } = reproductionOf(task, review.device.evokernel, review.job);
+  const lines = [verify, bench].filter((line) => line !== null);
+  if (lines.length === 0) return "";
+  return `To reproduce on a GPU machine, in a checkout of the pull request:\n\n${codeBlock(lines.join("\n"), "sh")}`;
 }
 
 function clipTitle(title: string): string {

@@ -5,7 +5,13 @@
 // collapsed. Pure; trimmed to GitHub's comment limit with a link to the full result.
 import { FILE_HEADERS_ONLY, formatPatch, parsePatch } from "diff";
 import type { Result } from "../shared/result.js";
-import type { ReviewResult, TaskReview } from "../shared/review.js";
+import {
+  reproductionOf,
+  reviewThresholds,
+  type ReviewResult,
+  type TaskReview,
+} from "../shared/review.js";
+import { thresholdFor, type Thresholds } from "../shared/thresholds.js";
 import {
   codeBlock,
   codeSpan,
@@ -16,13 +22,8 @@ import {
   mermaidLabel,
   PLAIN,
 } from "./escape.js";
-import {
-  formatChangeSize,
-  formatError,
-  formatTimeChange,
-  significant,
-  timeChangePercent,
-} from "./format.js";
+import { formatError, formatSpeedup, significant } from "./format.js";
+import { compareSpreads } from "../shared/speedup.js";
 import { byOutcome, countsSentence, describeReason, headline, type Outcome } from "./outcome.js";
 import { unifiedDiff } from "./patch.js";
 import { renderTaskTable } from "./table.js";
@@ -46,12 +47,12 @@ export function renderComment(review: ReviewResult, links: CommentLinks = {}): s
 }
 
 function compose(review: ReviewResult, links: CommentLinks, options: { details: boolean }): string {
-  const ranked = byOutcome(review.tasks, review.threshold);
+  const ranked = byOutcome(review.tasks, reviewThresholds(review));
   const parts = [COMMENT_MARKER, `### ${OUTCOME_ICON[worst(ranked)]} ${summaryLine(ranked)}`];
   // One task: the headline already says its sentence; a heading would repeat it.
   const headings = ranked.length > 1;
   for (const { task, outcome } of ranked) {
-    parts.push(renderTask(task, outcome, review.threshold, { ...options, headings }));
+    parts.push(renderTask(task, outcome, review, { ...options, headings }));
   }
   if (!options.details) {
     parts.push(`Details were left out to fit GitHub's comment limit: ${fullResultLink(links)}.`);
@@ -63,7 +64,8 @@ function compose(review: ReviewResult, links: CommentLinks, options: { details: 
 const OUTCOME_ICON: Record<Outcome, string> = {
   wrong: "❌",
   error: "❌",
-  slower: "⚠️",
+  // the check run fails on a slower kernel: the heading says so with the same icon
+  slower: "❌",
   faster: "⚡",
   same: "✅",
   quiet: "ℹ️",
@@ -102,16 +104,19 @@ export function summaryLine(ranked: Ranked, style: "markdown" | "plain" = "markd
 function renderTask(
   task: TaskReview,
   outcome: Outcome,
-  threshold: number,
+  review: ReviewResult,
   options: { details: boolean; headings: boolean },
 ): string {
+  const threshold = reviewThresholds(review);
   const lines: string[] = [];
   if (options.headings) lines.push(`#### ${OUTCOME_ICON[outcome]} ${headline(task, outcome)}`);
   lines.push(`${codeSpan(task.task.path)} · ${verificationLine(task)}`);
   if (task.timings.length > 0) lines.push(renderTaskTable(task, threshold));
   const noise = noiseLine(task, outcome);
   if (noise !== "") lines.push(noise);
-  if (task.optimize !== null) lines.push(optimizeSection(task.optimize, task, options));
+  const reproduce = reproduceSection(task, review);
+  if (reproduce !== "") lines.push(reproduce);
+  if (task.optimize !== null) lines.push(optimizeSection(task.optimize, task, threshold, options));
   if (options.details) {
     const details = detailsSection(task);
     if (details !== "") lines.push(details);
@@ -156,14 +161,38 @@ function noiseLine(task: TaskReview, outcome: Outcome): string {
   if (task.speedup === null) return "";
   const { lowerBound, upperBound, median, configs } = task.speedup;
   const counted = `${configs} configuration${configs === 1 ? "" : "s"}`;
-  // A higher speedup is less time: the upper bound gives the low end of the time change.
-  const range = `${formatTimeChange(upperBound)} to ${formatTimeChange(lowerBound)}`;
-  const mean = formatTimeChange(median);
+  const range = `${formatSpeedup(lowerBound)} to ${formatSpeedup(upperBound)}`;
+  const mean = formatSpeedup(median);
   if (outcome === "same") return `Within the noise: ${mean} over ${counted} (${range}).`;
   return `Geometric mean over ${counted}: ${mean}, noise included ${range}.`;
 }
 
-function optimizeSection(result: Result, task: TaskReview, options: { details: boolean }): string {
+/**
+ * The lines that reproduce the task's verdicts on a GPU machine (src/shared/reproduce.ts),
+ * collapsed: built here from the seeds and paths, never taken as text from the artifact.
+ */
+function reproduceSection(task: TaskReview, review: ReviewResult): string {
+  const { verify, bench } = reproductionOf(task, review.device.evokernel, review.job);
+  const lines = [verify, bench].filter((line) => line !== null);
+  if (lines.length === 0) return "";
+  const what =
+    verify !== null && bench !== null
+      ? "verification and timing"
+      : verify !== null
+        ? "verification"
+        : "timing";
+  return collapsed(
+    `Reproduce the ${what} (same seed, configurations and inputs)`,
+    codeBlock(lines.join("\n"), "sh"),
+  );
+}
+
+function optimizeSection(
+  result: Result,
+  task: TaskReview,
+  threshold: Thresholds,
+  options: { details: boolean },
+): string {
   const lines: string[] = [];
   const gain = result.speedup.baseline;
   if (result.win && gain !== null) {
@@ -171,13 +200,15 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
     const floor =
       result.speedup.lowerBound === null
         ? ""
-        : ` (at least ${formatChangeSize(result.speedup.lowerBound)} beyond the noise)`;
+        : ` (at least ${formatSpeedup(result.speedup.lowerBound)} beyond the noise)`;
     lines.push(
-      `**Evolved:** a kernel ${formatChangeSize(gain)} faster than this PR's${floor}, verified on every configuration${suggested}.`,
+      `**Evolved:** a kernel ${formatSpeedup(gain)} than this PR's${floor}, verified on every configuration${suggested}.`,
     );
   } else {
     lines.push(`**Evolved:** ${mdText(oneLine(result.verdict))}`);
   }
+  const applied = appliedLine(task, threshold, result.win);
+  if (applied !== "") lines.push(applied);
   const search = result.search;
   lines.push(
     `${search.candidates} candidates (${search.passed} passed) in ${significant(search.seconds / 60, 2)} min by ${mdText(result.run.proposer)}` +
@@ -193,7 +224,36 @@ function optimizeSection(result: Result, task: TaskReview, options: { details: b
 }
 
 /**
- * The best kernel's time against the PR's after every candidate, as GitHub renders mermaid
+ * What applying the evolved kernel would do to the check: base against the evolved kernel
+ * per configuration, by the rule the check applies to the PR's (launch-bound ones aside).
+ * Empty where base or the evolved kernel was not timed.
+ */
+function appliedLine(task: TaskReview, thresholds: Thresholds, win: boolean): string {
+  const threshold = (config: string) => thresholdFor(thresholds, task.task.path, config).regression;
+  const compared = task.timings.filter(
+    (config) => !config.launchBound && config.base !== null && config.evolved !== null,
+  );
+  if (compared.length === 0) return "";
+  const slower = compared.filter(
+    (config) =>
+      config.base !== null &&
+      config.evolved !== null &&
+      compareSpreads(config.base, config.evolved, threshold(config.name)) === "slower",
+  );
+  const kernel = win && task.suggestion !== null ? "the suggestion" : "the evolved kernel";
+  if (slower.length === 0) {
+    const counted =
+      compared.length === 1
+        ? "the one configuration that counts"
+        : `any of the ${compared.length} configurations that count`;
+    return `**If applied:** the check would pass on timing: ${kernel} is not slower than base on ${counted}.`;
+  }
+  const names = slower.map((config) => mdText(config.name)).join(", ");
+  return `**If applied:** the check would still fail: ${kernel} is slower than base on ${slower.length} of ${compared.length} configuration${compared.length === 1 ? "" : "s"} (${names}).`;
+}
+
+/**
+ * The best kernel's speedup over the PR's after every candidate, as GitHub renders mermaid
  * charts; only where it shows a trend (three candidates or more, the best improving at
  * least once), the y axis fitted to the values, not from 0.
  */
@@ -207,17 +267,17 @@ export function progressChart(result: Result): string | null {
     const best = Math.max(
       ...points.filter((point) => point.candidate <= candidate).map((point) => point.fitness),
     );
-    ys.push(Math.round(timeChangePercent(best) * 10) / 10);
+    ys.push(Math.round(best * 100) / 100);
   }
   const low = Math.min(...ys);
   const high = Math.max(...ys);
-  const pad = Math.max(1, (high - low) * 0.1);
+  const pad = Math.max(0.01, (high - low) * 0.1);
   const chart = [
     "```mermaid",
     "xychart-beta",
-    `  title "${mermaidLabel(result.task.name)}: best kernel's time vs the PR's, %"`,
+    `  title "${mermaidLabel(result.task.name)}: best kernel's speedup over the PR's, ×"`,
     `  x-axis "candidate" 1 --> ${count}`,
-    `  y-axis "time vs PR, %" ${Math.floor(low - pad)} --> ${Math.ceil(high + pad)}`,
+    `  y-axis "speedup vs PR, ×" ${Math.floor((low - pad) * 100) / 100} --> ${Math.ceil((high + pad) * 100) / 100}`,
     `  line [${ys.join(", ")}]`,
     "```",
   ].join("\n");

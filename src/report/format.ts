@@ -16,30 +16,20 @@ export function formatIn(ms: number | null, unit: TimeUnit): string {
   return value >= 1000 ? value.toFixed(0) : value.toPrecision(3);
 }
 
-/** The no-break space between a number and its %: a cell never wraps there. */
+/** The no-break space between a number and its unit or word: a cell never wraps there. */
 const NBSP = "\u00A0";
 
 /**
- * How the PR's time compares with base's, signed: `−26 %` (26 % less time), `+39 %`. The
- * headline's "26 % faster" and "39 % slower" are these numbers, so the two always agree.
+ * A speedup (base time over the PR's) as a reader says it: `1.35× faster`, `1.39× slower`
+ * (base takes 1.39× less time), `1.00×` where the two round to the same.
  */
-export function formatTimeChange(speedup: number): string {
-  const percent = timeChangePercent(speedup);
-  const size = Math.abs(percent);
-  const digits = size >= 10 ? String(Math.round(size)) : significant(size, 2);
-  if (digits === "0") return `0${NBSP}%`;
-  return `${percent < 0 ? "\u2212" : "+"}${digits}${NBSP}%`;
-}
-
-/** The time change in percent for a speedup (base over PR): 1.35× → −26. */
-export function timeChangePercent(speedup: number): number {
-  return (1 / speedup - 1) * 100;
-}
-
-/** "26 %" of "26 % faster", from a speedup either way. */
-export function formatChangeSize(speedup: number): string {
-  const size = Math.abs(timeChangePercent(speedup));
-  return `${size >= 10 ? Math.round(size) : significant(size, 2)}${NBSP}%`;
+export function formatSpeedup(speedup: number): string {
+  const size = speedup >= 1 ? speedup : 1 / speedup;
+  // a third decimal where two would read 1.00× for a change there is
+  const digits = size >= 10 ? 0 : size.toFixed(2) === "1.00" ? 3 : 2;
+  const ratio = `${size.toFixed(digits)}×`;
+  if (ratio === "1.000×") return "1.00×";
+  return `${ratio}${NBSP}${speedup >= 1 ? "faster" : "slower"}`;
 }
 
 /** 1.8×, 1.25×, 12× */

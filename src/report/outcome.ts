@@ -1,20 +1,24 @@
 // What a reviewed task comes to, in one word and one sentence: the comment's first line,
 // the check run's title and conclusion all start here, with the threshold the caller gives.
 import { isImprovement, isRegression, summarizeSpeedup } from "../shared/speedup.js";
+import { thresholdFor, type ThresholdInput } from "../shared/thresholds.js";
 import type { TaskReview } from "../shared/review.js";
 import { MARKDOWN, type Style } from "./escape.js";
-import { firstLine, formatChangeSize } from "./format.js";
+import { firstLine, formatSpeedup } from "./format.js";
 import { reasonWords } from "./reasons.js";
 
 /** wrong and error and slower fail a check; faster and same pass; quiet says nothing. */
 export type Outcome = "wrong" | "error" | "slower" | "faster" | "same" | "quiet";
 
-export function outcomeOf(task: TaskReview, thresholdPercent: number): Outcome {
+export function outcomeOf(task: TaskReview, threshold: ThresholdInput): Outcome {
   if (task.status === "wrong") return "wrong";
   if (task.status === "error") return "error";
   if (task.status !== "passed") return "quiet";
-  if (isRegression(task.timings, thresholdPercent)) return "slower";
-  if (isImprovement(task.timings, thresholdPercent)) return "faster";
+  // the rules per task and configuration (src/shared/thresholds.ts), as the runner used them
+  const regression = (config: string) => thresholdFor(threshold, task.task.path, config).regression;
+  if (isRegression(task.timings, regression)) return "slower";
+  const win = thresholdFor(threshold, task.task.path, null).win;
+  if (isImprovement(task.timings, regression, win)) return "faster";
   return "same";
 }
 
@@ -30,14 +34,14 @@ export const OUTCOME_ORDER: readonly Outcome[] = [
 
 export function byOutcome(
   tasks: readonly TaskReview[],
-  thresholdPercent: number,
+  threshold: ThresholdInput,
 ): { task: TaskReview; outcome: Outcome }[] {
   return tasks
-    .map((task) => ({ task, outcome: outcomeOf(task, thresholdPercent) }))
+    .map((task) => ({ task, outcome: outcomeOf(task, threshold) }))
     .sort((a, b) => OUTCOME_ORDER.indexOf(a.outcome) - OUTCOME_ORDER.indexOf(b.outcome));
 }
 
-/** One sentence, e.g. "`softmax` 26 % faster than base, verified on 6 shapes". */
+/** One sentence, e.g. "`softmax` 1.35× faster than base, verified on 6 shapes". */
 export function headline(task: TaskReview, outcome: Outcome, style: Style = MARKDOWN): string {
   const name = style.code(task.task.name);
   const shapes = task.verification?.configs.length ?? 0;
@@ -51,11 +55,11 @@ export function headline(task: TaskReview, outcome: Outcome, style: Style = MARK
     case "slower":
       return speedup === null || speedup.median >= 1
         ? `${name} is slower than base on a configuration`
-        : `${name} ${formatChangeSize(speedup.median)} slower than base`;
+        : `${name} ${formatSpeedup(speedup.median)} than base`;
     case "faster":
       return speedup === null
         ? `${name} faster, ${verified}`
-        : `${name} ${formatChangeSize(speedup.median)} faster than base, ${verified}`;
+        : `${name} ${formatSpeedup(speedup.median)} than base, ${verified}`;
     case "same":
       if (!task.inBase) return `${name} ${verified} (new: no base to compare with)`;
       if (speedup === null) return `${name} ${verified}`;

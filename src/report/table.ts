@@ -1,14 +1,16 @@
 // One task's timings as a markdown table a PR author reads at a glance: per configuration
-// base's and the PR's median, one signed change column (the PR's time against base's,
-// bold where it is beyond the noise and the threshold), then eager PyTorch, torch.compile
-// and the best evolved kernel, and how close the PR comes to the roofline floor. Each time
+// base's and the PR's median, one speedup column (the PR's against base's, "faster" or
+// "slower", bold where it is beyond the noise and the threshold), then eager PyTorch,
+// torch.compile where it was measured and the best evolved kernel, and how close the PR
+// comes to the roofline floor (% of floor). Each time
 // column has one unit, named in its header; every cell is short enough not to wrap at
 // GitHub's width. Launch-bound configurations are marked and kept out of the headline.
 import type { TaskReview, TimingConfig } from "../shared/review.js";
 import type { Spread } from "../shared/result.js";
 import { compareSpreads } from "../shared/speedup.js";
+import { thresholdFor, type ThresholdInput } from "../shared/thresholds.js";
 import { cellText } from "./escape.js";
-import { formatIn, formatPercent, formatTimeChange, unitFor } from "./format.js";
+import { formatIn, formatPercent, formatSpeedup, unitFor } from "./format.js";
 
 export const LAUNCH_BOUND_MARK = "†";
 
@@ -18,8 +20,12 @@ type Column = {
   cell: (config: TimingConfig) => string;
 };
 
-export function renderTaskTable(task: TaskReview, threshold: number): string {
+export function renderTaskTable(task: TaskReview, thresholds: ThresholdInput): string {
   const configs = task.timings;
+  const threshold = thresholdFor(thresholds, task.task.path, null).regression;
+  const regressionAt = (config: string) =>
+    thresholdFor(thresholds, task.task.path, config).regression;
+  const varies = configs.some((config) => regressionAt(config.name) !== threshold);
   // One unit for every time column of the table, so base and PR read side by side.
   const unit = unitFor(
     configs.flatMap((config) =>
@@ -44,15 +50,21 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     },
     timeColumn("base", (config) => config.base),
     timeColumn("PR", (config) => config.head),
-    { header: "vs base", align: "right", cell: (config) => describeChange(config, threshold) },
+    {
+      header: "vs base",
+      align: "right",
+      cell: (config) => describeChange(config, regressionAt(config.name)),
+    },
     timeColumn("eager", (config) => config.eager),
-    timeColumn("compile", (config) => config.compile),
   ];
+  // torch.compile where it was measured (a run may skip it)
+  const compiled = configs.some((config) => config.compile !== null);
+  if (compiled) columns.push(timeColumn("compile", (config) => config.compile));
   if (configs.some((config) => config.evolved !== null)) {
     columns.push(timeColumn("evolved", (config) => config.evolved));
   }
   columns.push({
-    header: "floor",
+    header: "%\u00A0of\u00A0floor",
     align: "right",
     cell: (config) => formatPercent(config.percentOfFloor.head).replace("%", "\u00A0%"),
   });
@@ -62,7 +74,7 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
     ...configs.map((config) => `| ${columns.map((column) => column.cell(config)).join(" | ")} |`),
   ];
   const notes = [
-    `Medians of interleaved runs; compile is torch.compile. **vs base**: the PR's time against base's (−26\u00A0% = 26\u00A0% less time), bold where beyond the noise and ${threshold}\u00A0%. **floor**: the roofline floor over the PR's time.`,
+    `Medians of interleaved runs${compiled ? "; compile is torch.compile" : ""}. **vs base**: the PR's speedup over base (1.35× faster: base takes 1.35× the PR's time), bold where beyond the noise and ${varies ? "the config's threshold for the configuration" : `${threshold}\u00A0%`}. **% of floor**: the roofline floor over the PR's time.`,
   ];
   if (configs.some((config) => config.launchBound)) {
     notes.push(
@@ -74,7 +86,7 @@ export function renderTaskTable(task: TaskReview, threshold: number): string {
 
 function describeChange(config: TimingConfig, threshold: number): string {
   if (config.base === null || config.head === null || config.speedup === null) return "—";
-  const change = formatTimeChange(config.speedup);
+  const change = formatSpeedup(config.speedup);
   if (config.launchBound) return change;
   const verdict = compareSpreads(config.base, config.head, threshold);
   return verdict === "same" ? change : `**${change}**`;

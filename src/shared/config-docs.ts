@@ -58,6 +58,9 @@ function rowsOf(schema: JsonSchema, prefix: string): Row[] {
       description: (property.description ?? "").replace(/\|/g, "\\|"),
     });
     if (nested !== null) rows.push(...rowsOf(nested, key));
+    // a list of mappings (`thresholds`): each item's keys, as `key[].name`
+    const items = property.type === "array" ? objectOf(property.items ?? {}) : null;
+    if (items !== null) rows.push(...rowsOf(items, `${key}[]`));
   }
   return rows;
 }
@@ -72,7 +75,10 @@ function typeOf(schema: JsonSchema): string {
     return schema.enum.map((value) => `\`${String(value)}\``).join(" \\| ");
   if (schema.const !== undefined) return `\`${String(schema.const)}\``;
   if (schema.anyOf !== undefined) return schema.anyOf.map(typeOf).join(" or ");
-  if (schema.type === "array") return `list of ${plural(typeOf(schema.items ?? {}))}`;
+  if (schema.type === "array") {
+    const items = schema.items ?? {};
+    return objectOf(items) === null ? `list of ${plural(typeOf(items))}` : "list of mappings";
+  }
   if (schema.type === "integer") return "whole number";
   if (schema.type === "string" && schema.pattern !== undefined) return "cron (5 fields)";
   return typeof schema.type === "string" ? schema.type : "value";

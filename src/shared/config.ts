@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { parseCron } from "./cron.js";
 import { globProblem } from "./glob.js";
+import { thresholdRuleSchema } from "./thresholds.js";
 
 const PROPOSERS = ["auto", "llm", "tuner"] as const;
 
@@ -78,6 +79,15 @@ export const configSchema = z
       .describe(
         "percent: a kernel slower than base beyond the noise by more than this fails the check",
       ),
+    thresholds: z
+      .array(thresholdRuleSchema)
+      .optional()
+      .describe(
+        "per task and configuration: a list of rules `{ task, config?, regression?, win? }` " +
+          "(task and config are paths or globs; the last rule that matches and sets a value " +
+          "wins) refining `regressionThreshold` and the minimum effect for a win; used by " +
+          "reviews, /optimize and the nightly alike",
+      ),
     runner: z
       .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
       .default(["self-hosted", "gpu"])
@@ -149,6 +159,12 @@ const HINTS: Record<string, string> = {
   proposer: "`auto`, `llm` or `tuner`",
   model: "a model name, e.g. `model: claude-sonnet-4-5`",
   regressionThreshold: "a percentage ≥ 0, e.g. `regressionThreshold: 3`",
+  thresholds:
+    'a list of rules, e.g. `thresholds: [{ task: kernels/softmax, config: "odd-*", regression: 8, win: 5 }]`',
+  "thresholds.task": "a task path or glob, e.g. `task: kernels/softmax`",
+  "thresholds.config": 'a configuration name or glob, e.g. `config: "odd-*"`',
+  "thresholds.regression": "a percentage ≥ 0, e.g. `regression: 8`",
+  "thresholds.win": "a percentage ≥ 0, e.g. `win: 5`",
   runner: 'a label or a list of labels, e.g. `runner: ["self-hosted", "gpu"]`',
   dispatch: "`actions` or `local`",
   workflow: "a file name under .github/workflows, e.g. `workflow: evokernel.yml`",

@@ -3,6 +3,7 @@
 // --spec` runs it. Both sides parse it with this schema: the runner trusts nothing it did
 // not validate, and neither does the app when it reads a result back.
 import { z } from "zod";
+import { thresholdRuleSchema } from "./thresholds.js";
 
 /** A full object name: SHA-1 (40 hex digits) or SHA-256 (64). */
 const sha = z
@@ -67,6 +68,8 @@ export const jobSpecSchema = z
     seed: z.number().int().min(0).optional(),
     /** Percent beyond the noise that counts as a regression (default 3). */
     regressionThreshold: z.number().min(0).optional(),
+    /** The config's `thresholds`: rules per task and configuration (src/shared/thresholds.ts). */
+    thresholds: z.array(thresholdRuleSchema).optional(),
     /**
      * The config's `runner`: the labels of the self-hosted GPU runners the job runs on (the
      * workflow's `runs-on: ${{ fromJSON(inputs.spec).runner }}`).

@@ -9,7 +9,20 @@
 import type { Result } from "./result.js";
 import type { ReviewResult, TaskReview, TimingConfig } from "./review.js";
 import type { Spread } from "./result.js";
-import { compareSpreads, isImprovement, isRegression, summarizeSpeedup } from "./speedup.js";
+import { reviewThresholds } from "./review.js";
+import {
+  compareSpreads,
+  isImprovement,
+  isRegression,
+  summarizeSpeedup,
+  type PerConfig,
+} from "./speedup.js";
+import { thresholdFor, type Thresholds } from "./thresholds.js";
+
+/** A task's regression threshold per configuration. */
+function regressionAt(thresholds: Thresholds, task: TaskReview): (config: string) => number {
+  return (config) => thresholdFor(thresholds, task.task.path, config).regression;
+}
 
 /** Relative slack for a ratio the runner computed from the same times (rounding, not more). */
 const SLACK = 0.01;
@@ -28,7 +41,7 @@ export function checkReviewResult(
   planned: readonly string[] = [],
 ): ResultCheck {
   const problems = review.tasks.flatMap((task) =>
-    taskProblems(task, review.threshold).map((problem) => `${task.task.path}: ${problem}`),
+    taskProblems(task, reviewThresholds(review)).map((problem) => `${task.task.path}: ${problem}`),
   );
   const seen = new Set<string>();
   for (const { task } of review.tasks) {
@@ -40,11 +53,15 @@ export function checkReviewResult(
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
-    review: { ...review, tasks: review.tasks.map((task) => derived(task, review.threshold)) },
+    review: {
+      ...review,
+      tasks: review.tasks.map((task) => derived(task, reviewThresholds(review))),
+    },
   };
 }
 
-function taskProblems(task: TaskReview, threshold: number): string[] {
+function taskProblems(task: TaskReview, thresholds: Thresholds): string[] {
+  const threshold = regressionAt(thresholds, task);
   const problems: string[] = [];
   const verified = new Set(
     (task.verification?.configs ?? []).filter((config) => config.ok).map((config) => config.name),
@@ -60,9 +77,11 @@ function taskProblems(task: TaskReview, threshold: number): string[] {
     names.add(config.name);
     if ((config.head !== null || config.evolved !== null) && !verified.has(config.name))
       problems.push(`configuration ${config.name} is timed but was not verified`);
-    problems.push(...timingProblems(config, threshold));
+    problems.push(...timingProblems(config, threshold(config.name)));
   }
-  problems.push(...summaryProblems(task, threshold));
+  problems.push(
+    ...summaryProblems(task, threshold, thresholdFor(thresholds, task.task.path, null).win),
+  );
   if (task.suggestion !== null) problems.push(...suggestionProblems(task));
   // A win is claimed in the comment ("Evolved: a kernel 20 % faster") with or without a
   // suggestion: its records must support it either way.
@@ -109,7 +128,7 @@ function timingProblems(config: TimingConfig, threshold: number): string[] {
   return problems;
 }
 
-function summaryProblems(task: TaskReview, threshold: number): string[] {
+function summaryProblems(task: TaskReview, threshold: PerConfig, win: number): string[] {
   const problems: string[] = [];
   const summary = summarizeSpeedup(task.timings);
   const claimed = task.speedup;
@@ -121,7 +140,7 @@ function summaryProblems(task: TaskReview, threshold: number): string[] {
         sameRatio(claimed.lowerBound, summary.lowerBound) &&
         sameRatio(claimed.upperBound, summary.upperBound);
   if (!agrees) problems.push("its speedup summary is not what its times give");
-  if (task.improvement !== isImprovement(task.timings, threshold))
+  if (task.improvement !== isImprovement(task.timings, threshold, win))
     problems.push(`improvement ${String(task.improvement)}, yet its times say otherwise`);
   if (task.regression !== isRegression(task.timings, threshold))
     problems.push(`regression ${String(task.regression)}, yet its times say otherwise`);
@@ -181,7 +200,8 @@ function winProblems(result: Result): string[] {
 }
 
 /** The task with every number the report shows derived from its times. */
-function derived(task: TaskReview, threshold: number): TaskReview {
+function derived(task: TaskReview, thresholds: Thresholds): TaskReview {
+  const threshold = regressionAt(thresholds, task);
   const percent = (floorMs: number, spread: Spread | null) =>
     spread === null || spread.medianMs <= 0 || floorMs <= 0
       ? null
@@ -198,14 +218,18 @@ function derived(task: TaskReview, threshold: number): TaskReview {
         : null,
     change:
       config.base !== null && config.head !== null
-        ? compareSpreads(config.base, config.head, threshold)
+        ? compareSpreads(config.base, config.head, threshold(config.name))
         : null,
   }));
   return {
     ...task,
     timings,
     speedup: summarizeSpeedup(timings),
-    improvement: isImprovement(timings, threshold),
+    improvement: isImprovement(
+      timings,
+      threshold,
+      thresholdFor(thresholds, task.task.path, null).win,
+    ),
     regression: isRegression(timings, threshold),
   };
 }

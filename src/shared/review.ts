@@ -5,6 +5,8 @@
 import { z } from "zod";
 import { taskFormatSchema } from "./contract/formats.js";
 import { jobSpecSchema } from "./job.js";
+import { benchLine, verifyLine } from "./reproduce.js";
+import type { Thresholds } from "./thresholds.js";
 import { resultSchema, spreadSchema } from "./result.js";
 
 const ms = z.number().nonnegative();
@@ -29,6 +31,8 @@ export type TaskStatus = z.infer<typeof taskStatusSchema>;
 
 export const verificationSchema = z.object({
   ok: z.boolean(),
+  /** The inputs' seed the harness verified with (null: results before it was kept, or none). */
+  seed: z.number().int().nullable().default(null),
   /** The harness's status: passed, rejected, compile-error, timeout, crash, error. */
   status: z.string(),
   reason: z.string().nullable(),
@@ -120,6 +124,18 @@ export const taskReviewSchema = z.object({
   improvement: z.boolean(),
   /** The optimize run on head, when one ran. */
   optimize: resultSchema.nullable(),
+  /** The inputs' seed of the timing (null: not timed, or results before it was kept). */
+  benchSeed: z.number().int().nullable().default(null),
+  /** Base's kernel file, relative to the repository root, when base had one (timed beside head). */
+  baseKernel: z.string().nullable().default(null),
+  /**
+   * The lines that reproduce the verdicts (src/shared/reproduce.ts), for `--json` readers; the
+   * app renders its own from the fields above, trusting no command text from an artifact.
+   */
+  reproduce: z
+    .object({ verify: z.string().nullable(), bench: z.string().nullable() })
+    .nullable()
+    .default(null),
   /** The evolved kernel as a change to the head kernel file, when the run found a win. */
   suggestion: z.object({ path: z.string(), before: z.string(), after: z.string() }).nullable(),
 });
@@ -166,4 +182,41 @@ export function parseReviewResult(
       (issue) => `${issue.path.map(String).join(".")}: ${issue.message}`,
     ),
   };
+}
+
+/**
+ * A task's reproduction lines (src/shared/reproduce.ts): verify from the verification's seed,
+ * bench from the timing's (naming the configurations that were slower, when any was), each
+ * null where its seed is not known.
+ */
+export function reproductionOf(
+  task: TaskReview,
+  version: string,
+  commits: { sha: string; baseSha?: string | undefined },
+): { verify: string | null; bench: string | null } {
+  const kernel = task.kernel;
+  if (kernel === null) return { verify: null, bench: null };
+  const verify =
+    task.verification === null
+      ? null
+      : verifyLine(version, task.task.path, kernel, task.verification);
+  const slower = task.timings.filter((config) => config.change === "slower").map((c) => c.name);
+  const base =
+    task.baseKernel !== null && commits.baseSha !== undefined
+      ? { baseSha: commits.baseSha, headSha: commits.sha, kernel: task.baseKernel }
+      : null;
+  const bench =
+    task.benchSeed === null
+      ? null
+      : benchLine(version, task.task.path, kernel, task.benchSeed, { configs: slower, base });
+  return { verify, bench };
+}
+
+/**
+ * The thresholds a review was judged with: its regression threshold and the job's rules per
+ * task and configuration (src/shared/thresholds.ts); a win needs any gain beyond the noise
+ * unless a rule sets more.
+ */
+export function reviewThresholds(review: ReviewResult): Thresholds {
+  return { regression: review.threshold, win: 0, rules: review.job.thresholds ?? [] };
 }

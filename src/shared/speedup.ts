@@ -15,7 +15,20 @@ export function compareSpreads(base: Spread, head: Spread, thresholdPercent: num
   return "same";
 }
 
-export type Timed = { base: Spread | null; head: Spread | null; launchBound: boolean };
+export type Timed = {
+  base: Spread | null;
+  head: Spread | null;
+  launchBound: boolean;
+  /** The configuration's name: what a per-configuration threshold is looked up by. */
+  name?: string;
+};
+
+/** A regression threshold in percent: one for every configuration, or one per configuration. */
+export type PerConfig = number | ((config: string) => number);
+
+function at(threshold: PerConfig, config: Timed): number {
+  return typeof threshold === "number" ? threshold : threshold(config.name ?? "");
+}
 
 export type SpeedupSummary = {
   median: number;
@@ -49,20 +62,33 @@ export function summarizeSpeedup(configs: readonly Timed[]): SpeedupSummary | nu
 }
 
 /** Head slower beyond noise and threshold on any configuration that counts. */
-export function isRegression(configs: readonly Timed[], thresholdPercent: number): boolean {
+export function isRegression(configs: readonly Timed[], thresholdPercent: PerConfig): boolean {
   return configs.some(
     (config) =>
       !config.launchBound &&
       config.base !== null &&
       config.head !== null &&
-      compareSpreads(config.base, config.head, thresholdPercent) === "slower",
+      compareSpreads(config.base, config.head, at(thresholdPercent, config)) === "slower",
   );
 }
 
-/** Head faster beyond the noise overall, and slower beyond it nowhere. */
-export function isImprovement(configs: readonly Timed[], thresholdPercent: number): boolean {
+/**
+ * Head faster beyond the noise overall, by at least `winPercent` (the lower bound of the
+ * speedup over 1 + winPercent / 100; any gain beyond the noise for 0), and slower beyond it
+ * nowhere.
+ */
+export function isImprovement(
+  configs: readonly Timed[],
+  thresholdPercent: PerConfig,
+  winPercent = 0,
+): boolean {
   const summary = summarizeSpeedup(configs);
-  return summary !== null && summary.lowerBound > 1 && !isRegression(configs, thresholdPercent);
+  return (
+    summary !== null &&
+    summary.lowerBound > 1 &&
+    summary.lowerBound >= 1 + winPercent / 100 &&
+    !isRegression(configs, thresholdPercent)
+  );
 }
 
 function geomean(values: readonly number[]): number {

@@ -190,6 +190,7 @@ export function benchRecord(overrides: Partial<BenchRecord> = {}): BenchRecord {
     reason: null,
     message: "",
     device: h100,
+    seed: 1234,
     ceilings: {
       bandwidthGBs: 3012.4,
       fp32Tflops: 51.2,

@@ -124,7 +124,7 @@ const OWN_HTML =
   /^(?:<!-- evokernel:[a-z]+ -->|<details><summary>[^<]*<\/summary>|<\/details>|<\/?sub>)\s*$/;
 
 const OWN_EMPHASIS =
-  /^(?:Verification:|Evolved:|What you can do|[\d.]+×|vs base|floor|[−+][\d.]+\u00A0%)$/;
+  /^(?:Verification:|Evolved:|If applied:|What you can do|[\d.]+×(?:\u00A0(?:faster|slower))?|vs base|% of floor)$/;
 
 /** What GitHub links after rendering: @name, #123, owner/repo#123. */
 const REFERENCE = /(?:^|[^\p{L}\p{N}_`])[@#][\p{L}\p{N}_]/u;
@@ -185,7 +185,7 @@ describe("untrusted strings in what evokernel posts", () => {
     it(`the check run: ${name}`, () => {
       const output = renderCheckRun(evilReview(payload), 3);
       assertInert(output.summary, 0);
-      // one section per task: the timed task's table, what failed for the other two
+      // one section per task: the timed one's table or what failed, and its reproduction lines
       assertInert(output.text ?? "", 3);
       // A title is plain text: the name as it is, no escapes showing.
       const single = renderCheckRun(review([evilWrong(payload)]), 3);

@@ -60,6 +60,7 @@ export function passedTask(
     inBase: true,
     verification: {
       ok: true,
+      seed: 4021,
       status: "passed",
       reason: null,
       message: "passed 8 trials on 4 configurations",
@@ -67,6 +68,9 @@ export function passedTask(
       configs: CONFIGS.map((config) => ({ ...config, ok: true, reason: null, maxAbs: 1.2e-7 })),
     },
     timings,
+    benchSeed: timings.length > 0 ? 7717 : null,
+    baseKernel: `kernels/${name}/kernel.cu`,
+    reproduce: null,
     speedup: summarizeSpeedup(timings),
     regression: isRegression(timings, 3),
     improvement: isImprovement(timings, 3),
@@ -85,6 +89,7 @@ export function wrongTask(name: string): TaskReview {
     inBase: true,
     verification: {
       ok: false,
+      seed: 1804289383,
       status: "rejected",
       reason: "mismatch",
       message:
@@ -107,6 +112,9 @@ export function wrongTask(name: string): TaskReview {
       ],
     },
     timings: [],
+    benchSeed: null,
+    baseKernel: `kernels/${name}/kernel.cu`,
+    reproduce: null,
     speedup: null,
     regression: false,
     improvement: false,
@@ -122,6 +130,7 @@ export function compileErrorTask(name: string): TaskReview {
     summary: 'kernel.cu(12): error: identifier "blockDimx" is undefined',
     verification: {
       ok: false,
+      seed: 846930886,
       status: "compile-error",
       reason: "compile-error",
       message: 'kernel.cu(12): error: identifier "blockDimx" is undefined\n1 error detected',

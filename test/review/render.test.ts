@@ -95,10 +95,10 @@ describe("renderComment", () => {
 
   it("says the outcome on its first line", () => {
     expect(renderComment(CASES.faster).split("\n")[2]).toBe(
-      "### ⚡ 1 improvement: `softmax` 45\u00A0% faster than base, verified on 4 shapes",
+      "### ⚡ 1 improvement: `softmax` 1.81×\u00A0faster than base, verified on 4 shapes",
     );
     expect(renderComment(CASES.slower).split("\n")[2]).toBe(
-      "### ⚠️ 1 regression: `rmsnorm` 12\u00A0% slower than base",
+      "### ❌ 1 regression: `rmsnorm` 1.12×\u00A0slower than base",
     );
     expect(renderComment(CASES.wrong).split("\n")[2]).toBe(
       "### ❌ 1 wrong: `layernorm` is wrong on odd-4097x5003: its output differs from the reference (`mismatch`)",
@@ -122,10 +122,10 @@ describe("renderComment", () => {
         });
       }
     }
-    // rmsnorm: 12 % slower in the headline; the rows +12 % each, bold beyond the noise.
+    // rmsnorm: 1.12× slower in the headline; the rows 1.12× slower each, bold beyond the noise.
     const slower = renderComment(CASES.slower);
-    expect(slower).toContain("12\u00A0% slower than base");
-    expect(slower.match(/\*\*\+12\u00A0%\*\*/g)).toHaveLength(2);
+    expect(slower).toContain("1.12×\u00A0slower than base");
+    expect(slower.match(/\*\*1\.12×\u00A0slower\*\*/g)).toHaveLength(2);
   });
 
   it("a verdict in words with its code beside, never the code alone", () => {
@@ -154,13 +154,54 @@ describe("renderComment", () => {
     expect(numbered).not.toContain("output output");
   });
 
+  it("the heading's icon is the check's conclusion: a regression fails both", () => {
+    for (const [name, result] of Object.entries(CASES)) {
+      const icon = renderComment(result).split("\n")[2]?.slice(4, 6) ?? "";
+      const { conclusion } = renderCheckRun(result, 3);
+      expect(conclusion === "failure", `${name}: ${icon} ${conclusion}`).toBe(
+        icon.startsWith("❌"),
+      );
+    }
+  });
+
+  it("says whether applying the suggestion would make the check pass, per configuration against base", () => {
+    const passes = renderComment(CASES["optimized, with a suggestion"]);
+    expect(passes).toContain(
+      "**If applied:** the check would pass on timing: the suggestion is not slower than base on any of the 2 configurations that count.",
+    );
+    // faster than the PR's kernel, still slower than base on two of three configurations
+    const still = passedTask(
+      "softmax",
+      [
+        timing("a", 1, 2, { evolved: { medianMs: 1.6, p20Ms: 1.59, p80Ms: 1.61 } }),
+        timing("b", 1, 2, { evolved: { medianMs: 0.9, p20Ms: 0.89, p80Ms: 0.91 } }),
+        timing("c", 1, 2, { evolved: { medianMs: 1.5, p20Ms: 1.49, p80Ms: 1.51 } }),
+      ],
+      { optimize: optimizeResult(), suggestion: evolved.suggestion },
+    );
+    expect(renderComment(review([still]))).toContain(
+      "**If applied:** the check would still fail: the suggestion is slower than base on 2 of 3 configurations (a, c).",
+    );
+  });
+
+  it("a torch.compile column only where torch.compile was measured", () => {
+    const header = (task: ReturnType<typeof passedTask>) =>
+      tokens(renderComment(review([task])))
+        .find(isTable)
+        ?.header.map((cell) => cell.text);
+    expect(header(faster)).toContain("compile\u00A0ms");
+    const uncompiled = passedTask("softmax", [timing("8192x8192", 1, 0.5, { compile: null })]);
+    expect(header(uncompiled)).not.toContain("compile\u00A0µs");
+    expect(header(uncompiled)).toContain("%\u00A0of\u00A0floor");
+  });
+
   it("charts every candidate's best so far, the y axis fitted to the values", () => {
     const comment = renderComment(CASES["optimized, with a suggestion"]);
     expect(comment).toContain("xychart-beta");
     // 12 candidates; the best improved at candidates 3 and 7 (1.1×, then 1.25×).
     expect(comment).toContain('x-axis "candidate" 1 --> 12');
-    expect(comment).toContain("line [0, 0, 0, -9.1, -9.1, -9.1, -9.1, -20, -20, -20, -20, -20]");
-    expect(comment).toContain('y-axis "time vs PR, %" -22 --> 2');
+    expect(comment).toContain("line [1, 1, 1, 1.1, 1.1, 1.1, 1.1, 1.25, 1.25, 1.25, 1.25, 1.25]");
+    expect(comment).toContain('y-axis "speedup vs PR, ×" 0.97 --> 1.28');
   });
 
   it("draws no chart where there is no trend", () => {

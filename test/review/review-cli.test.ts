@@ -82,13 +82,13 @@ describe("evokernel review", () => {
     expect(run.stderr).toContain("review: kernels/small_softmax (native) changed");
     expect(run.stdout.split("\n")[0]).toBe("<!-- evokernel:comment -->");
     expect(run.stdout).toContain(
-      "### ⚡ 1 improvement: `small_softmax` 50\u00A0% faster than base, verified on 4 shapes",
+      "### ⚡ 1 improvement: `small_softmax` 2.00×\u00A0faster than base, verified on 4 shapes",
     );
 
     const checkRun = JSON.parse(await readFile(join(out, "check-run.json"), "utf8")) as unknown;
     expect(checkRun).toMatchObject({
       conclusion: "success",
-      title: "1 improvement: small_softmax 50\u00A0% faster than base, verified on 4 shapes",
+      title: "1 improvement: small_softmax 2.00×\u00A0faster than base, verified on 4 shapes",
     });
     // The CLI helper drops the last newline of stdout.
     expect(await readFile(join(out, "comment.md"), "utf8")).toBe(`${run.stdout}\n`);
@@ -128,7 +128,7 @@ describe("evokernel review", () => {
     await commit("a slower kernel");
     const run = await review();
     expect(run.exitCode, run.stderr).toBe(1);
-    expect(run.stdout).toContain("`small_softmax` 30\u00A0% slower than base");
+    expect(run.stdout).toContain("`small_softmax` 1.30×\u00A0slower than base");
     expect(JSON.parse(await readFile(join(out, "check-run.json"), "utf8"))).toMatchObject({
       conclusion: "failure",
     });
@@ -313,7 +313,7 @@ describe("evokernel job", () => {
     const result = reviewResultSchema.parse(JSON.parse(await readFile(resultFile, "utf8")));
     expect(result.job).toEqual(spec);
     expect(result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
-    expect(run.stdout).toContain("`small_softmax` 50\u00A0% faster");
+    expect(run.stdout).toContain("`small_softmax` 2.00×\u00A0faster");
     // the job built in a cache of its own, gone with it (issue 16.3): the configured cache
     // holds nothing of it (the stand-in harness writes its builds there as fake-<hash>.json)
     expect(await readdir(env["EVOKERNEL_CACHE"] ?? "")).toEqual([]);

@@ -24,7 +24,7 @@ from .roofline import floor_ms
 from .timing import HEAD_START_CYCLES, Timer, stats
 from .verify import refill_case, within_float64
 from .record import Record
-from .tasks.base import Case, Task
+from .tasks.base import Case, Config, Task
 
 if TYPE_CHECKING:
     from .candidates.load import Candidate
@@ -59,6 +59,12 @@ class JudgedSide:
 
     dump: Dump  # the outputs after timing: outputs.key(visible configuration index, 0)
     mark: Callable[[int, str], object]  # mark(index, "start" | "end") around a configuration's timing
+
+
+def slot(ci: int, config: Config) -> int:
+    """The configuration's place among the task's visible ones, which seeds its inputs: its
+    place in this run unless --config chose some (tasks.select_configs)."""
+    return ci if config.seed_slot is None else config.seed_slot
 
 
 def _geomean(values: list[float]) -> float | None:
@@ -139,7 +145,7 @@ def warm_compiled(
     grad_ctx = torch.enable_grad if task.backward else torch.no_grad
     device = torch.device("cuda")
     for ci, config in enumerate(task.visible_configs()):
-        case = task.make_case(config, seed + 31 * ci, device)
+        case = task.make_case(config, seed + 31 * slot(ci, config), device)
         torch.cuda.synchronize(device)
         started = time.perf_counter()
         try:
@@ -349,7 +355,7 @@ class _Bench:
         about = {"task": task.name, "config": config.name, "gpu": self.device_info.get("name")}
 
         def measure():
-            probe = task.make_case(config, seed + 31 * ci, device)
+            probe = task.make_case(config, seed + 31 * slot(ci, config), device)
             with grad_ctx():
                 return launched_kernel_time_ms(lambda: task.invoke(ref, probe.clone()))
 
@@ -365,17 +371,17 @@ class _Bench:
         """The rotated input sets, the two sources of new values, prepare() that writes them, and
         the reference's output on the first set (the "inputs" phase)."""
         task, seed, device = self.task, self.seed, self.device
-        cases = [task.make_case(config, seed + 31 * ci, device)]
+        cases = [task.make_case(config, seed + 31 * slot(ci, config), device)]
         rotate = rotation(cases[0], device)
         if rotate < ROTATE:
             self.notes.append(
                 f"{config.name}: {rotate} input set(s) rotated instead of {ROTATE}: one set is "
                 f"{case_bytes(cases[0]) / 2**30:.1f} GiB and the GPU's memory holds no more"
             )
-        cases += [task.make_case(config, seed + 31 * ci + k, device) for k in range(1, rotate)]
+        cases += [task.make_case(config, seed + 31 * slot(ci, config) + k, device) for k in range(1, rotate)]
         # every timed call sees new values (two sources, alternating per visit of a buffer),
         # written so that even a version counter shows it: a cache never hits honestly
-        sources = [task.make_case(config, seed + 31 * ci + ROTATE + k, device) for k in range(2)]
+        sources = [task.make_case(config, seed + 31 * slot(ci, config) + ROTATE + k, device) for k in range(2)]
 
         def new_values(case, i):
             src = sources[(i // rotate) % 2]
@@ -444,7 +450,7 @@ class _Bench:
             self.judged.mark(ci, "start")
         with self.grad_ctx():
             raw = timer.interleaved(
-                impls, cases, budget_s=self.budget_s, seed=self.seed + ci, prepare=new_values, stop=stop
+                impls, cases, budget_s=self.budget_s, seed=self.seed + slot(ci, config), prepare=new_values, stop=stop
             )
         if self.judged is not None:
             self.judged.mark(ci, "end")

@@ -72,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--define", action="append", dest="defines")
         sp.add_argument("--nvcc-flag", action="append", dest="nvcc_flags")
         sp.add_argument("--seed", type=int)
+        sp.add_argument(
+            "--config",
+            action="append",
+            dest="config",
+            help="only this configuration (by name; held-out ones too); repeat for several. The "
+            "seed gives each one the same inputs as in a run of them all",
+        )
         if name in ("verify", "evaluate"):
             sp.add_argument(
                 "--heldout", action="store_true", help="include held-out configurations (final verification)"

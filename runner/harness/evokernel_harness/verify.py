@@ -432,9 +432,10 @@ class Verifier:
         return refilled, ignored
 
     def configs_to_run(self, include_heldout: bool, quick: bool = False) -> list[Config]:
-        configs = [c for c in self.task.configs if include_heldout or not c.heldout]
+        # the configurations --config named run whether held out or not
+        configs = [c for c in self.task.configs if include_heldout or self.task.selected or not c.heldout]
         if quick:  # the cascade's cheap gate: the smallest visible configuration only
-            configs = [min(self.task.visible_configs(), key=config_size)]
+            configs = [min(self.task.visible_configs() or self.task.configs, key=config_size)]
         return configs
 
     def plan(self, configs: list[Config]) -> dict[str, list[str | None]]:

@@ -18,7 +18,7 @@ from evokernel_harness import bench, guards, timing
 from evokernel_harness.candidates.build import build
 from evokernel_harness.candidates.load import Candidate
 from evokernel_harness.probe_cache import ProbeCache
-from evokernel_harness.tasks import load_task
+from evokernel_harness.tasks import load_task, select_configs
 from tests import test_timing_head_start as head
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,6 +116,26 @@ class BenchCpuTest(CpuModel):
         self.assertEqual(
             set(rec["phases"]), {"start", "probe", "inputs", "cost", "compile", "timing", "checks", "profiler"}
         )
+
+    def test_a_selected_configuration_is_timed_on_the_inputs_of_the_full_run(self):
+        # issue 36.1: `bench --seed N --config C` reproduces C's timing of a run of them all
+        seeds = []
+        make_case = self.task.make_case
+
+        def recording(config, seed, device, **kw):
+            seeds.append((config.name, seed))
+            return make_case(config, seed, device, **kw)
+
+        with mock.patch.object(self.task, "make_case", recording):
+            self.bench()
+            full = [s for s in seeds if s[0] == "odd-33x257"]
+            seeds.clear()
+            select_configs(self.task, ["odd-33x257"])
+            self.config_names = ["odd-33x257"]
+            rec = self.bench()
+        self.assertEqual([r["name"] for r in rec["configs"]], ["odd-33x257"])
+        self.assertTrue(full)
+        self.assertEqual([s for s in seeds if s[0] == "odd-33x257"], full)
 
     def test_a_cached_result_is_wrong_after_timing(self):
         rec = self.bench(candidate=CACHING)

@@ -1,5 +1,6 @@
 // What every command is made of, and the one seam through which commands reach the terminal.
 import type { ParseArgsConfig } from "node:util";
+import { UsageError } from "../errors.js";
 
 export type Io = {
   stdout(text: string): void;
@@ -43,4 +44,22 @@ export function stringsOption(parsed: Parsed, name: string): string[] {
 
 export function flag(parsed: Parsed, name: string): boolean {
   return parsed.values[name] === true;
+}
+
+/** --seed N: the inputs' seed, an integer (absent: the harness chooses one). */
+export function seedOption(parsed: Parsed): number | undefined {
+  const text = stringOption(parsed, "seed");
+  if (text === undefined) return undefined;
+  const seed = Number(text);
+  if (text.trim() === "" || !Number.isSafeInteger(seed))
+    throw new UsageError(`--seed is an integer, not ${text}`);
+  return seed;
+}
+
+/** --config NAME…: the configurations to run, by name; empty: all of them. */
+export function configsOption(parsed: Parsed): string[] {
+  const names = stringsOption(parsed, "config");
+  const empty = names.find((name) => name.trim() === "");
+  if (empty !== undefined) throw new UsageError("--config names a configuration: it is empty");
+  return [...new Set(names)];
 }

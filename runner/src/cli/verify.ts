@@ -8,15 +8,25 @@ import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "
 import { repoRoot } from "../paths.js";
 import { renderCandidates } from "../render/candidates.js";
 import { renderStatic } from "../render/verify-table.js";
-import { flag, printJson, stringOption, stringsOption, type Command, type Io } from "./command.js";
+import {
+  configsOption,
+  flag,
+  printJson,
+  seedOption,
+  stringOption,
+  stringsOption,
+  type Command,
+  type Io,
+} from "./command.js";
 import { createProgress } from "./progress.js";
+import { verifyReproduction } from "./reproduce.js";
 import { createResources } from "../pipeline/resources.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 
 export const verifyCommand: Command = {
   name: "verify",
-  usage: `usage: evokernel verify <task> [--candidate FILE]… [--heldout] [--device cpu|cuda] [--seed N] [--json]
+  usage: `usage: evokernel verify <task> [--candidate FILE]… [--heldout] [--device cpu|cuda] [--seed N] [--config NAME]… [--json]
        evokernel verify --manifest FILE… [--heldout] [--device cpu|cuda] [--seed N] [--json]
 
 Runs each candidate through the static check, the build, and verification on every
@@ -36,7 +46,10 @@ GPU verifies one candidate at a time, and a line per candidate says how it ended
                       pass is a CPU check only, not a verdict (whose kernels did the
                       work, streams and timing are checked on a GPU only); a CUDA
                       candidate (.cu) is checked and built, then exit 3
-      --seed N        seed for the inputs
+      --seed N        seed for the inputs: the same seed gives the same inputs (a
+                      verdict's reproduction line gives the run's)
+      --config NAME   only this configuration (held-out ones too); repeat for several;
+                      with the same --seed each gets the inputs it had in the full run
       --json          print one JSON document: { task, device, candidates }, or with
                       --manifest { device, summary, tasks: [{ task, candidates }] }
 
@@ -50,6 +63,7 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
     heldout: { type: "boolean" },
     device: { type: "string" },
     seed: { type: "string" },
+    config: { type: "string", multiple: true },
     json: { type: "boolean" },
   },
   async run(parsed, io) {
@@ -57,14 +71,14 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
     if (deviceChoice !== "cuda" && deviceChoice !== "cpu") {
       throw new UsageError(`--device is cuda or cpu, not ${deviceChoice}`);
     }
-    const seedText = stringOption(parsed, "seed");
-    const seed = seedText === undefined ? undefined : Number(seedText);
-    if (seed !== undefined && !Number.isInteger(seed))
-      throw new UsageError(`--seed is an integer, not ${seedText}`);
+    const device: "cuda" | "cpu" = deviceChoice;
+    const seed = seedOption(parsed);
+    const configs = configsOption(parsed);
     const common: EvaluateOptions = {
       device: deviceChoice,
       heldout: flag(parsed, "heldout"),
       ...(seed === undefined ? {} : { seed }),
+      ...(configs.length === 0 ? {} : { configs }),
     };
     const manifests = stringsOption(parsed, "manifest");
     if (manifests.length > 0)
@@ -87,7 +101,17 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
           server: session.server,
           onEvent: createProgress(io),
         });
-        const document = { task: target.task, device: session.device, candidates: results };
+        const task = parsed.positionals[0] ?? target.task.path;
+        const run = { cwd: io.cwd, configs, device };
+        const document = {
+          task: target.task,
+          device: session.device,
+          // each verdict with the line that reproduces it (the seed the harness chose)
+          candidates: results.map((result) => ({
+            ...result,
+            reproduce: verifyReproduction(task, result, run),
+          })),
+        };
         if (noGpu) {
           if (json) printJson(io, { ...document, error: { exitCode: 3, message: NO_GPU } });
           else

@@ -254,6 +254,8 @@ export type VerifyOptions = CallOptions & {
   quick?: boolean;
   device?: "cuda" | "cpu";
   seed?: number;
+  /** Only these configurations, by name (the harness's --config). */
+  configs?: readonly string[];
   /** Written into a failed record when the run never described the device itself. */
   knownDevice?: Device;
   /**
@@ -277,6 +279,7 @@ export async function verify(
     ...(options.quick ? { quick: true } : {}),
     ...(options.device === undefined ? {} : { device: options.device }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...configField(options.configs),
     ...(options.static === undefined ? {} : { static: options.static }),
   };
   const called = await call(request, verifyRecordSchema, "verify", options, 600_000);
@@ -304,6 +307,10 @@ export type Race = {
 
 export type BenchOptions = CallOptions & {
   candidate?: string;
+  /** The inputs' seed (the harness chooses one when not given). */
+  seed?: number;
+  /** Only these configurations, by name (the harness's --config). */
+  configs?: readonly string[];
   artifact?: string | null;
   baseline?: string;
   baselineArtifact?: string | null;
@@ -327,6 +334,8 @@ export async function bench(task: TaskRef, options: BenchOptions = {}): Promise<
     ...taskFields(task),
     ...(options.candidate === undefined ? {} : { candidate: resolve(options.candidate) }),
     ...(options.artifact ? { artifact: options.artifact } : {}),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...configField(options.configs),
     ...timing(options),
     ...(options.warmCompile === true ? { warmCompile: true, noBaseline: true } : {}),
   };
@@ -336,6 +345,11 @@ export async function bench(task: TaskRef, options: BenchOptions = {}): Promise<
     task: taskPath(task),
     ...(options.knownDevice === undefined ? {} : { device: options.knownDevice }),
   });
+}
+
+/** The request's `config` field: none when no configuration is named (all of them run). */
+function configField(configs: readonly string[] | undefined): { config?: string[] } {
+  return configs === undefined || configs.length === 0 ? {} : { config: [...configs] };
 }
 
 /** Bench's and evaluate's options about timing (the race is evaluate's only). */
@@ -408,6 +422,7 @@ export async function evaluate(
     ...(options.heldout ? { heldout: true } : {}),
     ...(options.device === undefined ? {} : { device: options.device }),
     ...(options.seed === undefined ? {} : { seed: options.seed }),
+    ...configField(options.configs),
     ...(options.static === undefined ? {} : { static: options.static }),
     ...timing(options),
     ...(options.race === undefined

@@ -115,6 +115,7 @@ export function failedBench(
     message: joinLog(failure),
     device: where.device ?? UNKNOWN_DEVICE,
     ceilings: null,
+    seed: null,
     configs: [],
     notes: [],
     profile: null,

@@ -37,6 +37,7 @@ export async function jobFromCheckout(git: Git, request: ReviewRequest): Promise
     proposer: config.proposer,
     ...(config.model === undefined ? {} : { model: config.model }),
     regressionThreshold: config.regressionThreshold,
+    ...(config.thresholds === undefined ? {} : { thresholds: [...config.thresholds] }),
     ...(request.seed === undefined ? {} : { seed: request.seed }),
   };
   return { spec, config, baseRef };

@@ -7,6 +7,7 @@ import { KERNEL_SOURCE, pathShapeProblem } from "#shared/suggestion-path.js";
 import type { Result } from "#shared/result.js";
 import type { TaskReview, TimingConfig, Verification } from "#shared/review.js";
 import { compareSpreads, isImprovement, isRegression, summarizeSpeedup } from "#shared/speedup.js";
+import { thresholdFor, type ThresholdInput } from "#shared/thresholds.js";
 import { loadTarget, taskRef } from "../workspace/target.js";
 import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
@@ -29,7 +30,8 @@ export type TaskWork = {
     model?: string | undefined;
     seed?: number | undefined;
   };
-  threshold: number;
+  /** The regression threshold and the config's rules per task and configuration. */
+  threshold: ThresholdInput;
   /** A folder of this task's own for the optimize archive. */
   work: string;
   say: (line: string) => void;
@@ -55,6 +57,9 @@ function emptyReview(planned: PlannedTask): Omit<TaskReview, "status" | "summary
     kernel: null,
     inBase: planned.base !== null,
     verification: null,
+    benchSeed: null,
+    baseKernel: null,
+    reproduce: null,
     timings: [],
     speedup: null,
     regression: false,
@@ -94,19 +99,26 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
 
   const verification = verificationOf(result, toleranceOf(head.spec));
   const status = statusOf(result);
+  const limits = (config: string | null) => thresholdFor(work.threshold, planned.path, config);
+  const regressionAt = (config: string) => limits(config).regression;
   const timings = (result.bench?.configs ?? []).map((config) =>
-    timingOf(config, baseKernel !== null, work.threshold),
+    timingOf(config, baseKernel !== null, regressionAt(config.name)),
   );
   const reviewed: TaskReview = {
     ...base,
     kernel,
+    benchSeed: result.bench?.seed ?? null,
+    baseKernel:
+      baseKernel === null || planned.base === null
+        ? null
+        : `${folderOf(planned.path)}/${kernelWithin(planned.base.path, baseKernel)}`,
     status,
     summary: status === "passed" ? result.message : firstLine(result.message),
     verification,
     timings,
     speedup: summarizeSpeedup(timings),
-    regression: isRegression(timings, work.threshold),
-    improvement: isImprovement(timings, work.threshold),
+    regression: isRegression(timings, regressionAt),
+    improvement: isImprovement(timings, regressionAt, limits(null).win),
   };
   if (status !== "passed" || work.optimize === null) return reviewed;
 
@@ -125,7 +137,13 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     return { ...reviewed, summary: `${reviewed.summary}; the search failed: ${searched.message}` };
   }
   const suggestable = await suggestablePath(planned, headKernel, kernel);
-  return withOptimize(reviewed, searched.result, suggestable, await readText(headKernel));
+  return withOptimize(
+    reviewed,
+    searched.result,
+    suggestable,
+    await readText(headKernel),
+    limits(null).win,
+  );
 }
 
 /**
@@ -152,17 +170,29 @@ function withOptimize(
   result: Result,
   kernel: string | null,
   source: string,
+  winPercent: number,
 ): TaskReview {
   const evolved = new Map(result.configs.map((config) => [config.name, config.best]));
   const timings = review.timings.map((config) => ({
     ...config,
     evolved: evolved.get(config.name) ?? null,
   }));
+  // a win smaller than the minimum the config sets for this task is reported, not suggested
+  const lowerBound = result.speedup.lowerBound;
+  const bigEnough = lowerBound !== null && lowerBound >= 1 + winPercent / 100;
   const suggestion =
-    kernel !== null && result.win && result.best !== null && result.best.source !== source
+    kernel !== null &&
+    result.win &&
+    bigEnough &&
+    result.best !== null &&
+    result.best.source !== source
       ? { path: kernel, before: source, after: result.best.source }
       : null;
-  return { ...review, timings, optimize: result, suggestion };
+  const summary =
+    result.win && !bigEnough
+      ? `${review.summary}; the evolved kernel is not suggested: its gain is under the ${winPercent} % the config's thresholds ask for a win`
+      : review.summary;
+  return { ...review, summary, timings, optimize: result, suggestion };
 }
 
 async function kernelOf(taskPath: string, cwd: string): Promise<string | null> {
@@ -218,6 +248,7 @@ function verificationOf(result: CandidateResult, tolerance: Tolerance): Verifica
         : null;
   return {
     ok: result.ok,
+    seed: record?.seed ?? null,
     status: result.status,
     reason: result.reason,
     message: result.message,
@@ -278,7 +309,12 @@ function folderOf(path: string): string {
 
 /** The kernel's name within its task folder (native tasks name it in task.json). */
 function relativeKernel(planned: PlannedTask, kernel: string): string {
-  const folder = planned.head === null ? "" : planned.head.path.replace(/#[^/]*$/, "");
+  return kernelWithin(planned.head === null ? "" : planned.head.path, kernel);
+}
+
+/** A kernel's name within the task folder at `taskPath` (a tree's copy of the task). */
+function kernelWithin(taskPath: string, kernel: string): string {
+  const folder = taskPath.replace(/#[^/]*$/, "");
   return kernel.startsWith(`${folder}/`)
     ? kernel
         .slice(folder.length + 1)

@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import { DEFAULT_CONFIG } from "#shared/config.js";
 import type { JobSpec } from "#shared/job.js";
-import type { ReviewResult, TaskReview } from "#shared/review.js";
+import { reproductionOf, type ReviewResult, type TaskReview } from "#shared/review.js";
 import { NO_GPU, type Session } from "../pipeline/session.js";
 import { EnvironmentError } from "../errors.js";
 import type { EvaluationEvent } from "../evaluate.js";
@@ -71,7 +71,8 @@ export async function runJob(spec: JobSpec, options: JobOptions): Promise<Review
                   seed: spec.seed,
                 }
               : null,
-            threshold,
+            // the config's rules per task and configuration refine the threshold
+            threshold: { regression: threshold, win: 0, rules: spec.thresholds ?? [] },
             work: folder,
             say: options.say,
             onEvent: options.onEvent,
@@ -144,7 +145,11 @@ function finish(
     kind: "review",
     job: spec,
     threshold,
-    tasks,
+    // each verdict with the line that reproduces it (src/shared/reproduce.ts)
+    tasks: tasks.map((task) => ({
+      ...task,
+      reproduce: reproductionOf(task, device.evokernel, spec),
+    })),
     device,
     startedAt,
     finishedAt: new Date().toISOString(),

@@ -1,7 +1,8 @@
 // The files `evokernel review --out` leaves behind: exactly what the app would post (the
 // comment, the check run), the suggested change as a patch, and the full result.
 import { join } from "node:path";
-import type { ReviewResult } from "#shared/review.js";
+import { reviewThresholds, type ReviewResult } from "#shared/review.js";
+import type { ThresholdInput } from "#shared/thresholds.js";
 import { checkReviewResult } from "#shared/result-check.js";
 import { HarnessError } from "../errors.js";
 import { renderCheckRun, renderComment, renderPatch, type CheckRunOutput } from "#report/index.js";
@@ -14,7 +15,10 @@ export type RenderedReview = { comment: string; checkRun: CheckRunOutput; patch:
  * (src/shared/result-check.ts: the same check the app makes) is a runner error, never a
  * report: a candidate that tampered with the records beside it gets no verdict out of them.
  */
-export function renderReview(result: ReviewResult, threshold = result.threshold): RenderedReview {
+export function renderReview(
+  result: ReviewResult,
+  threshold: ThresholdInput = reviewThresholds(result),
+): RenderedReview {
   const checked = checkReviewResult(result, result.job.tasks);
   if (!checked.ok) {
     throw new HarnessError(

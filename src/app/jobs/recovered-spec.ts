@@ -37,6 +37,7 @@ export function recoveredSpec(
       roots: trusted === undefined ? [] : [...trusted.tasks],
       ...(trusted?.paths === undefined ? {} : { paths: [...trusted.paths] }),
       regressionThreshold: threshold,
+      ...(trusted?.thresholds === undefined ? {} : { thresholds: [...trusted.thresholds] }),
     },
     threshold,
   };

@@ -68,7 +68,12 @@ export async function reportResult(
     // Only the app can push to a branch of this repository; a fork's branch is its owner's.
     if (branch !== undefined && !pull.fork) actions = [APPLY_ACTION];
   }
-  const output = renderCheckRun(review, job.threshold);
+  // the app's own thresholds (its config's, kept with the job), never the artifact's
+  const output = renderCheckRun(review, {
+    regression: job.threshold,
+    win: 0,
+    rules: spec.thresholds ?? [],
+  });
   await github.updateCheckRun(job.checkRunId, {
     status: "completed",
     conclusion: output.conclusion,

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import type { Drift, Ledger, Proposal, Runner, TimedConfig } from "../../shared/nightly.js";
 import type { ReviewResult, TaskReview } from "../../shared/review.js";
 import type { Spread } from "../../shared/result.js";
+import { thresholdFor, type Thresholds } from "../../shared/thresholds.js";
 
 /** git's object id of a blob holding `text`: the name GitHub gives the blob it stores. */
 export function gitBlobSha(text: string): string {
@@ -26,17 +27,22 @@ export function sourceHash(source: string): string {
 export function selectWins(
   review: ReviewResult,
   rejected: readonly string[],
-  thresholdPercent: number,
+  thresholdPercent: number | Thresholds,
   night: string,
 ): Proposal[] {
   const turnedDown = new Set(rejected);
+  // a number: every task's minimum; else `win` per task, the rules of `thresholds` applied
+  const winAt = (task: string) =>
+    typeof thresholdPercent === "number"
+      ? thresholdPercent
+      : thresholdFor(thresholdPercent, task, null).win;
   return review.tasks.flatMap((task) => {
     const result = task.optimize;
     if (task.status !== "passed" || result === null || task.suggestion === null) return [];
     if (!result.win || !result.verification.ok) return [];
     const { baseline, lowerBound } = result.speedup;
     if (baseline === null || lowerBound === null) return [];
-    if (lowerBound < 1 + thresholdPercent / 100) return [];
+    if (lowerBound < 1 + winAt(task.task.path) / 100) return [];
     const hash = sourceHash(task.suggestion.after);
     if (turnedDown.has(hash)) return [];
     const counted = result.configs.filter((config) => !config.launchBound && config.best);
@@ -103,17 +109,24 @@ export function findDrift(
   previous: Ledger["timings"],
   runner: Runner,
   tonight: readonly { task: string; configs: readonly TimedConfig[] }[],
-  thresholdPercent: number,
+  thresholdPercent: number | Thresholds,
 ): Drift[] {
   if (previous === null || previous.runner.gpu !== runner.gpu) return [];
   if (runnerChanges(previous.runner, runner).length === 0) return [];
-  const factor = 1 + thresholdPercent / 100;
+  // a number: every configuration's; else the regression threshold per task and configuration
+  const factorAt = (task: string, config: string) =>
+    1 +
+    (typeof thresholdPercent === "number"
+      ? thresholdPercent
+      : thresholdFor(thresholdPercent, task, config).regression) /
+      100;
   const drift: Drift[] = [];
   for (const task of tonight) {
     const before = previous.tasks.find((entry) => entry.task === task.task);
     for (const config of task.configs) {
       const old = before?.configs.find((entry) => entry.name === config.name);
       if (!old) continue;
+      const factor = factorAt(task.task, config.name);
       const pair = {
         before: { kernel: old.kernel, compile: old.compile },
         now: { kernel: config.kernel, compile: config.compile },

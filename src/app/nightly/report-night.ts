@@ -52,10 +52,12 @@ export async function reportNight(
   const open = pulls.find((pull) => pull.state === "open");
   let ledger = settlePull(stored.ledger, pulls[0]);
 
-  const wins = selectWins(review, ledger.rejected, threshold, at);
+  // the config's rules per task and configuration refine both thresholds
+  const rules = config?.thresholds ?? [];
+  const wins = selectWins(review, ledger.rejected, { regression, win: threshold, rules }, at);
   const runner = runnerOf(review);
   const timings = timingsOf(review);
-  const drift = findDrift(ledger.timings, runner, timings, regression);
+  const drift = findDrift(ledger.timings, runner, timings, { regression, win: threshold, rules });
   const changes = ledger.timings === null ? [] : runnerChanges(ledger.timings.runner, runner);
 
   // The branch's head is read only when a new kernel may go on top of it.

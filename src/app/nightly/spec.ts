@@ -42,5 +42,6 @@ export function nightlySpec(repo: RepoRef, config: EvokernelConfig, sha: string)
     proposer: nightly?.proposer ?? config.proposer,
     ...(config.model === undefined ? {} : { model: config.model }),
     regressionThreshold: config.regressionThreshold,
+    ...(config.thresholds === undefined ? {} : { thresholds: [...config.thresholds] }),
   };
 }

@@ -26,6 +26,11 @@ const built = {
   /** Precision-keeping nvcc flags, each one argument (e.g. "-maxrregcount=64"). */
   nvccFlags: z.array(z.string()).optional(),
   seed: z.number().int().optional(),
+  /**
+   * Only these configurations, by name (held-out ones run too): each gets the inputs the seed
+   * gives it in a run of every configuration (a verdict's reproduction).
+   */
+  config: z.array(z.string()).optional(),
 };
 const checked = {
   /**

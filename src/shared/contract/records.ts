@@ -237,6 +237,8 @@ export const benchRecordSchema = z.object({
   device: deviceSchema,
   /** Null when nothing was timed (no GPU, a run that never finished). */
   ceilings: ceilingsSchema.nullable(),
+  /** The inputs' seed (reproduces them); null in a record made here for a run that never reported. */
+  seed: z.number().int().nullable().default(null),
   configs: z.array(benchConfigSchema),
   /** What a reader must know: launch-bound configurations, derived ones not timed. */
   notes: z.array(z.string()).default([]),

@@ -48,8 +48,29 @@ def task_spec(args: argparse.Namespace) -> Optional[dict[str, Any]]:
 
 
 def task_from(args: argparse.Namespace) -> Task:
-    """A command's task: --task, with the runner's --task-spec when it gave one."""
-    return load_task(args.task, task_spec(args))
+    """A command's task: --task, with the runner's --task-spec when it gave one, restricted to
+    the configurations --config names when it names any."""
+    task = load_task(args.task, task_spec(args))
+    names = getattr(args, "config", None)
+    if names:
+        select_configs(task, names)
+    return task
+
+
+def select_configs(task: Task, names: list[str]) -> None:
+    """Keeps only the named configurations, in the task's order, each keeping the seed slot it
+    has in a run of every configuration (bench seeds a configuration's inputs by its place among
+    the visible ones; verify by its name), so that the same seed gives the same inputs."""
+    known = [c.name for c in task.configs]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise TaskError(
+            f"task {task.name} has no configuration {', '.join(unknown)} (its configurations: {', '.join(known)})"
+        )
+    for slot, config in enumerate(task.visible_configs()):
+        config.seed_slot = slot
+    task.configs = [c for c in task.configs if c.name in names]
+    task.selected = True
 
 
 __all__ = ["Case", "Config", "Task", "TaskError", "load_task", "task_from", "task_spec"]

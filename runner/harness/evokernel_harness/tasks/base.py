@@ -40,6 +40,9 @@ class Config:
     heldout: bool = False
     derived: bool = False
     extra: dict = field(default_factory=dict)
+    # its place among the task's visible configurations when --config chose some (None: its
+    # place in the list run): bench seeds a configuration's inputs by it
+    seed_slot: int | None = None
 
 
 @dataclass
@@ -84,6 +87,8 @@ class Task:
         self.configs: list[Config] = []
         self.notes: list[str] = []
         self.tolerances: dict[str, Tolerance] = dict(DEFAULT_TOLERANCE)
+        # --config named the configurations to run (held-out ones run without --heldout)
+        self.selected = False
 
     # --- to implement -------------------------------------------------------------
     def make_case(self, config: Config, seed: int, device: Device, init: str | None = None) -> Case:
