@@ -25,6 +25,7 @@ export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-$(mktemp -d /tmp/evk-acceptance-cache-
 export PYTHONUNBUFFERED=1
 data=${EVOKERNEL_SHARED_DATA:-$root/.device/data}
 [ -d "$data" ] || data=$root/../shared/data
+export EVOKERNEL_SHARED_DATA=$data # selftest's KernelBench entries read it too
 evk() { node "$cli" "$@"; }
 summary="$out/summary.txt"
 : >"$summary"

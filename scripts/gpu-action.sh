@@ -13,8 +13,11 @@ work=$(mktemp -d)
 mkdir -p "$out" "$work/release" "$work/workspace" "$work/runner-temp" "$work/bin"
 trap 'rm -rf "$work"' EXIT
 
-# The release's tree: the checkout plus the bundle where the tag carries it.
-(cd "$root" && git ls-files -z | xargs -0 tar -cf - 2>/dev/null) | tar -xf - -C "$work/release"
+# The release's tree: the checkout plus the bundle where the tag carries it. Tracked files and
+# new ones git does not ignore: a tree sent to a GPU machine may carry a stale index (the
+# 2026-11-29 acceptance run's release tree lacked a module added since, and the harness failed).
+(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar -cf - 2>/dev/null) |
+  tar -xf - -C "$work/release"
 mkdir -p "$work/release/action/dist"
 cp "$root/dist/evokernel.mjs" "$work/release/action/dist/evokernel.mjs"
 # The job's checkout: the task as a repository's kernels/ folder.
