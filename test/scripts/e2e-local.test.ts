@@ -144,7 +144,8 @@ describe("e2e-local.mjs", () => {
   });
 
   it("exits 1 and names the phase when the app never answers", async () => {
-    // An "app" that says where it listens and answers every request, doing nothing.
+    // An "app" that says where it listens (as the app does, over IPC to its starter) and
+    // answers every request, doing nothing.
     const silent = join(dir, "silent-app.mjs");
     await writeFile(
       silent,
@@ -152,7 +153,7 @@ describe("e2e-local.mjs", () => {
         'import { createServer } from "node:http";',
         "const server = createServer((req, res) => { req.resume(); res.end(); });",
         'server.listen(0, "127.0.0.1", () =>',
-        "  console.log(`Listening on http://127.0.0.1:${server.address().port}`));",
+        '  process.send({ evokernel: "listening", port: server.address().port }));',
         'process.on("SIGTERM", () => process.exit(0));',
       ].join("\n"),
     );
