@@ -2,7 +2,7 @@
 // matched by id, a dead server's request marked crashed and the server restarted, a hung
 // one killed.
 import { fileURLToPath } from "node:url";
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -145,6 +145,7 @@ describe("ForkServer", () => {
   it("holds its sandbox's view while it is up: a folder allowed then throws, once it is closed it does not", async () => {
     vi.stubEnv("EVOKERNEL_SANDBOX", "on");
     const late = await mkdtemp(join(tmpdir(), "evk-late-task-"));
+    await chmod(late, 0o755); // a task folder the sandbox's user can read (mkdtemp makes 0700)
     try {
       server = fakeServer();
       await server.run(ask("ok a"), 1_000);
