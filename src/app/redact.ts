@@ -7,21 +7,9 @@
 // (a PEM private key, GitHub's tokens, which the app mints at run time, Anthropic's keys).
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { isSecretName, MIN_SECRET_LENGTH, REDACTED, SECRET_SHAPES } from "../shared/redact.js";
 
-export const REDACTED = "[redacted]";
-
-/** What a secret's environment name looks like (a value shorter than 8 characters is not one). */
-const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL/i;
-const MIN_SECRET = 8;
-
-/** Secrets by their shape: whatever their value, wherever they came from. */
-const SECRET_SHAPES: readonly RegExp[] = [
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
-  // GitHub's tokens: personal, OAuth, user-to-server, server-to-server (installation), refresh.
-  /\bgh[pousr]_[A-Za-z0-9]{30,}\b/g,
-  /\bgithub_pat_[A-Za-z0-9_]{40,}\b/g,
-  /\bsk-ant-[A-Za-z0-9_-]{20,}/g,
-];
+export { REDACTED };
 
 export interface Redactor {
   /** `text` with every secret replaced by [redacted]. */
@@ -41,7 +29,7 @@ export function secretValues(
 ): string[] {
   const values: string[] = [];
   for (const [name, value] of Object.entries(env))
-    if (value !== undefined && SECRET_NAME.test(name)) values.push(value);
+    if (value !== undefined && isSecretName(name)) values.push(value);
   const keyFiles = [
     ...(env["PRIVATE_KEY_PATH"] ? [env["PRIVATE_KEY_PATH"]] : []),
     ...(cwd === undefined
@@ -61,7 +49,7 @@ export function secretValues(
 export function createRedactor(values: readonly string[]): Redactor {
   const pieces = new Set<string>();
   for (const value of values) {
-    for (const piece of piecesOf(value)) if (piece.length >= MIN_SECRET) pieces.add(piece);
+    for (const piece of piecesOf(value)) if (piece.length >= MIN_SECRET_LENGTH) pieces.add(piece);
   }
   // Longest first: a secret that holds another is replaced whole.
   const ordered = [...pieces].sort((a, b) => b.length - a.length);

@@ -1,17 +1,24 @@
-// Secrets out of text that leaves a process: a harness's output tail, a runner's log, a
-// message the app posts. Two nets: the values of this process's secret-named variables
-// (whatever they look like), and the shapes of well-known credentials (GitHub tokens,
-// Anthropic keys, PEM private keys) wherever they came from.
+// Secrets out of text that leaves a process: a harness's output tail in the runner, and (through
+// src/app/redact.ts, which adds the secrets only the app can list: .env, its key file) what the
+// app posts. Two nets: the values of secret-named variables (whatever they look like), and the
+// shapes of well-known credentials (GitHub tokens, Anthropic keys, PEM private keys) wherever
+// they came from.
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Variable names whose values are secrets. */
 const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE|DATABASE_URL|AUTH/i;
 
-/** Values shorter than this are not redacted by value (they would match ordinary words). */
-const MIN_SECRET_LENGTH = 8;
+/** Whether a variable of this name holds a secret. */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
 
-const SHAPES: readonly RegExp[] = [
+/** Values shorter than this are not redacted by value (they would match ordinary words). */
+export const MIN_SECRET_LENGTH = 8;
+
+/** Secrets by their shape, whatever their value and wherever they came from. */
+export const SECRET_SHAPES: readonly RegExp[] = [
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
   /\bgh[pousr]_[A-Za-z0-9]{20,}\b/g,
   /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
@@ -25,7 +32,7 @@ export const REDACTED = "[redacted]";
 export function secretValues(env: Env = process.env): string[] {
   const values = new Set<string>();
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || !SECRET_NAME.test(name)) continue;
+    if (value === undefined || !isSecretName(name)) continue;
     const trimmed = value.trim();
     if (trimmed.length >= MIN_SECRET_LENGTH) values.add(trimmed);
   }
@@ -36,6 +43,6 @@ export function secretValues(env: Env = process.env): string[] {
 export function redactSecrets(text: string, secrets: readonly string[] = secretValues()): string {
   let out = text;
   for (const secret of secrets) out = out.split(secret).join(REDACTED);
-  for (const shape of SHAPES) out = out.replace(shape, REDACTED);
+  for (const shape of SECRET_SHAPES) out = out.replace(shape, REDACTED);
   return out;
 }
