@@ -38,17 +38,13 @@ class WorkShareTest(unittest.TestCase):
         cand, elements = resnet_block()
         # by time alone (no shapes) it is refused, as on 2026-11-28
         self.assertFalse(own_kernel.judge([("c", cand, REFERENCE)], {OWN})["ok"])
-        v = own_kernel.judge(
-            [("c", cand, REFERENCE)], {OWN}, work={"c": (elements, ACTIVATION)}
-        )
+        v = own_kernel.judge([("c", cand, REFERENCE)], {OWN}, work={"c": (elements, ACTIVATION)})
         self.assertTrue(v["ok"], v["detail"])
         self.assertIn("PyTorch kernels", v["detail"])  # its share is still stated
 
     def test_the_residual_add_left_to_torch_on_the_activations_is_refused(self):
         cand, elements = resnet_block(elements_of_add=ACTIVATION)
-        v = own_kernel.judge(
-            [("c", cand, REFERENCE)], {OWN}, work={"c": (elements, ACTIVATION)}
-        )
+        v = own_kernel.judge([("c", cand, REFERENCE)], {OWN}, work={"c": (elements, ACTIVATION)})
         self.assertFalse(v["ok"])
         self.assertIn("do the reference's work on the activations", v["detail"])
         self.assertIn("CUDAFunctor_add", v["detail"])
@@ -74,9 +70,7 @@ class WorkShareTest(unittest.TestCase):
 
     def test_a_kernel_no_operator_owns_counts_as_work(self):
         cand = {CONV: 100.0, ADD: 40.0, RSQRT: 30.0, OWN: 5.0}
-        v = own_kernel.judge(
-            [("c", cand, REFERENCE)], {OWN}, work={"c": ({RSQRT: 64}, ACTIVATION)}
-        )
+        v = own_kernel.judge([("c", cand, REFERENCE)], {OWN}, work={"c": ({RSQRT: 64}, ACTIVATION)})
         self.assertFalse(v["ok"])  # ADD unmeasured: the rule is not more lenient for it
         self.assertIn("CUDAFunctor_add", v["detail"])
 
