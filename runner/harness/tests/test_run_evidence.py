@@ -458,6 +458,40 @@ class StreamsTest(unittest.TestCase):
     def test_no_markers_no_verdict(self):
         self.assertIsNone(streams.escaped([("k", 7, 0.0, 1.0)]))
 
+    def test_a_head_start_the_call_outlasted_is_asked_again_longer(self):
+        """A host that launched after the head start ran out (descheduled, or waiting on
+        purpose): its side-stream kernel lies inside the window. The check asks again with a
+        head start 8x longer; that trace, covering the launch, shows the kernel escaping."""
+        late = [(SPIN, 7, 0.0, 500.0), ("softmax_kernel(float*)", 21, 900.0, 950.0), (SPIN, 7, 960.0, 961.0)]
+        early = [(SPIN, 7, 0.0, 4000.0), ("softmax_kernel(float*)", 21, 900.0, 950.0), (SPIN, 7, 4001.0, 4002.0)]
+        asked = []
+
+        def trace(fn, cycles):
+            asked.append(cycles)
+            return (late, False) if len(asked) == 1 else (early, True)
+
+        with mock.patch.object(streams, "trace_call", trace):
+            result, uncovered = streams._trace_until_covered(lambda: None, 1000)
+        self.assertEqual(asked, [1000, 8000])
+        self.assertEqual(uncovered, 0.0)
+        self.assertEqual(len(result["escaped"]), 1)
+
+    def test_a_call_no_head_start_covers_is_said_so(self):
+        """A call that waits for the device returns after every head start: the last trace
+        stands (its work inside the window) and the length of that head start is reported."""
+        inside = [(SPIN, 7, 0.0, 32000.0), ("own(float*)", 7, 32001.0, 32100.0), (SPIN, 7, 32101.0, 32102.0)]
+        asked = []
+
+        def trace(fn, cycles):
+            asked.append(cycles)
+            return inside, False
+
+        with mock.patch.object(streams, "trace_call", trace):
+            result, uncovered = streams._trace_until_covered(lambda: None, 1000)
+        self.assertEqual(asked, [1000, 8000, 64000])
+        self.assertEqual(result["escaped"], [])
+        self.assertAlmostEqual(uncovered, 32.0)
+
 
 REPO = os.path.normpath(os.path.join(HARNESS, "..", ".."))
 SHARED = os.environ.get("EVOKERNEL_SHARED_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
