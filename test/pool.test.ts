@@ -27,6 +27,27 @@ function countingBuild(delayMs = 20) {
 }
 
 describe("build pool", () => {
+  it("hands a Python candidate's task to its build, and builds it once per task", async () => {
+    const tasks: (string | undefined)[] = [];
+    const build: BuildFn = async (_candidate, _defines, _flags, task) => {
+      tasks.push(task === undefined ? undefined : typeof task === "string" ? task : task.path);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // in flight while the others ask
+      return buildRecord();
+    };
+    const pool = createBuildPool({ build, concurrency: 4 });
+    const py = await source("lazy.py", "class ModelNew: ...  # load_inline in __init__");
+    const cu = await source("plain.cu", "kernel P");
+    await Promise.all([
+      pool.build(py, {}, [], "problems/1_A.py"),
+      pool.build(py, {}, [], "problems/1_A.py"),
+      pool.build(py, {}, [], "problems/2_B.py"),
+    ]);
+    expect(tasks.sort()).toEqual(["problems/1_A.py", "problems/2_B.py"]);
+    tasks.length = 0;
+    await Promise.all([pool.build(cu, {}, [], "problems/1_A.py"), pool.build(cu)]);
+    expect(tasks).toHaveLength(1); // a .cu build is the same whatever task it is for
+  });
+
   it("builds the same source under other nvcc flags separately", async () => {
     const { state, build } = countingBuild();
     const pool = createBuildPool({ build, concurrency: 4 });

@@ -177,7 +177,7 @@ async function evaluateOne(context: Context, candidate: string): Promise<Candida
   if (options.staticOnly) return finish(NOT_VERIFIED, afterStatic, none);
 
   const built = await runStep(context, "build", candidate, () =>
-    context.pool.build(candidate, options.defines, options.flags),
+    context.pool.build(candidate, options.defines, options.flags, task),
   );
   const afterBuild = { ...afterStatic, build: built.record };
   const compiled = { ...none, compile: built.record.seconds };

@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--arch")
     sp.add_argument("--timeout", type=int, help="seconds (default: 120 for evk, 900 for torch extensions)")
+    sp.add_argument(
+        "--task",
+        help="the task it is built for: a KernelBench ModelNew that builds its extension when constructed is "
+        "constructed here, off the GPU lock",
+    )
+    task_spec(sp)
     sp = common(sub.add_parser("inspect", help="load and validate a task"))
     sp.add_argument("--task", required=True)
     task_spec(sp)

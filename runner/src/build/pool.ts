@@ -8,19 +8,30 @@
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { extname, resolve } from "node:path";
-import { build as harnessBuild, type Defines } from "../harness/client.js";
+import { build as harnessBuild, taskPath, type Defines, type TaskRef } from "../harness/client.js";
 import type { BuildRecord } from "#shared/contract/records.js";
 import { createLimit } from "../util/limit.js";
 import { readBytes } from "../workspace/files.js";
 
+/**
+ * task: the task the candidate is built for, where the caller knows it: a Python candidate
+ * whose ModelNew builds its extension when constructed is constructed in the build, off the
+ * GPU lock (the harness's `build --task`).
+ */
 export type BuildFn = (
   candidate: string,
   defines: Defines,
   flags: readonly string[],
+  task?: TaskRef,
 ) => Promise<BuildRecord>;
 
 export type BuildPool = {
-  build(candidate: string, defines?: Defines, flags?: readonly string[]): Promise<BuildRecord>;
+  build(
+    candidate: string,
+    defines?: Defines,
+    flags?: readonly string[],
+    task?: TaskRef,
+  ): Promise<BuildRecord>;
 };
 
 export type BuildPoolOptions = {
@@ -32,18 +43,26 @@ export type BuildPoolOptions = {
 export function createBuildPool(options: BuildPoolOptions = {}): BuildPool {
   const limit = createLimit(options.concurrency ?? availableParallelism());
   const run =
-    options.build ?? ((candidate, defines, flags) => harnessBuild(candidate, { defines, flags }));
+    options.build ??
+    ((candidate, defines, flags, task) =>
+      harnessBuild(candidate, { defines, flags, ...(task === undefined ? {} : { task }) }));
   const inFlight = new Map<string, Promise<BuildRecord>>();
 
   async function build(
     candidate: string,
     defines: Defines = {},
     flags: readonly string[] = [],
+    task?: TaskRef,
   ): Promise<BuildRecord> {
-    const key = await buildKey(candidate, defines, flags);
+    // a Python candidate built for a task is constructed with that task's init inputs: the
+    // task is part of what makes two of its builds the same
+    const forTask = task !== undefined && extname(candidate) === ".py" ? `\0${taskPath(task)}` : "";
+    const key = (await buildKey(candidate, defines, flags)) + forTask;
     const running = inFlight.get(key);
     if (running !== undefined) return running;
-    const started = limit(() => run(candidate, defines, flags)).finally(() => inFlight.delete(key));
+    const started = limit(() => run(candidate, defines, flags, task)).finally(() =>
+      inFlight.delete(key),
+    );
     inFlight.set(key, started);
     return started;
   }

@@ -198,7 +198,7 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
       const [built, baseline] = await Promise.all([
         file === null || candidate === null
           ? null
-          : pool.build(file, candidate.defines, candidate.flags),
+          : pool.build(file, candidate.defines, candidate.flags, options.task),
         pool.build(options.baseline),
       ]);
       if (built !== null && !built.ok) {

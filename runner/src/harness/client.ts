@@ -2,7 +2,7 @@
 // typed request (src/shared/contract/harness-request.ts) and returning the parsed record.
 // Candidate-facing calls (static, build, verify, bench) turn every failure into a failed
 // record; task and machine calls (inspect, device, ceilings) throw HarnessError.
-import { join, resolve } from "node:path";
+import { extname, join, resolve } from "node:path";
 import type { z } from "zod";
 import { HarnessError } from "../errors.js";
 import { cacheDir } from "../paths.js";
@@ -230,7 +230,13 @@ export type Defines = Readonly<Record<string, string | number>>;
 
 export async function build(
   candidate: string,
-  options: CallOptions & { cache?: string; defines?: Defines; flags?: readonly string[] } = {},
+  options: CallOptions & {
+    cache?: string;
+    defines?: Defines;
+    flags?: readonly string[];
+    /** The task it is built for: a Python candidate that builds when constructed builds here. */
+    task?: TaskRef;
+  } = {},
 ): Promise<BuildRecord> {
   const defines = Object.entries(options.defines ?? {}).map(([name, value]) => `${name}=${value}`);
   const request: OneRecord = {
@@ -241,6 +247,7 @@ export async function build(
     ...(options.flags === undefined || options.flags.length === 0
       ? {}
       : { nvccFlags: [...options.flags] }),
+    ...(options.task !== undefined && extname(candidate) === ".py" ? taskFields(options.task) : {}),
   };
   const called = await call(request, buildRecordSchema, "build", options, 900_000);
   return "record" in called ? called.record : failedBuild(called.failure);

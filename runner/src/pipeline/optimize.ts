@@ -126,7 +126,13 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
   // The kernel to beat is built while the harness starts: its first step after the static
   // check, and the pool shares the build (or the harness's cache has it) when it gets there.
   const pool = createBuildPool({
-    build: (candidate, defines, flags) => build(candidate, { defines, flags, runner: checks.run }),
+    build: (candidate, defines, flags, task) =>
+      build(candidate, {
+        defines,
+        flags,
+        runner: checks.run,
+        ...(task === undefined ? {} : { task }),
+      }),
   });
   // So is the reference's own timing (its torch.compile compiles for 10-30 s): the final
   // timings wait for it, and on the H100 it outlasted a tuner's whole search (2026-11-26)

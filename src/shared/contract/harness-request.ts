@@ -103,6 +103,12 @@ export const harnessCommandSchema = z.discriminatedUnion("command", [
     arch: z.string().optional(),
     /** Seconds (the harness's default: 120 for evk, 900 for torch extensions). */
     timeout: z.number().int().optional(),
+    /**
+     * The task it is built for: a KernelBench ModelNew that builds its extension when
+     * constructed is constructed in the build, off the GPU lock (issue 33.7).
+     */
+    task: path.optional(),
+    ...taskSpec,
   }),
   z.strictObject({
     command: z.literal("inspect"),

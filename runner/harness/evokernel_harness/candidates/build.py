@@ -1,5 +1,6 @@
 """Compile a candidate into a cached artifact. Imports torch only for formats that need it."""
 
+import contextlib
 import hashlib
 import os
 import re
@@ -8,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from .. import VERSION
 from ..record import Record
@@ -78,7 +79,11 @@ def build(
     arch: str = "sm_90",
     timeout: float | None = None,
     flags: Iterable[str] = (),
+    task: Any = None,
 ) -> Record:
+    """task (a loaded Task, or None): a Python candidate that builds an extension when its
+    ModelNew is constructed is constructed here too (prepare_py), so that verification, under
+    the GPU lock, finds the build done."""
     source = read_source(path)
     fmt = detect_format(path, source)
     defines = sorted(defines)
@@ -89,7 +94,7 @@ def build(
     out_dir = os.path.join(os.path.abspath(cache), digest[:24])
     done = os.path.join(out_dir, "artifact")
     record = {"schema": 1, "kind": "build", "format": fmt, "hash": digest, "cached": False, "log": ""}
-    if os.path.exists(done):
+    if os.path.exists(done) and not _needs_prepare(fmt, source, out_dir, task):
         with open(done) as f:
             artifact = f.read().strip()
         if os.path.exists(artifact):
@@ -102,12 +107,25 @@ def build(
             with open(done) as f:
                 artifact = f.read().strip()
             if os.path.exists(artifact):
-                return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+                if not _needs_prepare(fmt, source, out_dir, task):
+                    return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+                start = time.perf_counter()
+                log = prepare_py(artifact, out_dir, task)
+                return {
+                    **record,
+                    "ok": True,
+                    "artifact": artifact,
+                    "cached": True,
+                    "seconds": round(time.perf_counter() - start, 3),
+                    "log": log[-20000:],
+                }
         start = time.perf_counter()
         if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
             timeout = 120 if fmt == "evk" else 900
         builder = {"evk": _build_evk, "torch-ext": _build_torch_ext, "py": _build_py}[fmt]
         ok, artifact, log = builder(path, source, out_dir, defines, arch, timeout, flags)
+        if ok and artifact is not None and _needs_prepare(fmt, source, out_dir, task):
+            log += prepare_py(artifact, out_dir, task)
         seconds = time.perf_counter() - start
         if ok and artifact is not None:  # ok: there is an artifact
             with open(done, "w") as f:
@@ -341,6 +359,60 @@ def _build_torch_ext(path, source, out_dir, defines, arch, timeout, flags):
 
     lib, log = _capture_fds(compile_it)
     return lib is not None and os.path.exists(lib), lib, setup_log + log + _fastpath_log(out_dir)
+
+
+# What in a Python candidate's source builds an extension when it runs (at import, at
+# construction or at its first call)
+BUILDS_AT_RUN_TIME = ("load_inline", "cpp_extension")
+PREPARED = "prepared"  # beside the artifact: its ModelNew was constructed here once
+
+
+def _needs_prepare(fmt: str, source: str, out_dir: str, task: Any) -> bool:
+    return (
+        fmt == "py"
+        and task is not None
+        and getattr(task, "format", None) == "kernelbench"
+        and any(word in source for word in BUILDS_AT_RUN_TIME)
+        and not os.path.exists(os.path.join(out_dir, PREPARED))
+    )
+
+
+def prepare_py(artifact: str, out_dir: str, task: Any) -> str:
+    """Issue 33.7: a KernelBench ModelNew that builds its extension in __init__ builds it here,
+    in the parallel build stage, not in verification under the GPU lock. The module is imported
+    and ModelNew constructed with the problem's init inputs, its parameters on the meta device
+    (no memory, no GPU), in the environment verification loads it with (extension_env's
+    folder): verification's load_inline then finds its build up to date. Best effort: whatever
+    the construction raises is said in the log, and verification does it again and judges it.
+    A build at the first call (it needs the GPU and the inputs) stays in verification."""
+    import torch
+
+    from ..pyload import load_module
+
+    start = time.perf_counter()
+    apply_extension_env(artifact)
+
+    def construct():
+        module = load_module(artifact, "evk_prepare_" + os.path.basename(out_dir))
+        cls = getattr(module, "ModelNew", None)
+        if cls is None:
+            return "no ModelNew"
+        init_inputs = list(task.module.get_init_inputs())
+        # torch 2's device context; torch 1 (the CPU tests' Debian torch) builds on the CPU
+        meta = torch.device("meta") if hasattr(torch.device, "__enter__") else contextlib.nullcontext()
+        with meta:
+            cls(*init_inputs)
+        return "ModelNew constructed"
+
+    what, log = _capture_fds(construct)  # the candidate's own errors end its log
+    if what is None:
+        last = log.strip().splitlines()[-1] if log.strip() else "an error"
+        said = f"constructing ModelNew failed ({last[:300]}); verification constructs it again and judges it"
+    else:
+        said = f"{what} in {time.perf_counter() - start:.1f} s"
+    with open(os.path.join(out_dir, PREPARED), "w") as f:
+        f.write(said)
+    return f"\nevk-prepare: {said}\n{log}"
 
 
 def _build_py(path, source, out_dir, defines, arch, timeout, flags):

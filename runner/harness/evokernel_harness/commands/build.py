@@ -12,6 +12,20 @@ def cmd_build(args: argparse.Namespace) -> Record:
     from ..candidates.build import build
 
     arch = args.arch or "sm_90"
+    task = None
+    if getattr(args, "task", None) and args.candidate.endswith(".py"):
+        from ..candidates import read_source
+        from ..candidates.build import BUILDS_AT_RUN_TIME
+
+        if any(word in read_source(args.candidate) for word in BUILDS_AT_RUN_TIME):
+            # only then: a KernelBench problem imports torch; verification reports a task that
+            # does not load, with its own words
+            from ..tasks import TaskError, task_from
+
+            try:
+                task = task_from(args)
+            except TaskError:
+                task = None
     return build(
         args.candidate,
         args.cache or default_cache(),
@@ -19,4 +33,5 @@ def cmd_build(args: argparse.Namespace) -> Record:
         arch,
         args.timeout,
         parse_flags(args.nvcc_flags),
+        task,
     )
