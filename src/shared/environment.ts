@@ -26,6 +26,7 @@ export const MACHINE_ENV = [
 /** The harness's own settings (a prefix would let EVOKERNEL_PRIVATE_KEY and the like by). */
 export const HARNESS_SETTINGS = [
   "EVOKERNEL_BUILD_JOBS",
+  "EVOKERNEL_BUILD_PREPARE",
   "EVOKERNEL_BUILD_SLOTS",
   "EVOKERNEL_CCWRAP_CACHE",
   "EVOKERNEL_CCWRAP_LOG",
