@@ -8,6 +8,7 @@
 # nvidia-smi's samples (every 0.5 s) with the GPU idle.
 #
 #   bash scripts/gpu-prep.sh; then there: OUT=DIR bash scripts/gpu-lazy-builds.sh [VARIANTS]
+#   MODES="on" (default "off on"), PROBLEMS=1 (the first N of the three)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/evk-lazy}/lazy-builds
@@ -21,6 +22,7 @@ problems=(
   "kernelbench/KernelBench/level1/19_ReLU.py=runner/corpus/correct/kb1_19_relu/09_py_inline_grid_stride_any_size.py"
   "kernelbench/KernelBench/level1/40_LayerNorm.py=runner/corpus/correct/kb1_40_layernorm/14_py_inline_multiblock_two_pass.py"
 )
+problems=("${problems[@]:0:${PROBLEMS:-3}}")
 "$py" - "$out/cands" "$variants" "$root" "${problems[@]}" <<'PY'
 import os, re, sys
 out, n, root, pairs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
@@ -43,7 +45,7 @@ for pair in pairs:
         open(os.path.join(folder, f"lazy{i}.py"), "w").write(v)
 PY
 [ $? -eq 0 ] || { echo "gpu-lazy-builds: could not make the variants" >&2; exit 2; }
-for mode in off on; do
+for mode in ${MODES:-off on}; do
   export EVOKERNEL_BUILD_PREPARE=$mode
   export EVOKERNEL_CACHE=$(mktemp -d /tmp/evk-lazy-cache-XXXX)
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 500 >"$out/util-$mode.txt" 2>/dev/null &
