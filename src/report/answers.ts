@@ -62,7 +62,7 @@ export function verdictDataOf(
                   ? null
                   : cut(task.verification.reason ?? task.verification.status, 100),
               verifySeed: task.verification?.seed ?? null,
-              benchSeed: task.benchSeed,
+              benchSeed: task.benchSeed ?? null,
               speedup: task.speedup?.median ?? null,
             },
           ],
