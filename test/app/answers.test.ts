@@ -72,6 +72,7 @@ function slowerReview(options: { wrong?: boolean } = {}): ReviewResult {
     ...config,
     base: config.head,
     head: config.base,
+    percentOfFloor: { base: config.percentOfFloor.head, head: config.percentOfFloor.base },
     speedup: 0.8,
     change: "slower" as const,
   }));
