@@ -173,7 +173,7 @@ function answerActions(verdicts: VerdictData, conclusion: string): CheckAction[]
 
 /**
  * The stored answers and the judged kernels a maintainer marked wrong before (found by the
- * kernel file's git blob at the job's commit). A state branch that cannot be read leaves
+ * kernel file's git blob at the job's commit), for a pull request's job. A state branch that cannot be read leaves
  * both out, said in the log: a note and an old accept never hold a verdict back.
  */
 async function answersOf(
@@ -182,6 +182,8 @@ async function answersOf(
   job: ActiveJob,
   verdicts: VerdictData,
 ): Promise<{ answers: Answers; marked: { name: string; mark: WrongMark }[] }> {
+  // Answers are given on a pull request's verdicts; a night's job has none to read.
+  if (job.spec.pr === undefined) return { answers: EMPTY_ANSWERS, marked: [] };
   try {
     const answers = await loadAnswers(github);
     const marked: { name: string; mark: WrongMark }[] = [];
