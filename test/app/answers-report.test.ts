@@ -38,7 +38,9 @@ function fakeGitHub(kernels: Record<string, string>) {
   // The head's tree: kernels/<name>/kernel.cu
   const folders = new Map<string, TreeEntry[]>();
   for (const [name, text] of Object.entries(kernels))
-    folders.set(`tree-${name}`, [{ name: "kernel.cu", mode: "100644", type: "blob", sha: store(text) }]);
+    folders.set(`tree-${name}`, [
+      { name: "kernel.cu", mode: "100644", type: "blob", sha: store(text) },
+    ]);
   const trees: Record<string, TreeEntry[]> = {
     [HEAD]: [{ name: "kernels", mode: "040000", type: "tree", sha: "tree-kernels" }],
     "tree-kernels": Object.keys(kernels).map((name) => ({
@@ -73,10 +75,14 @@ function fakeGitHub(kernels: Record<string, string>) {
     readTree: (sha: string) => Promise.resolve(trees[sha] ?? []),
     readBlob: (sha: string) => {
       const text = blobs.get(sha);
-      return text === undefined ? Promise.reject(new Error(`no blob ${sha}`)) : Promise.resolve(text);
+      return text === undefined
+        ? Promise.reject(new Error(`no blob ${sha}`))
+        : Promise.resolve(text);
     },
     readBranchFile: (_: string, path: string) =>
-      Promise.resolve(branch === undefined ? undefined : { commit: branch.commit, text: branch.files.get(path) }),
+      Promise.resolve(
+        branch === undefined ? undefined : { commit: branch.commit, text: branch.files.get(path) },
+      ),
     writeBranchFiles: (
       _: string,
       parent: string | undefined,
@@ -226,14 +232,19 @@ describe("answers the next time a kernel is judged, after a restart", () => {
     const update = fake.checkRuns[0];
     // layernorm is still wrong: the accept of softmax cannot make the check pass.
     expect(update?.conclusion).toBe("failure");
-    expect(update?.output?.summary).toContain("regression accepted by @\u200Dlead: trades speed for memory");
+    expect(update?.output?.summary).toContain(
+      "regression accepted by @\u200Dlead: trades speed for memory",
+    );
     expect(update?.output?.summary).toContain("Still failing: `layernorm`");
     expect(update?.output?.summary).toContain("**Marked wrong before**");
     expect(fake.comments[0]).toContain(
       "`layernorm`: @\u200Dmaintainer marked evokernel's verdict on this same kernel wrong on 2026-11-28",
     );
     // The buttons: a regression is still failing the check, and so is a verdict.
-    expect(update?.actions?.map((action) => action.identifier)).toEqual(["evk-accept", "evk-wrong"]);
+    expect(update?.actions?.map((action) => action.identifier)).toEqual([
+      "evk-accept",
+      "evk-wrong",
+    ]);
 
     // Without layernorm, the accepted regression is all that failed: success, no Accept button.
     await reportResult(freshState(github), github, job(github), review({ layernorm: false }));

@@ -151,15 +151,18 @@ class StateBranch {
     const created = this.commit === undefined;
     const next = `state${this.writes + 1}`;
     scope
-      .post(`${R}/git/trees`, (body: { tree: { path: string; content?: string; sha?: string }[] }) => {
-        const files = new Map<string, string>();
-        for (const entry of body.tree) {
-          const known = [...this.files.values()].find((text) => gitBlobSha(text) === entry.sha);
-          files.set(entry.path, entry.content ?? known ?? "");
-        }
-        this.files = files;
-        return true;
-      })
+      .post(
+        `${R}/git/trees`,
+        (body: { tree: { path: string; content?: string; sha?: string }[] }) => {
+          const files = new Map<string, string>();
+          for (const entry of body.tree) {
+            const known = [...this.files.values()].find((text) => gitBlobSha(text) === entry.sha);
+            files.set(entry.path, entry.content ?? known ?? "");
+          }
+          this.files = files;
+          return true;
+        },
+      )
       .reply(201, { sha: `tree-${next}` })
       .post(`${R}/git/commits`, (body: { parents: string[] }) => {
         expect(body.parents).toEqual(created ? [] : [this.commit]);
@@ -171,8 +174,12 @@ class StateBranch {
       this.writes++;
       return [created ? 201 : 200, {}] as [number, nock.Body];
     };
-    if (created) scope.post(`${R}/git/refs`, { ref: "refs/heads/evokernel-state", sha: next }).reply(moved);
-    else scope.patch(`${R}/git/refs/heads%2Fevokernel-state`, { sha: next, force: false }).reply(moved);
+    if (created)
+      scope.post(`${R}/git/refs`, { ref: "refs/heads/evokernel-state", sha: next }).reply(moved);
+    else
+      scope
+        .patch(`${R}/git/refs/heads%2Fevokernel-state`, { sha: next, force: false })
+        .reply(moved);
   }
 }
 
@@ -201,7 +208,9 @@ function mockUpdate(scope: nock.Scope, run: Run, updates: Record<string, unknown
 }
 
 function mockReaction(scope: nock.Scope, commentId: number): nock.Scope {
-  return scope.post(`${R}/issues/comments/${commentId}/reactions`, { content: "+1" }).reply(201, {});
+  return scope
+    .post(`${R}/issues/comments/${commentId}/reactions`, { content: "+1" })
+    .reply(201, {});
 }
 
 function replies(scope: nock.Scope, into: string[]): nock.Scope {
@@ -231,16 +240,26 @@ describe("/evokernel accept", () => {
     );
     expect(state.writes).toBe(1);
     expect(state.answers().accepts).toMatchObject([
-      { pr: 7, sha: HEAD, task: "kernels/softmax", login: "maintainer", reason: "uses half the memory, see the design doc" },
+      {
+        pr: 7,
+        sha: HEAD,
+        task: "kernels/softmax",
+        login: "maintainer",
+        reason: "uses half the memory, see the design doc",
+      },
     ]);
     expect(updates).toHaveLength(1);
     expect(updates[0]).toMatchObject({
       status: "completed",
       conclusion: "success",
-      output: { title: "Regression accepted by @maintainer: uses half the memory, see the design doc" },
+      output: {
+        title: "Regression accepted by @maintainer: uses half the memory, see the design doc",
+      },
     });
     const summary = (updates[0]?.output as { summary: string }).summary;
-    expect(summary).toContain("regression accepted by @\u200Dmaintainer: uses half the memory, see the design doc");
+    expect(summary).toContain(
+      "regression accepted by @\u200Dmaintainer: uses half the memory, see the design doc",
+    );
     // What was judged stays below the answers.
     expect(summary).toContain("Slower means the PR's p20 is over base's p80");
   });
@@ -256,9 +275,14 @@ describe("/evokernel accept", () => {
 
   it("on a fork's PR answers only the commit it names, while that is the head", async () => {
     const said: string[] = [];
-    const scope = mockWriter(github()).get(`${R}/pulls/7`).reply(200, pull({ fork: true }));
+    const scope = mockWriter(github())
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }));
     replies(scope, said);
-    await harness.receive("issue_comment", commentPayload("/evokernel accept softmax fine", { id: 601 }));
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/evokernel accept softmax fine", { id: 601 }),
+    );
     expect(said[0]).toContain("this pull request comes from a fork, so an answer names the commit");
     expect(said[0]).toContain(`/evokernel accept softmax @${HEAD} <reason>`);
 
@@ -277,7 +301,9 @@ describe("/evokernel accept", () => {
     const state = new StateBranch();
     const run = reportedCheckRun(slowerReview());
     const updates: Record<string, unknown>[] = [];
-    const named = mockWriter(github()).get(`${R}/pulls/7`).reply(200, pull({ fork: true }));
+    const named = mockWriter(github())
+      .get(`${R}/pulls/7`)
+      .reply(200, pull({ fork: true }));
     mockRuns(named, [run]);
     state.mockRead(named);
     state.mockWrite(named);
@@ -300,7 +326,10 @@ describe("/evokernel accept", () => {
     state.mockWrite(first);
     mockUpdate(first, run, updates);
     mockReaction(first, 701);
-    await harness.receive("issue_comment", commentPayload("/evokernel accept softmax ok", { id: 701 }));
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/evokernel accept softmax ok", { id: 701 }),
+    );
 
     // A new instance (a restart: nothing in memory) hears the same answer from another comment.
     harness = await startHarness();
@@ -308,7 +337,10 @@ describe("/evokernel accept", () => {
     mockRuns(again, [run]);
     state.mockRead(again);
     mockReaction(again, 702);
-    await harness.receive("issue_comment", commentPayload("/evokernel accept softmax ok", { id: 702 }));
+    await harness.receive(
+      "issue_comment",
+      commentPayload("/evokernel accept softmax ok", { id: 702 }),
+    );
     expect(state.writes).toBe(1);
     expect(state.answers().accepts).toHaveLength(1);
     expect(updates).toHaveLength(1);
@@ -386,7 +418,11 @@ describe("/evokernel wrong", () => {
           checkUrl: "https://github.com/octo/kernels/runs/900",
           runUrl: "https://github.com/octo/kernels/actions/runs/4242",
           gpu: "NVIDIA H100 80GB HBM3",
-          verdict: { task: "kernels/layernorm", outcome: "wrong", kernel: "kernels/layernorm/kernel.cu" },
+          verdict: {
+            task: "kernels/layernorm",
+            outcome: "wrong",
+            kernel: "kernels/layernorm/kernel.cu",
+          },
         },
       },
     ]);

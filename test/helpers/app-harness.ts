@@ -249,7 +249,9 @@ export function stable(value: unknown): unknown {
  * is no `evokernel-state` branch yet, so there are none.
  */
 export function mockNoAnswers(scope: nock.Scope, repoPath = `/repos/${OWNER}/${REPO}`): nock.Scope {
-  return scope.get(`${repoPath}/git/ref/heads%2Fevokernel-state`).reply(404, { message: "Not Found" });
+  return scope
+    .get(`${repoPath}/git/ref/heads%2Fevokernel-state`)
+    .reply(404, { message: "Not Found" });
 }
 
 export interface JobStartMock {
