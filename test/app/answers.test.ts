@@ -100,7 +100,7 @@ function reportedCheckRun(review: ReviewResult, id = 900) {
     name: "evokernel",
     head_sha: HEAD,
     status: "completed",
-    conclusion: answered.conclusion,
+    conclusion: answered.conclusion as string,
     external_id: "review-7-aaaaaaa-123456@4242",
     details_url: "https://github.com/octo/kernels/actions/runs/4242",
     html_url: `https://github.com/octo/kernels/runs/${id}`,
