@@ -12,10 +12,12 @@ import {
   type VerdictData,
 } from "../../src/shared/answers.js";
 import {
+  ACCEPT_ACTION,
   answerCheckRun,
   judgedSummary,
   readVerdictBlock,
   verdictBlock,
+  WRONG_ACTION,
 } from "../../src/report/answers.js";
 
 const SHA = "a".repeat(40);
@@ -171,5 +173,15 @@ describe("a check run answered", () => {
     });
     expect(again).toEqual(once);
     expect(judgedSummary(once.summary)).toBe("judged text");
+  });
+});
+
+describe("the buttons", () => {
+  it("fit GitHub's limits: label 20, description 40, identifier 20 characters", () => {
+    for (const action of [ACCEPT_ACTION, WRONG_ACTION]) {
+      expect(action.label.length).toBeLessThanOrEqual(20);
+      expect(action.description.length).toBeLessThanOrEqual(40);
+      expect(action.identifier.length).toBeLessThanOrEqual(20);
+    }
   });
 });
