@@ -1,6 +1,9 @@
-// PR comment commands: the pure parser of `/optimize`, `/verify`, `/bench`, `/cancel` and
-// `/help`, and the help text. Who may run them and what they start lives in the handler.
+// PR comment commands: the pure parser of `/optimize`, `/verify`, `/bench`, `/cancel`,
+// `/help` and the answers to a verdict (`/evokernel accept|wrong <task> <reason>`; any
+// command may be written after `/evokernel`), and the help text. Who may run them and what
+// they start lives in the handlers.
 
+import { cleanReason } from "../shared/answers.js";
 import { codeSpan } from "../report/escape.js";
 
 export type Proposer = "llm" | "tuner";
@@ -22,7 +25,19 @@ export type Command =
   | { readonly name: "verify"; readonly tasks: readonly string[]; readonly sha?: string }
   | { readonly name: "bench"; readonly tasks: readonly string[]; readonly sha?: string }
   | { readonly name: "cancel" }
-  | { readonly name: "help" };
+  | { readonly name: "help" }
+  | AnswerCommand;
+
+/**
+ * A maintainer's answer to a verdict on the PR's head: accept a regression, or mark the
+ * verdict wrong. `reason` is one line, cleaned (src/shared/answers.ts), escaped where shown.
+ */
+export type AnswerCommand = {
+  readonly name: "accept" | "wrong";
+  readonly task: string;
+  readonly reason: string;
+  readonly sha?: string;
+};
 
 /** What a comment asked for: nothing (not a command), a command, or a command we cannot read. */
 export type ParsedComment =
@@ -46,13 +61,16 @@ export const HELP_TEXT = [
   "| `/verify [task …]` | verify only, held-out shapes included |",
   "| `/optimize [task …] [--budget N] [--proposer llm\\|tuner]` | search for a faster kernel that still verifies and suggest it |",
   "| `/cancel` | stop this PR's running jobs |",
+  '| `/evokernel accept <task> [@SHA] <reason>` | let the task\'s regression on the head commit pass: the check run concludes success with "accepted by @you: reason" (a new push is judged afresh) |',
+  "| `/evokernel wrong <task> [@SHA] <reason>` | record that evokernel's verdict on the task's kernel is wrong, with the run's evidence: the night lists it, and the next verdict on the same kernel says so |",
   "| `/help` | this list |",
   "",
   "Without task names a command covers the tasks whose files this PR changes. A job runs on the",
   "PR's head commit at the time of the command; after a new push, comment again. `@SHA` after a",
   "command runs it only if that commit is exactly the head (a short SHA is resolved by GitHub and",
   "must give the head's full SHA); a pull request from a fork needs it: name the commit you",
-  "reviewed, best in full (`/bench @<40 hex digits>`).",
+  "reviewed, best in full (`/bench @<40 hex digits>`). Every command may also be written after",
+  "`/evokernel` (`/evokernel bench`).",
 ].join("\n");
 
 /** Reads the first command line of a comment (lines in quotes and code blocks are skipped). */
@@ -109,6 +127,13 @@ function parseCommand(name: string, args: readonly string[]): Command | string {
   switch (name) {
     case "help":
       return { name: "help" };
+    case "evokernel": {
+      const sub = (args[0] ?? "help").toLowerCase();
+      if (sub === "accept" || sub === "wrong") return parseAnswer(sub, args.slice(1));
+      if (sub === "evokernel")
+        return "`/evokernel` takes a command, e.g. `/evokernel accept softmax <reason>`.";
+      return parseCommand(sub, args.slice(1));
+    }
     case "cancel":
       return args.length === 0 ? { name: "cancel" } : "`/cancel` takes no arguments.";
     case "verify":
@@ -129,6 +154,26 @@ function parseCommand(name: string, args: readonly string[]): Command | string {
     default:
       return `\`/${name}\` is not a command I know.`;
   }
+}
+
+/** `accept|wrong <task> [@SHA] <reason…>`: the reason is the rest of the line. */
+function parseAnswer(name: "accept" | "wrong", args: readonly string[]): Command | string {
+  const usage = `\`/evokernel ${name} <task> <reason>\`, e.g. \`/evokernel ${name} softmax ${name === "accept" ? "trades speed for memory, see #12" : "the shapes it failed on are outside the contract"}\``;
+  const task = args[0];
+  if (task === undefined) return `name the task and give a reason: ${usage}.`;
+  if (task.startsWith("@") || task.startsWith("--") || !TASK_NAME.test(task))
+    return `${codeSpan(task)} is not a task name: ${usage}.`;
+  let rest = args.slice(1);
+  let sha: string | undefined;
+  if (rest[0]?.startsWith("@") === true && SHA_ARG.test(rest[0])) {
+    const named = takeSha([rest[0]]);
+    if (typeof named === "string") return named;
+    sha = named.sha;
+    rest = rest.slice(1);
+  }
+  const reason = cleanReason(rest.join(" "));
+  if (reason === "") return `give a reason after the task: ${usage}.`;
+  return { name, task, reason, ...(sha === undefined ? {} : { sha }) };
 }
 
 /** The `@SHA` argument, if any, and the other arguments. */

@@ -81,6 +81,11 @@ export interface CheckRun {
   readonly externalId: string | null;
   readonly detailsUrl: string | null;
   readonly appId: number | null;
+  /** Where GitHub shows it (absent where the answer did not say). */
+  readonly htmlUrl?: string | null;
+  readonly conclusion?: string | null;
+  /** Its output's title and summary as last written (an answer rewrites them). */
+  readonly output?: { readonly title: string | null; readonly summary: string | null };
 }
 
 export interface CheckRunFilter {
@@ -261,6 +266,12 @@ const checkRunSchema = z.object({
   status: z.string(),
   external_id: z.string().nullable().optional(),
   details_url: z.string().nullable().optional(),
+  html_url: z.string().nullable().optional(),
+  conclusion: z.string().nullable().optional(),
+  output: z
+    .object({ title: z.string().nullable().optional(), summary: z.string().nullable().optional() })
+    .nullable()
+    .optional(),
   app: z.object({ id: z.number().int() }).nullable().optional(),
 });
 
@@ -1024,6 +1035,11 @@ function toCheckRun(run: z.infer<typeof checkRunSchema>): CheckRun {
     externalId: run.external_id ?? null,
     detailsUrl: run.details_url ?? null,
     appId: run.app?.id ?? null,
+    ...(run.html_url === undefined ? {} : { htmlUrl: run.html_url }),
+    ...(run.conclusion === undefined ? {} : { conclusion: run.conclusion }),
+    ...(run.output == null
+      ? {}
+      : { output: { title: run.output.title ?? null, summary: run.output.summary ?? null } }),
   };
 }
 

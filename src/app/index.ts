@@ -10,6 +10,7 @@ import { createActionsDispatcher } from "./dispatch/actions.js";
 import { createLocalDispatcher } from "./dispatch/local.js";
 import type { Dispatcher, JobOutcome, LostJob } from "./dispatch/types.js";
 import { type AppIdentity, createGitHub, listInstalledRepos } from "./github.js";
+import { handleAnswerButton } from "./handlers/answer.js";
 import { handleRerun } from "./handlers/check-run-rerun.js";
 import { handleCheckRun } from "./handlers/check-run.js";
 import { handleSuiteRerun } from "./handlers/check-suite-rerun.js";
@@ -265,7 +266,10 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
         checkRunEventSchema,
         () => true,
         async (event, octokit) => {
-          await handleCheckRun(current, createGitHub(octokit, repoOf(event), identity), event);
+          const github = createGitHub(octokit, repoOf(event), identity);
+          // Apply, or one of the buttons that answer a verdict (each handler ignores the rest).
+          await handleCheckRun(current, github, event);
+          await handleAnswerButton(current, github, event);
         },
       );
     });

@@ -1,7 +1,8 @@
 // What the nightly run remembers from one night to the next, for one repository: the nights
 // so far (the PR body's history), the kernels on the nightly branch now, the ones a
 // maintainer turned down (a closed, unmerged PR), the last night's times and runner (the
-// drift watch's baseline) and the last window an instance claimed. It lives in GitHub
+// drift watch's baseline), the last window an instance claimed, and where the maintainers'
+// answers to verdicts are (src/shared/answers.ts). It lives in GitHub
 // itself, on the branch `evokernel-state` (a documented place: refs/heads/, no custom ref),
 // each night's commit on top of the last, so it survives restarts and is shared by every
 // app instance without a database; moving the branch only as a fast-forward makes each
@@ -11,6 +12,7 @@
 // past which the contents API returns no content. Parsed with zod when read: the branch is
 // writable by anyone with push access.
 import { z } from "zod";
+import { ANSWERS_FILE, answersSchema, serializeAnswers } from "./answers.js";
 import { spreadSchema, type Spread } from "./result.js";
 
 export const STATE_BRANCH = "evokernel-state";
@@ -93,6 +95,14 @@ export const ledgerSchema = z.object({
       tasks: z.array(z.object({ task: z.string(), configs: z.array(timedConfigSchema) })),
     })
     .nullable(),
+  /**
+   * The maintainers' answers to verdicts (src/shared/answers.ts) are the blob `answers.json`
+   * beside this file, named here as a proposal's source is; in memory only when changed.
+   */
+  answersBlob: z.string().optional(),
+  answers: answersSchema.optional(),
+  /** The wrong marks the night's issue lists now (a digest): it is edited when they change. */
+  wrongListed: z.string().nullable().optional(),
 });
 export type Ledger = z.infer<typeof ledgerSchema>;
 
@@ -134,12 +144,20 @@ export function stateFiles(ledger: Ledger): StateFile[] {
     if (proposal.source !== undefined) return [{ path, content: proposal.source }];
     return proposal.sourceBlob === undefined ? [] : [{ path, sha: proposal.sourceBlob }];
   });
-  return [{ path: STATE_FILE, content: serializeLedger(ledger) }, ...sources];
+  const answers: StateFile[] =
+    ledger.answers !== undefined
+      ? [{ path: ANSWERS_FILE, content: serializeAnswers(ledger.answers) }]
+      : ledger.answersBlob === undefined
+        ? []
+        : [{ path: ANSWERS_FILE, sha: ledger.answersBlob }];
+  return [{ path: STATE_FILE, content: serializeLedger(ledger) }, ...sources, ...answers];
 }
 
 export function serializeLedger(ledger: Ledger): string {
+  // The answers are a blob of their own (stateFiles); answersBlob names them.
+  const stored = (({ answers: _answers, ...kept }: Ledger) => kept)(ledger);
   const trimmed: Ledger = {
-    ...ledger,
+    ...stored,
     nights: ledger.nights.slice(-MAX_NIGHTS),
     rejected: ledger.rejected.slice(-MAX_REJECTED),
     // Sources are blobs of their own (stateFiles); sourceBlob names them.

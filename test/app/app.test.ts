@@ -17,6 +17,7 @@ import {
   commentPayload,
   kernelPatch,
   mockJobStart,
+  mockNoAnswers,
   pullRequestPayload,
   requestedActionPayload,
   reviewFixture,
@@ -509,6 +510,8 @@ describe("results from a workflow run", () => {
       .reply(200, { id: 3 })
       .patch(`${R}/check-runs/900`, record("check"))
       .reply(200, { id: 900 });
+    // No answers yet: the state branch does not exist.
+    mockNoAnswers(scope);
     await harness.receive("workflow_run", workflowRunPayload(4242, "failure"));
     expect(bodies.comment).toMatchSnapshot("comment");
     expect(stable(bodies.review)).toMatchSnapshot("review");
@@ -599,6 +602,8 @@ describe("results from a workflow run", () => {
       })
       .get(`${R}/pulls/7`)
       .reply(200, pull({ head: NEW_HEAD }))
+      .get(`${R}/git/ref/heads%2Fevokernel-state`)
+      .reply(404, { message: "Not Found" })
       .patch(`${R}/check-runs/905`, record("check"))
       .reply(200, { id: 905 });
     const unmatched = watchUnmatched();

@@ -100,7 +100,11 @@ it("takes a PR from webhook to comment, review and check run through the local b
     conclusion: "failure",
     name: "evokernel",
   });
-  expect(run?.actions).toEqual([expect.objectContaining({ identifier: "evk-apply" })]);
+  // Apply, and the button that marks the failing verdict (layernorm's) wrong.
+  expect(run?.actions).toEqual([
+    expect.objectContaining({ identifier: "evk-apply" }),
+    expect.objectContaining({ identifier: "evk-wrong" }),
+  ]);
   expect([...standin.refs.keys()]).toEqual([`refs/heads/evokernel/7-${head.slice(0, 7)}`]);
   // No Actions dispatch: the job ran on the app's machine.
   expect(standin.dispatches).toEqual([]);

@@ -18,6 +18,7 @@ import {
   OWNER,
   REPO,
   mockJobStart,
+  mockNoAnswers,
   pullRequestPayload,
   reviewFixture,
   startHarness,
@@ -82,7 +83,7 @@ async function openPullWithJob(): Promise<string> {
 function mockResult(jobId: string): void {
   const review = reviewFixture(jobId) as { tasks: { suggestion: unknown }[] };
   for (const task of review.tasks) task.suggestion = null;
-  nock(API)
+  mockNoAnswers(nock(API))
     .get(`${R}/actions/runs/4242/artifacts`)
     .query({ name: "evokernel-result", per_page: 100 })
     .reply(200, {
@@ -232,7 +233,7 @@ describe("a run that ends before its job knows its run", () => {
     // Only the pull request's work (waiting for its dispatch) is left.
     await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 600_000, interval: 5 });
     // The dispatch answers with the run: the check run is linked, the parked run reported.
-    artifact()
+    mockNoAnswers(artifact())
       .patch(`${R}/check-runs/900`)
       .reply(200, { id: 900 })
       .get(`${R}/pulls/7`)

@@ -244,6 +244,16 @@ export function stable(value: unknown): unknown {
   );
 }
 
+/**
+ * A report reads the maintainers' answers from the state branch (jobs/report.ts): here there
+ * is no `evokernel-state` branch yet, so there are none.
+ */
+export function mockNoAnswers(scope: nock.Scope, repoPath = `/repos/${OWNER}/${REPO}`): nock.Scope {
+  return scope
+    .get(`${repoPath}/git/ref/heads%2Fevokernel-state`)
+    .reply(404, { message: "Not Found" });
+}
+
 export interface JobStartMock {
   /** The id GitHub gives the job's check run. */
   readonly id: number;

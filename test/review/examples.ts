@@ -2,6 +2,13 @@
 // (softmax slower, cross_entropy faster, a row_sum that drops a column), put through the
 // renderers. `npm run examples` writes the files; examples.test.ts fails when they are stale.
 import { renderCheckRun, renderComment, type CheckRunOutput } from "../../src/report/index.js";
+import {
+  answerCheckRun,
+  renderWrongIssue,
+  verdictDataOf,
+  wrongBeforeNote,
+} from "../../src/report/answers.js";
+import type { Accept, WrongMark } from "../../src/shared/answers.js";
 import type { ReviewResult, TimingConfig } from "../../src/shared/review.js";
 import { summarizeSpeedup, isImprovement, isRegression } from "../../src/shared/speedup.js";
 import { optimizeResult, passedTask, review, wrongTask } from "./fixtures.js";
@@ -232,5 +239,71 @@ export function examples(): Record<string, string> {
     "pr-check-run-bench.md": checkRunMarkdown(renderCheckRun(bench, bench.threshold)),
     "pr-comment-optimize.md": renderComment(optimize, { runUrl: RUN_URL }),
     "pr-check-run-optimize.md": checkRunMarkdown(renderCheckRun(optimize, optimize.threshold)),
+    ...answerExamples(bench),
+  };
+}
+
+const SHA = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
+
+/**
+ * The answers to the bench run's verdicts: `/evokernel accept softmax …` on a run whose only
+ * failing verdict is softmax's regression (the check run concludes success), `/evokernel
+ * wrong row_sum …` (recorded; the check run says so), the note on the next verdict of that
+ * same kernel, and the night's issue listing the marks.
+ */
+function answerExamples(bench: ReviewResult): Record<string, string> {
+  const judged = (review: ReviewResult) => {
+    const output = renderCheckRun(review, review.threshold);
+    return { output, data: verdictDataOf(review, review.threshold, output) };
+  };
+  const regressionOnly = {
+    ...bench,
+    tasks: bench.tasks.filter((task) => task.task.name !== "row_sum"),
+  };
+  const accept: Accept = {
+    pr: 42,
+    sha: SHA,
+    task: "kernels/softmax",
+    login: "kernel-lead",
+    reason: "the fused version trades 8% for half the memory; tracked in #51",
+    at: "2026-11-29T09:12:00.000Z",
+  };
+  const accepted = judged(regressionOnly);
+  const all = judged(bench);
+  const rowSum = all.data.tasks.find((verdict) => verdict.name === "row_sum");
+  if (rowSum === undefined) throw new Error("the bench example lost row_sum");
+  const mark: WrongMark = {
+    task: rowSum.task,
+    blob: "3f786850e387550fdab836ed7e6dc881de23001b",
+    login: "kernel-lead",
+    reason: "the skipped column is padding the reference also ignores",
+    at: "2026-11-29T09:15:00.000Z",
+    evidence: {
+      pr: 42,
+      sha: SHA,
+      checkRunId: 31337,
+      checkUrl: "https://github.com/octo/kernels/runs/31337",
+      runUrl: RUN_URL,
+      gpu: all.data.gpu,
+      evokernel: all.data.evokernel,
+      verdict: rowSum,
+    },
+  };
+  const withAnswers = (
+    { output, data }: ReturnType<typeof judged>,
+    answers: { accepts: Accept[]; wrong: WrongMark[] },
+  ): CheckRunOutput => {
+    const answered = answerCheckRun(data, output.summary, answers);
+    return { ...output, ...answered };
+  };
+  return {
+    "pr-check-run-accepted.md": checkRunMarkdown(
+      withAnswers(accepted, { accepts: [accept], wrong: [] }),
+    ),
+    "pr-check-run-marked-wrong.md": checkRunMarkdown(
+      withAnswers(all, { accepts: [], wrong: [mark] }),
+    ),
+    "pr-comment-marked-wrong-before.md": `${renderComment(bench, { runUrl: RUN_URL })}\n\n${wrongBeforeNote([{ name: rowSum.name, mark }])}`,
+    "issue-verdicts-marked-wrong.md": `${renderWrongIssue([mark])}\n`,
   };
 }

@@ -1,5 +1,6 @@
-// PR comments: `/optimize`, `/verify`, `/bench`, `/cancel`, `/help`. Only people with write
-// or admin permission (asked of GitHub, not read from author_association) start jobs; the
+// PR comments: `/optimize`, `/verify`, `/bench`, `/cancel`, `/help`, and the answers to a
+// verdict (`/evokernel accept|wrong`, handlers/answer.ts). Only people with write or admin
+// permission (asked of GitHub, not read from author_association) start jobs or answer; the
 // job is bound to the PR's head SHA at the time of the command, which is also how a fork's
 // code gets approved to run: that commit only.
 import type { EvokernelConfig } from "../../shared/config.js";
@@ -12,6 +13,7 @@ import type { loadConfig } from "../load-config.js";
 import { planTasks, resolveTaskNames } from "../planner.js";
 import { startJob } from "../jobs/start.js";
 import { cancelPull } from "../jobs/stop.js";
+import { answerRefused, handleAnswerCommand } from "./answer.js";
 import type { IssueCommentEvent } from "./payloads.js";
 import { codeSpan, mdText } from "../../report/escape.js";
 
@@ -43,6 +45,13 @@ export async function handleIssueComment(
   if (event.comment.user === null) return;
   const login = event.comment.user.login;
   const permission = await github.permissionOf(login);
+  const answering =
+    parsed.kind === "command" &&
+    (parsed.command.name === "accept" || parsed.command.name === "wrong");
+  if (!WRITERS.has(permission) && answering) {
+    await github.createComment(pr, answerRefused(login));
+    return;
+  }
   if (!WRITERS.has(permission)) {
     await github.createComment(
       pr,
@@ -58,6 +67,10 @@ export async function handleIssueComment(
   if (command.name === "help") {
     await github.addReaction(event.comment.id, "+1");
     await github.createComment(pr, HELP_TEXT);
+    return;
+  }
+  if (command.name === "accept" || command.name === "wrong") {
+    await handleAnswerCommand(state, github, event, command, login);
     return;
   }
   const pull = await github.getPull(pr);

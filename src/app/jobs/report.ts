@@ -1,8 +1,27 @@
 // Reporting a finished job, every write through the GitHub interface: the one PR comment
 // (found by its marker, edited in place), one review with suggested changes, a branch for
 // changes the diff cannot carry, and the check run's verdict. A failure without a result
-// turns the check run into a failure that says what to do.
+// turns the check run into a failure that says what to do. The check run keeps its verdicts
+// (a hidden block) for the answers a maintainer gives (handlers/answer.ts), with the
+// buttons that give them; the accepts already given on this commit, and a note on a kernel
+// whose verdict was marked wrong before, come from the state branch (answers/store.ts).
+import {
+  acceptsOn,
+  type Answers,
+  EMPTY_ANSWERS,
+  type VerdictData,
+  wrongFor,
+  type WrongMark,
+} from "../../shared/answers.js";
 import type { ReviewResult } from "../../shared/review.js";
+import {
+  ACCEPT_ACTION,
+  answerCheckRun,
+  verdictDataOf,
+  WRONG_ACTION,
+  wrongBeforeNote,
+} from "../../report/answers.js";
+import { blobAt, loadAnswers } from "../answers/store.js";
 import {
   COMMENT_MARKER,
   mapSuggestions,
@@ -49,6 +68,12 @@ export async function reportResult(
   // A push since the job started: the result still belongs on its own commit's check run,
   // but suggestions against an old diff would land on the wrong lines.
   const current = pull !== undefined && pull.headSha === spec.sha;
+  // the app's own thresholds (its config's, kept with the job), never the artifact's
+  const thresholds = { regression: job.threshold, win: 0, rules: spec.thresholds ?? [] };
+  const output = renderCheckRun(review, thresholds);
+  const verdicts = verdictDataOf(review, thresholds, output);
+  const answered = await answersOf(state, github, job, verdicts);
+  const markedBefore = wrongBeforeNote(answered.marked);
   // Nor does a stale commit's result replace the PR's comment, which speaks for the head
   // (events can arrive out of order): its own check run, on its own commit, holds it.
   if (spec.pr !== undefined && current) {
@@ -56,7 +81,7 @@ export async function reportResult(
       spec.pr,
       COMMENT_MARKER,
       trimTo(
-        withNote(renderComment(review, links), droppedNote(dropped)),
+        withNote(withNote(renderComment(review, links), markedBefore), droppedNote(dropped)),
         COMMENT_LIMIT,
         job.runUrl,
       ),
@@ -68,19 +93,20 @@ export async function reportResult(
     // Only the app can push to a branch of this repository; a fork's branch is its owner's.
     if (branch !== undefined && !pull.fork) actions = [APPLY_ACTION];
   }
-  // the app's own thresholds (its config's, kept with the job), never the artifact's
-  const output = renderCheckRun(review, {
-    regression: job.threshold,
-    win: 0,
-    rules: spec.thresholds ?? [],
+  // The accepts given on this commit before (a re-run of its job) hold for this check run too.
+  const checkRun = answerCheckRun(verdicts, withNote(markedBefore, output.summary), {
+    accepts: spec.pr === undefined ? [] : acceptsOn(answered.answers, spec.pr, spec.sha),
+    wrong: [],
   });
+  if (current && spec.pr !== undefined)
+    actions = [...actions, ...answerActions(verdicts, checkRun.conclusion)];
   await github.updateCheckRun(job.checkRunId, {
     status: "completed",
-    conclusion: output.conclusion,
+    conclusion: checkRun.conclusion,
     ...(job.runUrl === undefined ? {} : { detailsUrl: job.runUrl }),
     output: {
-      title: output.title,
-      summary: trimTo(output.summary, CHECK_OUTPUT_LIMIT, job.runUrl),
+      title: checkRun.title,
+      summary: trimTo(checkRun.summary, CHECK_OUTPUT_LIMIT, job.runUrl),
       ...(output.text === undefined
         ? {}
         : { text: trimTo(output.text, CHECK_OUTPUT_LIMIT, job.runUrl) }),
@@ -131,7 +157,51 @@ async function screenReview(
 }
 
 function withNote(body: string, note: string): string {
+  if (body === "") return note;
   return note === "" ? body : `${body}\n\n${note}`;
+}
+
+/** The buttons that answer this check run's verdicts: accept while a regression fails it, wrong while any verdict fails. */
+function answerActions(verdicts: VerdictData, conclusion: string): CheckAction[] {
+  const outcomes = new Set(verdicts.tasks.map((verdict) => verdict.outcome));
+  const failing = outcomes.has("wrong") || outcomes.has("error") || outcomes.has("slower");
+  return [
+    ...(conclusion === "failure" && outcomes.has("slower") ? [ACCEPT_ACTION] : []),
+    ...(failing ? [WRONG_ACTION] : []),
+  ];
+}
+
+/**
+ * The stored answers and the judged kernels a maintainer marked wrong before (found by the
+ * kernel file's git blob at the job's commit), for a pull request's job. A state branch that cannot be read leaves
+ * both out, said in the log: a note and an old accept never hold a verdict back.
+ */
+async function answersOf(
+  state: AppState,
+  github: GitHub,
+  job: ActiveJob,
+  verdicts: VerdictData,
+): Promise<{ answers: Answers; marked: { name: string; mark: WrongMark }[] }> {
+  // Answers are given on a pull request's verdicts; a night's job has none to read.
+  if (job.spec.pr === undefined) return { answers: EMPTY_ANSWERS, marked: [] };
+  try {
+    const answers = await loadAnswers(github);
+    const marked: { name: string; mark: WrongMark }[] = [];
+    for (const verdict of verdicts.tasks) {
+      if (verdict.kernel === null || !answers.wrong.some((mark) => mark.task === verdict.task))
+        continue;
+      const blob = await blobAt(github, job.spec.sha, verdict.kernel);
+      const mark = blob === undefined ? undefined : wrongFor(answers, verdict.task, blob);
+      if (mark !== undefined) marked.push({ name: verdict.name, mark });
+    }
+    return { answers, marked };
+  } catch (error) {
+    state.log.warn(
+      { err: error, job: job.spec.id },
+      "the answers on the state branch could not be read: the report goes on without them",
+    );
+    return { answers: EMPTY_ANSWERS, marked: [] };
+  }
 }
 
 /**

@@ -1,8 +1,10 @@
 // After a nightly job's check run is reported (jobs/report.ts, the path `/optimize` takes
 // too): the one long-lived pull request from `evokernel/nightly`, created or updated in
-// place, the drift issue when there is nothing to propose, and the ledger written back.
+// place, the drift issue when there is nothing to propose, the issue that lists the
+// verdicts maintainers marked wrong (when that list changed), and the ledger written back.
 // Every write goes through the GitHub interface; what to write is decided in night.ts and
 // rendered in src/report/nightly.ts.
+import type { WrongMark } from "../../shared/answers.js";
 import { parseConfig } from "../../shared/config.js";
 import { type Night, type Proposal, STATE_BRANCH } from "../../shared/nightly.js";
 import type { ReviewResult } from "../../shared/review.js";
@@ -19,7 +21,10 @@ import {
   settlePull,
   timingsOf,
 } from "./night.js";
-import { readLedger, writeLedger } from "./state.js";
+import { readLedger, type StoredLedger, writeLedger } from "./state.js";
+import { createHash } from "node:crypto";
+import { renderWrongIssue, WRONG_ISSUE_MARKER, WRONG_ISSUE_TITLE } from "../../report/answers.js";
+import { readAnswers } from "../answers/store.js";
 
 export const NIGHTLY_BRANCH = "evokernel/nightly";
 export const NIGHTLY_LABEL = "evokernel";
@@ -32,6 +37,8 @@ export interface NightReport {
   readonly proposed: number;
   readonly drifted: number;
   readonly issue?: number;
+  /** The issue listing the verdicts marked wrong, when the night wrote it. */
+  readonly wrongIssue?: number;
 }
 
 export async function reportNight(
@@ -131,8 +138,21 @@ export async function reportNight(
     );
   }
 
+  // The team's false positives: listed again only when the marks changed since the last list.
+  const wrong = await wrongMarksOf(github, stored);
+  let wrongIssue: number | undefined;
+  if (wrong !== undefined && wrong.digest !== (ledger.wrongListed ?? null)) {
+    wrongIssue = await github.upsertIssue(
+      WRONG_ISSUE_MARKER,
+      NIGHTLY_LABEL,
+      WRONG_ISSUE_TITLE,
+      renderWrongIssue(wrong.marks),
+    );
+  }
+
   ledger = {
     ...ledger,
+    ...(wrongIssue === undefined || wrong === undefined ? {} : { wrongListed: wrong.digest }),
     nights,
     branch: plan.kind === "keep" ? ledger.branch : { base, pr: pr?.number ?? null },
     proposals,
@@ -155,7 +175,23 @@ export async function reportNight(
     proposed: night.proposed.length,
     drifted: night.drifted,
     ...(issue === undefined ? {} : { issue }),
+    ...(wrongIssue === undefined ? {} : { wrongIssue }),
   };
+}
+
+/** The verdicts marked wrong and a digest of them; undefined when there are none (or unreadable). */
+async function wrongMarksOf(
+  github: GitHub,
+  stored: StoredLedger,
+): Promise<{ marks: WrongMark[]; digest: string } | undefined> {
+  if (stored.ledger.answersBlob === undefined) return undefined;
+  const { answers, error } = await readAnswers(github, stored);
+  if (error !== undefined || answers.wrong.length === 0) return undefined;
+  const digest = createHash("sha256")
+    .update(JSON.stringify(answers.wrong))
+    .digest("hex")
+    .slice(0, 16);
+  return { marks: answers.wrong, digest };
 }
 
 function commitMessage(proposals: readonly Proposal[], at: string): string {

@@ -2,6 +2,7 @@
 // holds): read it, write it back as a compare-and-swap (a fast-forward from the commit it
 // was read at), and claim a night's window with the same swap, so exactly one instance runs
 // each window without a database or a ref outside refs/heads/.
+import { serializeAnswers } from "../../shared/answers.js";
 import {
   type Ledger,
   parseLedger,
@@ -45,6 +46,10 @@ export async function writeLedger(
         ? proposal
         : { ...proposal, sourceBlob: gitBlobSha(proposal.source) },
     ),
+    // Changed answers are stored as a blob too; the ledger names it.
+    ...(ledger.answers === undefined
+      ? {}
+      : { answersBlob: gitBlobSha(serializeAnswers(ledger.answers)) }),
   };
   return (
     (await github.writeBranchFiles(STATE_BRANCH, commit, stateFiles(named), message)) !== undefined
