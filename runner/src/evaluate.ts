@@ -22,7 +22,7 @@ import type {
   VerifyRecord,
   VerifyStatus,
 } from "#shared/contract/records.js";
-import { createResources } from "./pipeline/resources.js";
+import { createResources } from "./build/resources.js";
 import type { Limit } from "./util/limit.js";
 
 export type Step = "static" | "build" | "quick" | "verify" | "bench";

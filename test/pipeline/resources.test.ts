@@ -1,8 +1,8 @@
-// The resources one run's candidates share, and their defaults (runner/src/pipeline/resources.ts).
+// The resources one run's candidates share, and their defaults (runner/src/build/resources.ts).
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { createBuildPool } from "../../runner/src/build/pool.js";
-import { createResources } from "../../runner/src/pipeline/resources.js";
+import { createResources } from "../../runner/src/build/resources.js";
 import type { Limit } from "../../runner/src/util/limit.js";
 import { buildRecord } from "../helpers/records.js";
 

@@ -14,7 +14,7 @@ import { repoRoot } from "../paths.js";
 import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { createResources } from "../pipeline/resources.js";
+import { createResources } from "../build/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import type { TaskRef } from "../harness/client.js";

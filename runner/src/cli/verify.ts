@@ -20,7 +20,7 @@ import {
 } from "./command.js";
 import { createProgress } from "./progress.js";
 import { verifyReproduction } from "./reproduce.js";
-import { createResources } from "../pipeline/resources.js";
+import { createResources } from "../build/resources.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 

@@ -17,7 +17,7 @@ import {
 } from "../evaluate.js";
 import type { GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
-import { createResources } from "../pipeline/resources.js";
+import { createResources } from "../build/resources.js";
 import type { BenchRecord, Device, Profile, Stat } from "#shared/contract/records.js";
 import { judgeTimings } from "./noise.js";
 import type {

@@ -1,10 +1,10 @@
 // What the candidates of a run share on this machine, and their defaults, in one place: the
-// build pool (builds in parallel, one per core, the same content built once: build/pool.ts),
-// the GPU queue (one piece of GPU work at a time: gpu/queue.ts) and the limit on static
-// checks (one per core). The session (session.ts) owns the fork server. A command makes one
+// build pool (builds in parallel, one per core, the same content built once: pool.ts), the
+// GPU queue (one piece of GPU work at a time: gpu/queue.ts) and the limit on static checks
+// (one per core). The session (pipeline/session.ts) owns the fork server. A command makes one
 // set and hands it to every evaluation it starts; a call given none makes its own.
 import { availableParallelism } from "node:os";
-import { createBuildPool, type BuildPool } from "../build/pool.js";
+import { createBuildPool, type BuildPool } from "./pool.js";
 import { createGpuQueue, type GpuQueue } from "../gpu/queue.js";
 import { createLimit, type Limit } from "../util/limit.js";
 
