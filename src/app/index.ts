@@ -30,7 +30,7 @@ import {
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
 import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs/registry.js";
 import { loadConfig } from "./load-config.js";
-import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
+import { createNightlyScheduler, startNightThroughJobs } from "./nightly-scheduler.js";
 import { createWorkQueue } from "./queue.js";
 import { createEarlyRuns } from "./jobs/early-runs.js";
 import { endJob, RETRY_END_MS } from "./jobs/finish.js";
