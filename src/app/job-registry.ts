@@ -3,8 +3,8 @@
 // external_id holds the job id, the workflow run id and the job's deadline, so a restarted
 // app can find its open check runs and conclude those past their deadline (jobs/recover.ts).
 import { createHash, randomBytes } from "node:crypto";
-import type { JobKind, JobSpec } from "../../shared/job.js";
-import type { RepoRef } from "../github.js";
+import type { JobKind, JobSpec } from "../shared/job.js";
+import type { RepoRef } from "./github.js";
 
 export interface ActiveJob {
   readonly spec: JobSpec;
