@@ -1,6 +1,8 @@
 // No import circles among the TypeScript sources (issue 21.2: tasks/schema.ts and
 // cross-field.ts imported each other). Imports are resolved by TypeScript itself, type-only
-// ones included: a circle of types still means two modules that cannot be read apart.
+// ones included: a circle of types still means two modules that cannot be read apart. Nor
+// among the folders of runner/src, src and src/app (issue 37.2: nine folders of runner/src
+// were one knot): a folder is read as one piece, which folders importing each other are not.
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
