@@ -11,6 +11,7 @@ import {
   type CorpusEntry,
 } from "../corpus/manifest.js";
 import { repoRoot } from "../paths.js";
+import { taskFolder } from "#shared/task-id.js";
 import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
@@ -161,8 +162,7 @@ export function presentEntries(
   entries: readonly CorpusEntry[],
   root: string,
 ): { entries: CorpusEntry[]; skipped: CorpusEntry[] } {
-  const here = (entry: CorpusEntry) =>
-    existsNow(resolveCorpusPath(entry.task, root).replace(/#backward$/, ""));
+  const here = (entry: CorpusEntry) => existsNow(taskFolder(resolveCorpusPath(entry.task, root)));
   return { entries: entries.filter(here), skipped: entries.filter((entry) => !here(entry)) };
 }
 
