@@ -1,6 +1,6 @@
 // Snapshots of everything a person reads: a change to a table shows up in review.
 import { describe, expect, it } from "vitest";
-import type { CandidateResult } from "../runner/src/evaluate.js";
+import type { CandidateResult } from "../runner/src/cascade.js";
 import { failedVerify } from "../runner/src/harness/failed-records.js";
 import { renderBench } from "../runner/src/render/bench-table.js";
 import { renderCandidates } from "../runner/src/render/candidates.js";

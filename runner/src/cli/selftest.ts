@@ -2,7 +2,7 @@
 // proves the verifier on a new runner, and measures how many candidates a minute it takes.
 import { dirname, join, relative, resolve } from "node:path";
 import { EnvironmentError, UsageError } from "../errors.js";
-import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
+import { runCascade, type CandidateResult } from "../cascade.js";
 import {
   meetsExpectation,
   readManifest,
@@ -105,7 +105,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
             const first = group[0];
             if (first === undefined) return;
             const path = resolveCorpusPath(first.task, root);
-            const evaluated = await evaluateCandidates(
+            const evaluated = await runCascade(
               tasks.get(path) ?? path,
               group.map((entry) => resolveCorpusPath(entry.file, root)),
               {

@@ -12,7 +12,7 @@ import { thresholdFor, type ThresholdInput } from "#shared/thresholds.js";
 import { loadTarget, taskRef } from "../workspace/target.js";
 import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
-import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
+import { runCascade, type CandidateResult, type CascadeEvent } from "../cascade.js";
 import type { BenchConfig, Stat } from "#shared/contract/records.js";
 import { isPlainFile, readText } from "../workspace/files.js";
 import type { Task } from "../tasks/schema.js";
@@ -36,7 +36,7 @@ export type TaskWork = {
   /** A folder of this task's own for the optimize archive. */
   work: string;
   say: (line: string) => void;
-  onEvent: (event: EvaluationEvent) => void;
+  onEvent: (event: CascadeEvent) => void;
 };
 
 /** Whether a task needs the GPU: head has it, and it changed (or the job names it). */
@@ -87,7 +87,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
   const baseKernel = planned.base === null ? null : await kernelOf(planned.base.path, work.work);
 
   work.say(`${planned.path}: verifying${work.bench ? " and timing" : ""} the PR's kernel`);
-  const [result] = await evaluateCandidates(taskRef(head), [headKernel], {
+  const [result] = await runCascade(taskRef(head), [headKernel], {
     heldout: true,
     bench: work.bench
       ? { compile: true, ...(baseKernel === null ? {} : { baseline: baseKernel }) }
@@ -96,7 +96,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     server: work.session.server,
     onEvent: work.onEvent,
   });
-  if (result === undefined) throw new Error("evaluateCandidates returned no result");
+  if (result === undefined) throw new Error("runCascade returned no result");
 
   const verification = verificationOf(result, toleranceOf(head.spec));
   const status = statusOf(result);

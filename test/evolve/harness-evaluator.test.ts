@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createBuildPool } from "../../runner/src/build/pool.js";
-import type { EvaluationEvent, HarnessCalls } from "../../runner/src/evaluate.js";
-import { createHarnessEvaluator } from "../../runner/src/evolve/evaluator.js";
+import type { CascadeEvent, HarnessCalls } from "../../runner/src/cascade.js";
+import { createHarnessEvaluator } from "../../runner/src/evolve/harness-evaluator.js";
 import type { Evaluation } from "../../runner/src/evolve/types.js";
 import * as client from "../../runner/src/harness/client.js";
 import { childEnv, startLineProcess } from "../../runner/src/harness/exec.js";
@@ -353,7 +353,7 @@ describe("the harness's cascade in one child, on the stand-in harness", () => {
       harness: {
         staticCheck: (candidate, options) => client.staticCheck(candidate, { ...options, runner }),
       },
-      onEvent: (event: EvaluationEvent) =>
+      onEvent: (event: CascadeEvent) =>
         events.push(
           `${event.type} ${event.step}${event.type === "done" ? ` ${event.ok} ${event.detail}` : ""}`,
         ),

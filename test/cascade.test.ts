@@ -3,11 +3,7 @@
 import { writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { createBuildPool } from "../runner/src/build/pool.js";
-import {
-  evaluateCandidates,
-  type EvaluationEvent,
-  type HarnessCalls,
-} from "../runner/src/evaluate.js";
+import { runCascade, type CascadeEvent, type HarnessCalls } from "../runner/src/cascade.js";
 import { evaluate as evaluateInOneChild } from "../runner/src/harness/client.js";
 import type { HarnessRunner } from "../runner/src/harness/outcome.js";
 import type { BuildRecord } from "../src/shared/contract/records.js";
@@ -66,12 +62,12 @@ function pool(records: Record<string, Partial<BuildRecord>> = {}) {
   };
 }
 
-describe("evaluateCandidates", () => {
+describe("runCascade", () => {
   it("runs static → build → verify for each candidate, verifying one at a time", async () => {
     const { calls, log, gpu } = harness();
     const { pool: builds } = pool();
-    const events: EvaluationEvent[] = [];
-    const results = await evaluateCandidates("/t/softmax", ["a.cu", "b.cu", "c.cu"], {
+    const events: CascadeEvent[] = [];
+    const results = await runCascade("/t/softmax", ["a.cu", "b.cu", "c.cu"], {
       harness: calls,
       pool: builds,
       onEvent: (event) => events.push(event),
@@ -112,7 +108,7 @@ describe("evaluateCandidates", () => {
       staticCheck: () => Promise.resolve(staticRecord({ ok: false, findings: [note, finding] })),
     });
     const { pool: builds, built } = pool();
-    const [result] = await evaluateCandidates("/t", ["bad.py"], { harness: calls, pool: builds });
+    const [result] = await runCascade("/t", ["bad.py"], { harness: calls, pool: builds });
     expect(result).toMatchObject({
       ok: false,
       status: "rejected",
@@ -144,7 +140,7 @@ describe("evaluateCandidates", () => {
           }),
         ),
     });
-    const [result] = await evaluateCandidates("/t", ["slow.py"], {
+    const [result] = await runCascade("/t", ["slow.py"], {
       harness: calls,
       pool: pool().pool,
     });
@@ -156,7 +152,7 @@ describe("evaluateCandidates", () => {
     const { pool: builds } = pool({
       "broken.cu": { ok: false, artifact: null, log: "error: expected ';'" },
     });
-    const [result] = await evaluateCandidates("/t", ["broken.cu"], {
+    const [result] = await runCascade("/t", ["broken.cu"], {
       harness: calls,
       pool: builds,
     });
@@ -170,7 +166,7 @@ describe("evaluateCandidates", () => {
 
   it("passes a rejection through with its reason", async () => {
     const { calls } = harness({ verify: () => Promise.resolve(rejectedVerifyRecord()) });
-    const [result] = await evaluateCandidates("/t", ["copy.py"], {
+    const [result] = await runCascade("/t", ["copy.py"], {
       harness: calls,
       pool: pool().pool,
     });
@@ -184,7 +180,7 @@ describe("evaluateCandidates", () => {
   it("stops after the static check when asked to (no GPU)", async () => {
     const { calls, log } = harness();
     const { pool: builds, built } = pool();
-    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+    const [result] = await runCascade("/t", ["a.cu"], {
       harness: calls,
       pool: builds,
       staticOnly: true,
@@ -197,7 +193,7 @@ describe("evaluateCandidates", () => {
   it("times a verified candidate beside the built baseline", async () => {
     const { calls, log } = harness();
     const { pool: builds, built } = pool();
-    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+    const [result] = await runCascade("/t", ["a.cu"], {
       harness: calls,
       pool: builds,
       bench: { baseline: "/t/kernel.cu" },
@@ -210,7 +206,7 @@ describe("evaluateCandidates", () => {
 
   it("does not time a candidate that failed verification", async () => {
     const { calls, log } = harness({ verify: () => Promise.resolve(rejectedVerifyRecord()) });
-    await evaluateCandidates("/t", ["a.cu"], { harness: calls, pool: pool().pool, bench: {} });
+    await runCascade("/t", ["a.cu"], { harness: calls, pool: pool().pool, bench: {} });
     expect(log.some((line) => line.startsWith("bench"))).toBe(false);
   });
 
@@ -221,7 +217,7 @@ describe("evaluateCandidates", () => {
           benchRecord({ ok: false, reason: "below-floor", message: "faster than the floor" }),
         ),
     });
-    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+    const [result] = await runCascade("/t", ["a.cu"], {
       harness: calls,
       pool: pool().pool,
       bench: {},
@@ -257,7 +253,7 @@ describe("the static check, once per candidate", () => {
         return inOne(task, candidate, options);
       };
       const steps = screen ? ({ quick: true, bench: {} } as const) : ({ bench: {} } as const);
-      await evaluateCandidates("/t", ["a.cu"], { harness: calls, pool: pool().pool, ...steps });
+      await runCascade("/t", ["a.cu"], { harness: calls, pool: pool().pool, ...steps });
       expect(checked).toEqual(["a.cu"]);
       // verify; or evaluate, then (its stand-in's) quick and full checks
       expect(given).toEqual(screen ? [warned, warned, warned] : [warned]);
@@ -271,8 +267,8 @@ describe("the search's screen (quick): the harness's cascade in one child", () =
 
   async function screen(overrides: Partial<HarnessCalls> = {}) {
     const { calls, log } = harness(overrides);
-    const events: EvaluationEvent[] = [];
-    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+    const events: CascadeEvent[] = [];
+    const [result] = await runCascade("/t", ["a.cu"], {
       harness: calls,
       pool: pool().pool,
       ...searching,
@@ -365,8 +361,8 @@ describe("the search's screen (quick): the harness's cascade in one child", () =
       evaluate: (task, candidate, options) =>
         evaluateInOneChild(task, candidate, { ...options, runner, pollMs: 1 }),
     });
-    const events: EvaluationEvent[] = [];
-    const [result] = await evaluateCandidates("/t", ["a.cu"], {
+    const events: CascadeEvent[] = [];
+    const [result] = await runCascade("/t", ["a.cu"], {
       harness: calls,
       pool: pool().pool,
       ...searching,

@@ -1,5 +1,5 @@
 // The real Evaluator and Rechecker, on the harness: each candidate source is written to a
-// file of its own, then goes through the cascade of evaluate.ts (static check → build in the
+// file of its own, then goes through the cascade (cascade.ts: static check → build in the
 // pool → quick check on the smallest configuration → full verification → timing beside the
 // baseline, without torch.compile; the three GPU steps in one harness child). Builds run in
 // parallel; GPU work waits its turn in one queue, so proposing and compiling overlap the
@@ -8,13 +8,13 @@ import { createHash } from "node:crypto";
 import { extname, join } from "node:path";
 import type { BuildPool } from "../build/pool.js";
 import {
-  evaluateCandidates,
+  runCascade,
   type CandidateResult,
-  type EvaluateOptions,
+  type CascadeOptions,
   type GpuSteps,
-  type EvaluationEvent,
+  type CascadeEvent,
   type HarnessCalls,
-} from "../evaluate.js";
+} from "../cascade.js";
 import type { GpuQueue } from "../gpu/queue.js";
 import * as client from "../harness/client.js";
 import { createResources } from "../build/resources.js";
@@ -46,8 +46,8 @@ export type HarnessEvaluatorOptions = {
   pool?: BuildPool;
   gpu?: GpuQueue;
   harness?: Partial<HarnessCalls>;
-  onEvent?: (event: EvaluationEvent) => void;
-  timeouts?: EvaluateOptions["timeouts"];
+  onEvent?: (event: CascadeEvent) => void;
+  timeouts?: CascadeOptions["timeouts"];
   /**
    * Seconds of timing per configuration while searching (0.5): a screen, since the winner is
    * timed again at the harness's full budget before it is called one.
@@ -92,14 +92,14 @@ export type HarnessEvaluator = Evaluator &
   };
 
 export function createHarnessEvaluator(options: HarnessEvaluatorOptions): HarnessEvaluator {
-  // the static checks' limit stays each evaluation's own, as evaluateCandidates makes it
+  // the static checks' limit stays each evaluation's own, as runCascade makes it
   const { pool, gpu } = createResources({
     ...(options.pool === undefined ? {} : { pool: options.pool }),
     ...(options.gpu === undefined ? {} : { gpu: options.gpu }),
   });
   const benchCall = options.harness?.bench ?? client.bench;
   const { server } = options;
-  const shared: Omit<EvaluateOptions, keyof GpuSteps> = {
+  const shared: Omit<CascadeOptions, keyof GpuSteps> = {
     pool,
     gpu,
     // one search, one task: its static context is asked once, not with torch per candidate;
@@ -126,15 +126,15 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
     return file;
   }
 
-  async function cascade(variant: Variant, extra: EvaluateOptions): Promise<CandidateResult> {
+  async function cascade(variant: Variant, extra: CascadeOptions): Promise<CandidateResult> {
     const file = await write(variant.source);
-    const [result] = await evaluateCandidates(options.task, [file], {
+    const [result] = await runCascade(options.task, [file], {
       ...shared,
       defines: variant.defines,
       flags: variant.flags,
       ...extra,
     });
-    if (result === undefined) throw new Error("evaluateCandidates returned no result");
+    if (result === undefined) throw new Error("runCascade returned no result");
     return result;
   }
 

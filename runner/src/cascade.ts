@@ -5,6 +5,8 @@
 // asked), or, for the search's screen (`quick`), the harness's own cascade in one child
 // (`evaluate`: quick → verify → bench, each stage and where it stops the harness's decision).
 // The static check runs once: its record goes with the GPU steps, which carry its findings.
+// (Named a cascade: "evaluate" is kept for the search's screen of a candidate, that is the
+// harness command, client.evaluate, and the search's Evaluator built on them.)
 import type { BuildPool } from "./build/pool.js";
 import type { GpuQueue } from "./gpu/queue.js";
 import * as client from "./harness/client.js";
@@ -44,7 +46,7 @@ export type CandidateResult = {
   seconds: { compile: number; verify: number; time: number; total: number };
 };
 
-export type EvaluationEvent =
+export type CascadeEvent =
   | { type: "start"; step: Step; candidate: string }
   | { type: "done"; step: Step; candidate: string; ok: boolean; seconds: number; detail: string };
 
@@ -74,7 +76,7 @@ export type BenchOptions = {
 export type GpuSteps =
   { quick?: false; bench?: false | BenchOptions } | { quick: true; bench: BenchOptions };
 
-export type EvaluateOptions = GpuSteps & {
+export type CascadeOptions = GpuSteps & {
   heldout?: boolean;
   device?: "cuda" | "cpu";
   /** The inputs' seed, the same for verification and timing (the harness's choice when absent). */
@@ -102,17 +104,17 @@ export type EvaluateOptions = GpuSteps & {
   /** The tasks' static contexts, asked once (one per call by default; a search shares one). */
   staticContexts?: client.StaticContexts;
   harness?: Partial<HarnessCalls>;
-  onEvent?: (event: EvaluationEvent) => void;
+  onEvent?: (event: CascadeEvent) => void;
   /** Limits for one candidate's GPU steps (defaults: the client's, 10 minutes each). */
   timeouts?: { verifyMs?: number; benchMs?: number };
   /** Its place in the GPU queue: lower first (the search's proposal number); none: last. */
   gpuOrder?: number;
 };
 
-export async function evaluateCandidates(
+export async function runCascade(
   task: client.TaskRef,
   candidates: readonly string[],
-  options: EvaluateOptions = {},
+  options: CascadeOptions = {},
 ): Promise<CandidateResult[]> {
   const calls: HarnessCalls = {
     staticCheck: client.staticCheck,
@@ -133,18 +135,18 @@ export async function evaluateCandidates(
       ...pick(options, "knownDevice"),
     },
   };
-  return Promise.all(candidates.map((candidate) => evaluateOne(context, candidate)));
+  return Promise.all(candidates.map((candidate) => cascadeOne(context, candidate)));
 }
 
 type Context = {
   task: client.TaskRef;
-  options: EvaluateOptions;
+  options: CascadeOptions;
   calls: HarnessCalls;
   pool: BuildPool;
   gpu: GpuQueue;
   cpu: Limit;
   staticContexts: client.StaticContexts;
-  emit: (event: EvaluationEvent) => void;
+  emit: (event: CascadeEvent) => void;
   /** Options every GPU call gets: the fork server, the device for failed records. */
   gpuCall: Pick<client.VerifyOptions, "runner" | "knownDevice">;
 };
@@ -153,7 +155,7 @@ type Records = Pick<CandidateResult, "static" | "build" | "verify" | "bench" | "
 type Verdict = Pick<CandidateResult, "ok" | "status" | "reason" | "message">;
 type Seconds = Omit<CandidateResult["seconds"], "total">;
 
-async function evaluateOne(context: Context, candidate: string): Promise<CandidateResult> {
+async function cascadeOne(context: Context, candidate: string): Promise<CandidateResult> {
   const started = performance.now();
   const { task, options, calls } = context;
   function finish(verdict: Verdict, records: Records, seconds: Seconds): CandidateResult {
