@@ -63,7 +63,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     }
     // entries whose public data (shared:…) is not on this machine are skipped, said, and
     // listed: a release tree, the runner image and a fresh clone carry none of it, and every
-    // hack class has entries of its own besides (test/verify-manifest.test.ts)
+    // hack class has entries of its own besides (test/runner/cli/verify-manifest.test.ts)
     const { entries: present, skipped } = presentEntries(entries, root);
     if (present.length === 0) requireTasksHere(skipped, root);
     if (skipped.length > 0) {

@@ -1,13 +1,13 @@
 // Snapshots of everything a person reads: a change to a table shows up in review.
 import { describe, expect, it } from "vitest";
-import type { CandidateResult } from "../runner/src/cascade.js";
-import { failedVerify } from "../runner/src/harness/failed-records.js";
-import { renderBench } from "../runner/src/render/bench-table.js";
-import { renderCandidates } from "../runner/src/render/candidates.js";
-import { renderDevice } from "../runner/src/render/device.js";
-import { describeEvent } from "../runner/src/render/progress.js";
-import { renderTasks, type TaskRow } from "../runner/src/render/tasks-table.js";
-import { renderStatic, renderVerify } from "../runner/src/render/verify-table.js";
+import type { CandidateResult } from "../../../runner/src/cascade.js";
+import { failedVerify } from "../../../runner/src/harness/failed-records.js";
+import { renderBench } from "../../../runner/src/render/bench-table.js";
+import { renderCandidates } from "../../../runner/src/render/candidates.js";
+import { renderDevice } from "../../../runner/src/render/device.js";
+import { describeEvent } from "../../../runner/src/render/progress.js";
+import { renderTasks, type TaskRow } from "../../../runner/src/render/tasks-table.js";
+import { renderStatic, renderVerify } from "../../../runner/src/render/verify-table.js";
 import {
   benchRecord,
   buildRecord,
@@ -15,7 +15,7 @@ import {
   rejectedVerifyRecord,
   staticRecord,
   verifyRecord,
-} from "./helpers/records.js";
+} from "../../helpers/records.js";
 
 describe("verify report", () => {
   it("a pass", () => {

@@ -5,10 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { manifestPath } from "../runner/src/cli/verify.js";
-import { runCli } from "./helpers/cli.js";
+import { manifestPath } from "../../../runner/src/cli/verify.js";
+import { runCli } from "../../helpers/cli.js";
 
-const fakeHarness = fileURLToPath(new URL("./helpers/fake-gpu-harness.mjs", import.meta.url));
+const fakeHarness = fileURLToPath(new URL("../../helpers/fake-gpu-harness.mjs", import.meta.url));
 
 describe("evokernel verify --manifest", () => {
   let dir = "";

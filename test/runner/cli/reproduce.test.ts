@@ -4,13 +4,13 @@
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { benchCommand } from "../runner/src/cli/bench.js";
-import { verifyCommand } from "../runner/src/cli/verify.js";
-import { benchLine, shellWord, verifyConfigs, verifyLine } from "../src/shared/reproduce.js";
-import { reproductionOf } from "../src/shared/review.js";
-import { passedTask, wrongTask } from "./review/fixtures.js";
-import { runCli } from "./helpers/cli.js";
-import { skipWithoutPython } from "./helpers/python.js";
+import { benchCommand } from "../../../runner/src/cli/bench.js";
+import { verifyCommand } from "../../../runner/src/cli/verify.js";
+import { benchLine, shellWord, verifyConfigs, verifyLine } from "../../../src/shared/reproduce.js";
+import { reproductionOf } from "../../../src/shared/review.js";
+import { passedTask, wrongTask } from "../../review/fixtures.js";
+import { runCli } from "../../helpers/cli.js";
+import { skipWithoutPython } from "../../helpers/python.js";
 
 /** The words of a line as a POSIX shell splits them (plain words and '…' quoting only). */
 function shellSplit(line: string): string[] {

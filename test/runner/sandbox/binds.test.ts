@@ -4,7 +4,7 @@
 // writable folder, which must be bound read-only again; /sys is bound alone, so what is under
 // it is not covered.
 import { describe, expect, it } from "vitest";
-import { boundOnce } from "../runner/src/sandbox/sandbox.js";
+import { boundOnce } from "../../../runner/src/sandbox/sandbox.js";
 
 describe("boundOnce", () => {
   it("drops a read-only folder inside another read-only folder", () => {
