@@ -51,7 +51,7 @@ if (!Number.isInteger(parallel) || parallel < 1)
 const taskDir = join(root, "kernels", taskName);
 const spec = JSON.parse(readFileSync(join(taskDir, "task.json"), "utf8"));
 const template = readFileSync(join(taskDir, spec.kernel ?? "kernel.cu"), "utf8");
-const constraintsModule = join(root, "dist", "runner", "src", "proposers", "constraints.js");
+const constraintsModule = join(root, "dist", "runner", "src", "tasks", "constraints.js");
 if (!existsSync(constraintsModule))
   fail("dist/ is missing: run npm run build (and npm run bundle) first");
 const { parseConstraints, satisfies } = await import(constraintsModule);

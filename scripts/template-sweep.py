@@ -59,7 +59,7 @@ _C_TO_PY = (("&&", " and "), ("||", " or "))
 
 def constraint_fn(text):
     """A C-like constraint over tunables' names as a predicate on a dict of values (the same
-    language as runner/src/proposers/constraints.ts: integers, names, + - * / %, comparisons,
+    language as runner/src/tasks/constraints.ts: integers, names, + - * / %, comparisons,
     && || !, parentheses; / is integer division)."""
     py = text
     for c, p in _C_TO_PY:

@@ -28,7 +28,7 @@ describe("runner/harness/evokernel_harness/contract", () => {
 
   it("holds no file the contract does not write", async () => {
     const present = (await readdir(folder)).filter((name) => name.endsWith(".json")).sort();
-    // task.schema.json: `npm run schema`'s (test/task-schema.test.ts)
+    // task.schema.json: `npm run schema`'s (test/runner/tasks/schema.test.ts)
     expect(present).toEqual([...Object.keys(files), "task.schema.json"].sort());
   });
 });

@@ -3,7 +3,7 @@
 // Skipped only where no Python with torch exists and CI is not set.
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { evaluateCandidates } from "../runner/src/evaluate.js";
+import { runCascade } from "../runner/src/cascade.js";
 import {
   ForkServer,
   device,
@@ -53,7 +53,7 @@ describe.skipIf(skipWithoutPython)("harness client", () => {
   });
 
   it("evaluates candidates on the CPU: a pass and a copy that only works on [0, 1)", async () => {
-    const results = await evaluateCandidates(
+    const results = await runCascade(
       relu,
       [join(relu, "candidate_ok.py"), join(relu, "candidate_copy.py")],
       {
@@ -71,7 +71,7 @@ describe.skipIf(skipWithoutPython)("harness client", () => {
 
   it("the search's screen (the harness's evaluate) gives the records of verify --quick and verify", async () => {
     const candidates = [join(relu, "candidate_ok.py"), join(relu, "candidate_copy.py")];
-    const one = await evaluateCandidates(relu, candidates, {
+    const one = await runCascade(relu, candidates, {
       device: "cpu",
       seed: 5,
       server,

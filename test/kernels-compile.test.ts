@@ -74,7 +74,7 @@ describe.skipIf(nvcc === null && !inCi)("kernels compile with nvcc for sm_90", (
 // combination on the GPU.
 type Spec = { tunables?: Record<string, (number | string)[]>; constraints?: string[] };
 const STRUCTURAL = ["VEC", "CACHE", "ONLINE", "WELFORD"];
-const { parseConstraints, satisfies } = await import("../runner/src/proposers/constraints.js");
+const { parseConstraints, satisfies } = await import("../runner/src/tasks/constraints.js");
 
 async function templates(): Promise<{ name: string; file: string; spec: Spec; source: string }[]> {
   const dirs = await readdir(join(repo, "kernels"), { withFileTypes: true });

@@ -1,7 +1,7 @@
 // npm run schema: writes task.json's JSON Schema from the zod schema (never by hand), to
 // runner/schema/task.schema.json (for editors and users) and to the harness's contract folder,
 // where tasks/native.py reads its required fields, defaults and enums from it
-// (test/task-schema.test.ts fails when either is stale).
+// (test/runner/tasks/schema.test.ts fails when either is stale).
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { contractFileText } from "#shared/contract/json-schemas.js";

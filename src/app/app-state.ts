@@ -5,8 +5,8 @@ import type { Logger } from "probot";
 import type { EvokernelConfig } from "../shared/config.js";
 import type { Dispatcher } from "./dispatch/types.js";
 import type { GitHub, RepoRef } from "./github.js";
-import type { EarlyRuns } from "./jobs/early-runs.js";
-import type { JobRegistry } from "./jobs/registry.js";
+import type { EarlyRuns } from "./early-runs.js";
+import type { JobRegistry } from "./job-registry.js";
 import type { WorkQueue } from "./queue.js";
 import type { Redactor } from "./redact.js";
 import type { SeenSet } from "./seen.js";
@@ -35,6 +35,6 @@ export interface AppState {
    * holds, replaced. Without it, secrets are found by their shape only.
    */
   readonly redact?: Redactor;
-  /** Jobs an installation may have running at once (jobs/registry.ts's default otherwise). */
+  /** Jobs an installation may have running at once (job-registry.ts's default otherwise). */
   readonly maxJobsPerInstallation?: number;
 }

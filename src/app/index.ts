@@ -29,11 +29,11 @@ import {
   PULL_REQUEST_ACTIONS,
 } from "./handlers/pull-request.js";
 import { handleWorkflowRun } from "./handlers/workflow-run.js";
-import { CHECK_NAME_PREFIX, createJobRegistry } from "./jobs/registry.js";
+import { CHECK_NAME_PREFIX, createJobRegistry } from "./job-registry.js";
 import { loadConfig } from "./load-config.js";
-import { createNightlyScheduler, startNightThroughJobs } from "./nightly/scheduler.js";
+import { createNightlyScheduler, startNightThroughJobs } from "./nightly-scheduler.js";
 import { createWorkQueue } from "./queue.js";
-import { createEarlyRuns } from "./jobs/early-runs.js";
+import { createEarlyRuns } from "./early-runs.js";
 import { endJob, RETRY_END_MS } from "./jobs/finish.js";
 import { concludeLostJobs, recoverOpenChecks } from "./jobs/recover.js";
 import { gitHubHint } from "./operator-log.js";

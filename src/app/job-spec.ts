@@ -4,7 +4,7 @@
 import type { EvokernelConfig } from "../shared/config.js";
 import type { JobKind, JobSpec } from "../shared/job.js";
 import type { RepoRef } from "./github.js";
-import { newJobId } from "./jobs/registry.js";
+import { newJobId } from "./job-registry.js";
 
 export interface SpecInput {
   readonly kind: JobKind;

@@ -25,7 +25,7 @@ export interface AppSettings {
   /** EVOKERNEL_DISPATCH=local: every repository's jobs run locally (a single GPU box). */
   readonly forceLocal: boolean;
   /**
-   * The nightly tick (src/app/nightly/scheduler.ts): how often, and how late a missed
+   * The nightly tick (src/app/nightly-scheduler.ts): how often, and how late a missed
    * window still runs. On unless EVOKERNEL_NIGHTLY=off; absent in tests, which tick by hand.
    */
   readonly nightly?: { tickMs: number; graceMs: number };

@@ -11,6 +11,7 @@ import { codeSpan, mdText } from "../report/escape.js";
 import type { TreeEntry } from "./github.js";
 import { taskOf } from "./planner.js";
 import { KERNEL_SOURCE, pathShapeProblem } from "../shared/suggestion-path.js";
+import { taskFolder } from "../shared/task-id.js";
 
 export interface Suggestion {
   readonly path: string;
@@ -99,7 +100,7 @@ async function problemOf(
 function plannedTaskOf(plan: PlanScope, path: string): string | undefined {
   const folders =
     plan.tasks.length > 0
-      ? plan.tasks.map((task) => task.replace(/#[^/]*$/, ""))
+      ? plan.tasks.map(taskFolder)
       : [taskOf(plan.roots, path)].flatMap((task) => (task === undefined ? [] : [task]));
   return folders
     .filter((folder) => pathShapeProblem(folder) === undefined && path.startsWith(`${folder}/`))

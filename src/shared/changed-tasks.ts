@@ -1,6 +1,7 @@
 // Which tasks a change touches: the app's planner (from a pull request's file list) and
 // `evokernel review` (from `git diff`) decide it with the same rule.
 import { pathFilter } from "./glob.js";
+import { taskHolds } from "./task-id.js";
 
 /** A task by where it lives: a folder, or a KernelBench file; relative to the repository root. */
 export type TaskLocation = { path: string };
@@ -44,16 +45,10 @@ export function selectChangedTasks(options: {
   const all = [...new Set([...basePaths, ...headPaths])].sort();
   const touched = touchedTasks(
     changed,
-    (file) => all.filter((task) => contains(task, file)),
+    (file) => all.filter((task) => taskHolds(task, file)),
     paths,
   );
   return all
     .filter((task) => touched.outside || touched.tasks.has(task))
     .map((path) => ({ path, inBase: basePaths.has(path), inHead: headPaths.has(path) }));
-}
-
-/** A robust-kbench backward task (`folder#backward`) lives in its forward task's folder. */
-function contains(task: string, file: string): boolean {
-  const folder = task.replace(/#[^/]*$/, "");
-  return file === folder || file.startsWith(`${folder}/`);
 }

@@ -1,7 +1,7 @@
 // The line that reproduces a verdict: what a developer pastes on a GPU machine, in the
 // repository's checkout, to get the same verdict from the same seed, configurations and
 // inputs. One builder for the runner's `--json` and the app's comment and check run, so the
-// line printed is the line the CLI takes (test/reproduce.test.ts parses and runs them).
+// line printed is the line the CLI takes (test/runner/cli/reproduce.test.ts parses and runs them).
 //
 // Why the lines are what they are (runner/harness/evokernel_harness): a verification trial's
 // inputs come from the seed, the configuration's name and the trial's number, and a timing's

@@ -17,6 +17,7 @@ import {
   summarizeSpeedup,
   type PerConfig,
 } from "./speedup.js";
+import { taskFolder } from "./task-id.js";
 import { thresholdFor, type Thresholds } from "./thresholds.js";
 
 /** A task's regression threshold per configuration. */
@@ -252,9 +253,10 @@ function sameRatio(claimed: number | null, actual: number | null): boolean {
 
 /** A named task path, a task under a named folder, or a variant (#backward) of a named task. */
 function withinPlanned(path: string, planned: string): boolean {
-  const folder = (text: string) => text.replace(/#[^/]*$/, "");
   return (
-    path === planned || path.startsWith(`${folder(planned)}/`) || folder(path) === folder(planned)
+    path === planned ||
+    path.startsWith(`${taskFolder(planned)}/`) ||
+    taskFolder(path) === taskFolder(planned)
   );
 }
 

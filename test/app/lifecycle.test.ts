@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nock from "nock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { externalIdOf, parseExternalId } from "../../src/app/jobs/registry.js";
+import { externalIdOf, parseExternalId } from "../../src/app/job-registry.js";
 import { writeZip } from "../helpers/zip-writer.js";
 import {
   API,

@@ -2,7 +2,7 @@
 // the grace period (what a restarted instance catches up), and the ref that claims it.
 import { describe, expect, it } from "vitest";
 import { cronMatches, latestRun, parseCron, type Cron } from "../../src/shared/cron.js";
-import { windowRef } from "../../src/app/nightly/scheduler.js";
+import { windowRef } from "../../src/app/nightly-scheduler.js";
 import { parseConfig } from "../../src/shared/config.js";
 
 function cron(line: string): Cron {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { planBranch, proposalsAfter, settlePull, sourceHash } from "../../src/app/nightly/night.js";
 import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
-import { parseExternalId } from "../../src/app/jobs/registry.js";
+import { parseExternalId } from "../../src/app/job-registry.js";
 import { parseConfig } from "../../src/shared/config.js";
 import { EMPTY_LEDGER, type Ledger, type Proposal } from "../../src/shared/nightly.js";
 

@@ -9,7 +9,7 @@ import { createGitHub, type GitHub, type InstalledRepo } from "../../src/app/git
 import { evokernelOctokit } from "../../src/app/octokit.js";
 import { sourceHash } from "../../src/app/nightly/night.js";
 import { reportNight } from "../../src/app/nightly/report-night.js";
-import { createNightlyScheduler, type NightStart } from "../../src/app/nightly/scheduler.js";
+import { createNightlyScheduler, type NightStart } from "../../src/app/nightly-scheduler.js";
 import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
 import { renderNightlyPull } from "../../src/report/nightly.js";
 import { parseConfig } from "../../src/shared/config.js";

@@ -3,10 +3,10 @@
 import { describe, expect, it } from "vitest";
 import { commandKey, parseComment } from "../../src/app/comment-commands.js";
 import { buildJobSpec } from "../../src/app/job-spec.js";
-import { parseExternalId, externalIdOf, newJobId } from "../../src/app/jobs/registry.js";
+import { parseExternalId, externalIdOf, newJobId } from "../../src/app/job-registry.js";
 import { CHECK_OUTPUT_LIMIT, fitCheckOutput, trimTo } from "../../src/app/limits.js";
 import { planTasks, resolveTaskNames, taskOf } from "../../src/app/planner.js";
-import { createEarlyRuns } from "../../src/app/jobs/early-runs.js";
+import { createEarlyRuns } from "../../src/app/early-runs.js";
 import { workflowFileOf } from "../../src/app/handlers/workflow-run.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createSeenSet } from "../../src/app/seen.js";

@@ -8,7 +8,7 @@ import {
   readManifest,
   type CorpusEntry,
 } from "../../runner/src/corpus/manifest.js";
-import { evaluateCandidates, type CandidateResult } from "../../runner/src/evaluate.js";
+import { runCascade, type CandidateResult } from "../../runner/src/cascade.js";
 import { ForkServer } from "../../runner/src/harness/client.js";
 import { repo } from "../helpers/cli.js";
 
@@ -33,7 +33,7 @@ describe.skipIf(!enabled)("the adversarial corpus on the GPU", () => {
     for (const group of groups.values()) {
       const first = group[0];
       if (first === undefined) continue;
-      const evaluated = await evaluateCandidates(
+      const evaluated = await runCascade(
         join(repo, first.task),
         group.map((entry) => join(repo, entry.file)),
         { server, heldout: true, ...(first.check === "bench" ? { bench: {} } : {}) },

@@ -1,7 +1,7 @@
 // On a GPU machine (EVOKERNEL_GPU_TESTS=1): every built-in task's own kernel passes full
 // verification, held-out configurations included, and `bench` times one end to end.
 import { afterAll, describe, expect, it } from "vitest";
-import { evaluateCandidates } from "../../runner/src/evaluate.js";
+import { runCascade } from "../../runner/src/cascade.js";
 import { ForkServer, device } from "../../runner/src/harness/client.js";
 import { discoverTasks } from "../../runner/src/workspace/discover.js";
 import { checkNativeTask } from "../../runner/src/workspace/native-task.js";
@@ -25,7 +25,7 @@ describe.skipIf(!enabled)("built-in kernels on the GPU", () => {
       const checked = await checkNativeTask(path);
       if (!checked.ok || checked.task.kernel === undefined)
         throw new Error(`${path} has no kernel`);
-      const [result] = await evaluateCandidates(path, [join(path, checked.task.kernel)], {
+      const [result] = await runCascade(path, [join(path, checked.task.kernel)], {
         heldout: true,
         server,
       });

@@ -1,7 +1,7 @@
 // A stand-in for client.evaluate (the quick check, the full check and the timing in one
 // harness child) made of stand-ins for client.verify and client.bench: the records the
 // three would give, in order, each reported as it ends, stopping after one that is not ok.
-import type { HarnessCalls } from "../../runner/src/evaluate.js";
+import type { HarnessCalls } from "../../runner/src/cascade.js";
 import type { EvaluateRecords } from "../../runner/src/harness/client.js";
 
 export function evaluateFrom(

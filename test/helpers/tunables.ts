@@ -2,7 +2,7 @@
 // where it can, else up), each step kept only where the task's constraints still hold, as the
 // tuner only proposes combinations that keep them (a template may refuse the others with a
 // static_assert: gemm_bias_relu's STAGES 3 and 4 take SPLIT 0).
-import { parseConstraints, satisfies } from "../../runner/src/proposers/constraints.js";
+import { parseConstraints, satisfies } from "../../runner/src/tasks/constraints.js";
 import type { Tunable, TunableValue } from "../../runner/src/proposers/detect-tunables.js";
 
 export function stepWithinConstraints(

@@ -1,7 +1,7 @@
 // evokernel bench: verify one candidate, then time it beside eager PyTorch, torch.compile
 // and the task's own kernel.
 import { resolve } from "node:path";
-import { evaluateCandidates } from "../evaluate.js";
+import { runCascade } from "../cascade.js";
 import { renderCandidate } from "../render/candidates.js";
 import {
   configsOption,
@@ -64,7 +64,7 @@ exit: 0 verified and timed, 1 rejected (by verification or timing) or the task i
     return withSession(
       async function benchWithServer(session) {
         requireGpu(session);
-        const [result] = await evaluateCandidates(taskRef(target), [candidate], {
+        const [result] = await runCascade(taskRef(target), [candidate], {
           bench: { ...baseline, compile: !flag(parsed, "no-compile") },
           ...(seed === undefined ? {} : { seed }),
           ...(configs.length === 0 ? {} : { configs }),
@@ -72,7 +72,7 @@ exit: 0 verified and timed, 1 rejected (by verification or timing) or the task i
           server: session.server,
           onEvent: createProgress(io),
         });
-        if (result === undefined) throw new Error("evaluateCandidates returned no result");
+        if (result === undefined) throw new Error("runCascade returned no result");
         const task = parsed.positionals[0] ?? target.task.path;
         const reproduce = {
           verify: verifyReproduction(task, result, { cwd: io.cwd, configs, device: "cuda" }),

@@ -3,7 +3,7 @@
 // long (a verification on the CPU, a build behind others), so a log never goes quiet; the
 // seconds it counts are the ones the step's done line then gives.
 import { basename } from "node:path";
-import type { EvaluationEvent } from "../evaluate.js";
+import type { CascadeEvent } from "../cascade.js";
 import { describeEvent } from "../render/progress.js";
 import { formatSeconds } from "../render/format.js";
 import type { Io } from "./command.js";
@@ -11,7 +11,7 @@ import type { Io } from "./command.js";
 /** How often a step that is still running is reported. */
 export const HEARTBEAT_MS = 10_000;
 
-export function createProgress(io: Io, everyMs = HEARTBEAT_MS): (event: EvaluationEvent) => void {
+export function createProgress(io: Io, everyMs = HEARTBEAT_MS): (event: CascadeEvent) => void {
   const running = new Map<string, { step: string; who: string; since: number }>();
   let timer: ReturnType<typeof setInterval> | undefined;
 
@@ -26,7 +26,7 @@ export function createProgress(io: Io, everyMs = HEARTBEAT_MS): (event: Evaluati
     io.stderr(io.stderrIsTTY ? `\r\x1b[K${line}` : `${line}\n`);
   }
 
-  function track(event: EvaluationEvent): void {
+  function track(event: CascadeEvent): void {
     const key = `${event.step}\0${event.candidate}`;
     if (event.type === "start")
       running.set(key, { step: event.step, who: basename(event.candidate), since: Date.now() });

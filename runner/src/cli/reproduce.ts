@@ -3,7 +3,7 @@
 // the same verdict from the same inputs.
 import { isAbsolute, relative } from "node:path";
 import { benchLine, verifyLine } from "#shared/reproduce.js";
-import type { CandidateResult } from "../evaluate.js";
+import type { CandidateResult } from "../cascade.js";
 import { packageVersion } from "../paths.js";
 
 /** A path as the line gives it: relative to where the command ran when inside it. */

@@ -2,7 +2,7 @@
 // proves the verifier on a new runner, and measures how many candidates a minute it takes.
 import { dirname, join, relative, resolve } from "node:path";
 import { EnvironmentError, UsageError } from "../errors.js";
-import { evaluateCandidates, type CandidateResult } from "../evaluate.js";
+import { runCascade, type CandidateResult } from "../cascade.js";
 import {
   meetsExpectation,
   readManifest,
@@ -11,10 +11,11 @@ import {
   type CorpusEntry,
 } from "../corpus/manifest.js";
 import { repoRoot } from "../paths.js";
+import { taskFolder } from "#shared/task-id.js";
 import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
-import { createResources } from "../pipeline/resources.js";
+import { createResources } from "../build/resources.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import type { TaskRef } from "../harness/client.js";
@@ -62,7 +63,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
     }
     // entries whose public data (shared:…) is not on this machine are skipped, said, and
     // listed: a release tree, the runner image and a fresh clone carry none of it, and every
-    // hack class has entries of its own besides (test/verify-manifest.test.ts)
+    // hack class has entries of its own besides (test/runner/cli/verify-manifest.test.ts)
     const { entries: present, skipped } = presentEntries(entries, root);
     if (present.length === 0) requireTasksHere(skipped, root);
     if (skipped.length > 0) {
@@ -104,7 +105,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
             const first = group[0];
             if (first === undefined) return;
             const path = resolveCorpusPath(first.task, root);
-            const evaluated = await evaluateCandidates(
+            const evaluated = await runCascade(
               tasks.get(path) ?? path,
               group.map((entry) => resolveCorpusPath(entry.file, root)),
               {
@@ -161,8 +162,7 @@ export function presentEntries(
   entries: readonly CorpusEntry[],
   root: string,
 ): { entries: CorpusEntry[]; skipped: CorpusEntry[] } {
-  const here = (entry: CorpusEntry) =>
-    existsNow(resolveCorpusPath(entry.task, root).replace(/#backward$/, ""));
+  const here = (entry: CorpusEntry) => existsNow(taskFolder(resolveCorpusPath(entry.task, root)));
   return { entries: entries.filter(here), skipped: entries.filter((entry) => !here(entry)) };
 }
 

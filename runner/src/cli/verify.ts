@@ -4,7 +4,7 @@
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { readCandidateList } from "../corpus/manifest.js";
 import { EnvironmentError, UsageError } from "../errors.js";
-import { evaluateCandidates, type CandidateResult, type EvaluateOptions } from "../evaluate.js";
+import { runCascade, type CandidateResult, type CascadeOptions } from "../cascade.js";
 import { repoRoot } from "../paths.js";
 import { renderCandidates } from "../render/candidates.js";
 import { renderStatic } from "../render/verify-table.js";
@@ -20,7 +20,7 @@ import {
 } from "./command.js";
 import { createProgress } from "./progress.js";
 import { verifyReproduction } from "./reproduce.js";
-import { createResources } from "../pipeline/resources.js";
+import { createResources } from "../build/resources.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 
@@ -74,7 +74,7 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
     const device: "cuda" | "cpu" = deviceChoice;
     const seed = seedOption(parsed);
     const configs = configsOption(parsed);
-    const common: EvaluateOptions = {
+    const common: CascadeOptions = {
       device: deviceChoice,
       heldout: flag(parsed, "heldout"),
       ...(seed === undefined ? {} : { seed }),
@@ -94,7 +94,7 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
     return withSession(
       async function verifyWithServer(session) {
         const noGpu = deviceChoice === "cuda" && !session.device.cuda;
-        const results = await evaluateCandidates(taskRef(target), candidates, {
+        const results = await runCascade(taskRef(target), candidates, {
           ...common,
           staticOnly: noGpu,
           knownDevice: session.device.device,
@@ -190,7 +190,7 @@ export function manifestPath(path: string, root: string, env = process.env): str
 async function verifyManifests(
   manifests: readonly string[],
   positionals: readonly string[],
-  common: EvaluateOptions,
+  common: CascadeOptions,
   run: ManifestRun,
 ): Promise<number> {
   if (positionals.length > 0 || run.candidates.length > 0)
@@ -220,7 +220,7 @@ async function verifyManifests(
 
   return withSession(async function verifyManifestWithServer(session: Session) {
     const noGpu = common.device !== "cpu" && !session.device.cuda;
-    const shared: EvaluateOptions = {
+    const shared: CascadeOptions = {
       ...common,
       staticOnly: noGpu,
       knownDevice: session.device.device,
@@ -236,7 +236,7 @@ async function verifyManifests(
       groups.map(async function verifyGroup({ target, candidates }) {
         const results = await Promise.all(
           candidates.map(async function verifyOne(candidate): Promise<CandidateResult> {
-            const [result] = await evaluateCandidates(taskRef(target), [candidate], shared);
+            const [result] = await runCascade(taskRef(target), [candidate], shared);
             if (result === undefined) throw new Error(`no result for ${candidate}`);
             done += 1;
             run.io.stderr(`${candidateLine(done, total, root, result)}\n`);

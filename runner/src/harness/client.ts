@@ -390,7 +390,7 @@ export type EvaluateRecords = {
   bench: BenchRecord | null;
 };
 
-export type EvaluateOptions = Omit<CallOptions, "timeoutMs"> &
+export type CascadeOptions = Omit<CallOptions, "timeoutMs"> &
   Omit<VerifyOptions, keyof CallOptions | "quick"> &
   Omit<BenchOptions, keyof CallOptions | "candidate" | "artifact"> & {
     /** The limits of the separate commands (10 minutes each): the child gets their sum. */
@@ -414,7 +414,7 @@ export type EvaluateOptions = Omit<CallOptions, "timeoutMs"> &
 export async function evaluate(
   task: TaskRef,
   candidate: string,
-  options: EvaluateOptions = {},
+  options: CascadeOptions = {},
 ): Promise<EvaluateRecords> {
   const timeoutMs = (options.verifyTimeoutMs ?? 600_000) + (options.benchTimeoutMs ?? 600_000);
   const dir = await scratchFolder("h-");

@@ -5,6 +5,7 @@ import { join, relative, sep } from "node:path";
 import { selectChangedTasks } from "#shared/changed-tasks.js";
 import { DEFAULT_CONFIG } from "#shared/config.js";
 import type { JobSpec } from "#shared/job.js";
+import { taskFolder } from "#shared/task-id.js";
 import type { Git } from "../git.js";
 import type { TaskFormat } from "#shared/contract/formats.js";
 import { discoverTasks, type DiscoveredTask } from "../workspace/discover.js";
@@ -27,7 +28,7 @@ export type PlannedTask = {
 export type Plan = { head: Tree; base: Tree | null; tasks: PlannedTask[]; ignored: string[] };
 
 export async function planJob(git: Git, spec: JobSpec, work: string): Promise<Plan> {
-  const named = spec.tasks.map(folderOf);
+  const named = spec.tasks.map(taskFolder);
   const roots = named.length > 0 ? named : (spec.roots ?? DEFAULT_CONFIG.tasks);
   const head = await writeTree(git, spec.sha, roots, join(work, "head"));
   // A pull request changes what its merge base had (GitHub's three-dot diff): the base
@@ -90,9 +91,4 @@ export async function planJob(git: Git, spec: JobSpec, work: string): Promise<Pl
 async function discoverIn(tree: Tree): Promise<Map<string, DiscoveredTask>> {
   const found = await discoverTasks(tree.roots.map((root) => join(tree.dir, ...root.split("/"))));
   return new Map(found.map((task) => [relative(tree.dir, task.path).split(sep).join("/"), task]));
-}
-
-/** A task path without a robust-kbench `#backward` suffix: the folder it lives in. */
-function folderOf(path: string): string {
-  return path.replace(/#[^/]*$/, "");
 }

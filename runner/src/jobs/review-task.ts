@@ -7,11 +7,12 @@ import { KERNEL_SOURCE, pathShapeProblem } from "#shared/suggestion-path.js";
 import type { Result } from "#shared/result.js";
 import type { TaskReview, TimingConfig, Verification } from "#shared/review.js";
 import { compareSpreads, isImprovement, isRegression, summarizeSpeedup } from "#shared/speedup.js";
+import { taskFolder } from "#shared/task-id.js";
 import { thresholdFor, type ThresholdInput } from "#shared/thresholds.js";
 import { loadTarget, taskRef } from "../workspace/target.js";
 import type { Session } from "../pipeline/session.js";
 import { TaskError } from "../errors.js";
-import { evaluateCandidates, type CandidateResult, type EvaluationEvent } from "../evaluate.js";
+import { runCascade, type CandidateResult, type CascadeEvent } from "../cascade.js";
 import type { BenchConfig, Stat } from "#shared/contract/records.js";
 import { isPlainFile, readText } from "../workspace/files.js";
 import type { Task } from "../tasks/schema.js";
@@ -35,7 +36,7 @@ export type TaskWork = {
   /** A folder of this task's own for the optimize archive. */
   work: string;
   say: (line: string) => void;
-  onEvent: (event: EvaluationEvent) => void;
+  onEvent: (event: CascadeEvent) => void;
 };
 
 /** Whether a task needs the GPU: head has it, and it changed (or the job names it). */
@@ -82,11 +83,11 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     return { ...base, status: "skipped", summary: "the task has no kernel of its own to check" };
   }
   const headKernel = head.baseline;
-  const kernel = `${folderOf(planned.path)}/${relativeKernel(planned, headKernel)}`;
+  const kernel = `${taskFolder(planned.path)}/${relativeKernel(planned, headKernel)}`;
   const baseKernel = planned.base === null ? null : await kernelOf(planned.base.path, work.work);
 
   work.say(`${planned.path}: verifying${work.bench ? " and timing" : ""} the PR's kernel`);
-  const [result] = await evaluateCandidates(taskRef(head), [headKernel], {
+  const [result] = await runCascade(taskRef(head), [headKernel], {
     heldout: true,
     bench: work.bench
       ? { compile: true, ...(baseKernel === null ? {} : { baseline: baseKernel }) }
@@ -95,7 +96,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     server: work.session.server,
     onEvent: work.onEvent,
   });
-  if (result === undefined) throw new Error("evaluateCandidates returned no result");
+  if (result === undefined) throw new Error("runCascade returned no result");
 
   const verification = verificationOf(result, toleranceOf(head.spec));
   const status = statusOf(result);
@@ -111,7 +112,7 @@ export async function reviewTask(planned: PlannedTask, work: TaskWork): Promise<
     baseKernel:
       baseKernel === null || planned.base === null
         ? null
-        : `${folderOf(planned.path)}/${kernelWithin(planned.base.path, baseKernel)}`,
+        : `${taskFolder(planned.path)}/${kernelWithin(planned.base.path, baseKernel)}`,
     status,
     summary: status === "passed" ? result.message : firstLine(result.message),
     verification,
@@ -157,7 +158,7 @@ export async function suggestablePath(
   kernel: string,
 ): Promise<string | null> {
   if (planned.head === null) return null;
-  const folder = planned.head.path.replace(/#[^/]*$/, "");
+  const folder = taskFolder(planned.head.path);
   const inside = relative(folder, headKernel);
   if (inside === "" || inside.startsWith("..") || isAbsolute(inside)) return null;
   if (pathShapeProblem(kernel) !== undefined || !KERNEL_SOURCE.test(kernel)) return null;
@@ -303,10 +304,6 @@ function percentOfFloor(floorMs: number, spread: TimingConfig["head"]): number |
   return (floorMs / spread.medianMs) * 100;
 }
 
-function folderOf(path: string): string {
-  return path.replace(/#[^/]*$/, "");
-}
-
 /** The kernel's name within its task folder (native tasks name it in task.json). */
 function relativeKernel(planned: PlannedTask, kernel: string): string {
   return kernelWithin(planned.head === null ? "" : planned.head.path, kernel);
@@ -314,7 +311,7 @@ function relativeKernel(planned: PlannedTask, kernel: string): string {
 
 /** A kernel's name within the task folder at `taskPath` (a tree's copy of the task). */
 function kernelWithin(taskPath: string, kernel: string): string {
-  const folder = taskPath.replace(/#[^/]*$/, "");
+  const folder = taskFolder(taskPath);
   return kernel.startsWith(`${folder}/`)
     ? kernel
         .slice(folder.length + 1)

@@ -7,7 +7,7 @@ import type { JobSpec } from "#shared/job.js";
 import { reproductionOf, type ReviewResult, type TaskReview } from "#shared/review.js";
 import { NO_GPU, type Session } from "../pipeline/session.js";
 import { EnvironmentError } from "../errors.js";
-import type { EvaluationEvent } from "../evaluate.js";
+import type { CascadeEvent } from "../cascade.js";
 import type { Git } from "../git.js";
 import { packageVersion } from "../paths.js";
 import { optimizeHead, type Optimizer } from "./optimize-head.js";
@@ -23,7 +23,7 @@ export type JobOptions = {
   /** Opens the harness (a fork server) only when there is GPU work to do. */
   openSession: <T>(work: (session: Session) => Promise<T>) => Promise<T>;
   say: (line: string) => void;
-  onEvent: (event: EvaluationEvent) => void;
+  onEvent: (event: CascadeEvent) => void;
   optimizer?: Optimizer;
   /** Told the plan before any GPU work (review prints the tasks it found). */
   onPlan?: (plan: Plan) => void;

@@ -10,10 +10,10 @@ import type { Result } from "#shared/result.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 import { requireGpu, withSession } from "./session.js";
 import { createBuildPool } from "../build/pool.js";
-import type { EvaluationEvent } from "../evaluate.js";
+import type { CascadeEvent } from "../cascade.js";
 import { assertResumable, fileArchive, readArchive } from "../evolve/archive.js";
 import { DEFAULTS, runEngine } from "../evolve/engine.js";
-import { createHarnessEvaluator, referenceTiming } from "../evolve/evaluator.js";
+import { createHarnessEvaluator, referenceTiming } from "../evolve/harness-evaluator.js";
 import { finalize, where } from "../evolve/final.js";
 import type { Language } from "../evolve/fingerprint.js";
 import { buildResult } from "../evolve/result.js";
@@ -66,7 +66,7 @@ export type OptimizeOptions = {
   /** One line per step of the search (each candidate, the final checks). */
   say: (line: string) => void;
   /** Each step of a candidate's cascade (a terminal's status line). */
-  onEvaluation?: ((event: EvaluationEvent) => void) | undefined;
+  onEvaluation?: ((event: CascadeEvent) => void) | undefined;
   /**
    * Asked for once the search is about to start (the CLI's first Ctrl-C from then on aborts
    * it): stop after the candidates in flight and skip the final checks.

@@ -43,7 +43,7 @@ import {
   type Proposer,
 } from "../evolve/types.js";
 import { createRng, deriveSeed, type Rng } from "../evolve/rng.js";
-import { parseConstraints, satisfies } from "./constraints.js";
+import { parseConstraints, satisfies } from "../tasks/constraints.js";
 
 export type TunerOptions = {
   seed: number;

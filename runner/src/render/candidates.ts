@@ -1,7 +1,7 @@
 // The report for a set of evaluated candidates: per candidate its static check, then the
 // build log of a failed build or the verification (and timing) tables; a summary when
 // there are several.
-import type { CandidateResult } from "../evaluate.js";
+import type { CandidateResult } from "../cascade.js";
 import { renderBench } from "./bench-table.js";
 import { formatSeconds, indent } from "./format.js";
 import { renderTable } from "./table.js";

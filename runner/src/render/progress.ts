@@ -1,9 +1,9 @@
 // One line per step of the cascade, for stderr while the work runs.
 import { basename } from "node:path";
-import type { EvaluationEvent } from "../evaluate.js";
+import type { CascadeEvent } from "../cascade.js";
 import { formatSeconds } from "./format.js";
 
-export function describeEvent(event: EvaluationEvent): string {
+export function describeEvent(event: CascadeEvent): string {
   const who = basename(event.candidate);
   if (event.type === "start") return `${event.step.padEnd(6)} ${who} …`;
   // no-gpu: the machine could not run it (verify --device cpu on a CUDA candidate), no verdict

@@ -1,7 +1,7 @@
 // The rules of task.json that span fields: names bound in every configuration, shapes that
 // come out whole, an odd-sized configuration, gradients for backward tasks. Each issue says
 // what to fix, at the path where the fix goes.
-import { parseConstraint } from "../proposers/constraints.js";
+import { parseConstraint } from "./constraints.js";
 import { parseExpression, type Expression } from "./expression.js";
 import { FLOAT_DTYPES } from "#shared/contract/dtypes.js";
 import type { TaskShape } from "./fields.js";

@@ -5,6 +5,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { UsageError } from "../errors.js";
 import { closest } from "../util/suggest.js";
 import type { TaskFormat } from "#shared/contract/formats.js";
+import { backwardTaskId, isBackwardTaskId, taskFolder } from "#shared/task-id.js";
 import { kernelsDir } from "../paths.js";
 import { kindOf, listFolder, readText } from "./files.js";
 
@@ -19,8 +20,6 @@ export type DiscoveredTask = {
   folder: string;
   backward: boolean;
 };
-
-export const BACKWARD_SUFFIX = "#backward";
 
 const SKIPPED_FOLDERS = new Set(["node_modules", "__pycache__", "dist"]);
 
@@ -41,8 +40,8 @@ async function backwardTask(task: DiscoveredTask): Promise<DiscoveredTask | null
   if (!(await isFile(join(task.folder, "func_backward.py")))) return null;
   return {
     ...task,
-    name: `${task.name}${BACKWARD_SUFFIX}`,
-    path: `${task.folder}${BACKWARD_SUFFIX}`,
+    name: backwardTaskId(task.name),
+    path: backwardTaskId(task.folder),
     backward: true,
   };
 }
@@ -81,8 +80,8 @@ export async function resolveTask(
   nameOrPath: string,
   cwd = process.cwd(),
 ): Promise<DiscoveredTask> {
-  if (nameOrPath.endsWith(BACKWARD_SUFFIX)) {
-    const forward = await resolveTask(nameOrPath.slice(0, -BACKWARD_SUFFIX.length), cwd);
+  if (isBackwardTaskId(nameOrPath)) {
+    const forward = await resolveTask(taskFolder(nameOrPath), cwd);
     const backward = await backwardTask(forward);
     if (backward !== null) return backward;
     throw new UsageError(

@@ -5,7 +5,7 @@ import { jobKindSchema } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
-import { parseExternalId } from "../jobs/registry.js";
+import { parseExternalId } from "../job-registry.js";
 import type { loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob } from "../jobs/start.js";

@@ -4,7 +4,7 @@
 // branch is opened. Only people with write access may press it.
 import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
-import { APPLY_ACTION, parseExternalId, suggestionBranch } from "../jobs/registry.js";
+import { APPLY_ACTION, parseExternalId, suggestionBranch } from "../job-registry.js";
 import type { CheckRunEvent } from "./payloads.js";
 import { codeSpan } from "../../report/escape.js";
 

@@ -4,7 +4,7 @@
 // (check-run-rerun.ts: write access, the commit still the PR's head).
 import type { AppState } from "../app-state.js";
 import type { GitHub } from "../github.js";
-import { CHECK_NAME_PREFIX, parseExternalId } from "../jobs/registry.js";
+import { CHECK_NAME_PREFIX, parseExternalId } from "../job-registry.js";
 import type { loadConfig } from "../load-config.js";
 import { handleRerun } from "./check-run-rerun.js";
 import type { CheckSuiteEvent } from "./payloads.js";

@@ -9,7 +9,7 @@ import { approvalCommand } from "../approvals.js";
 import type { CheckRunUpdate, GitHub } from "../github.js";
 import { buildJobSpec } from "../job-spec.js";
 import { ownCheckRuns } from "../jobs/claim.js";
-import { checkName } from "../jobs/registry.js";
+import { checkName } from "../job-registry.js";
 import { invalidConfigOutput, type loadConfig } from "../load-config.js";
 import { planTasks } from "../planner.js";
 import { startJob } from "../jobs/start.js";

@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { CheckRun, GitHub } from "../github.js";
-import { checkName, parseExternalId } from "./registry.js";
+import { checkName, parseExternalId } from "../job-registry.js";
 
 /** What work a job does, as 8 hex digits: its pull request, kind, tasks, budget, proposer. */
 export function claimKey(spec: JobSpec): string {

@@ -5,7 +5,7 @@
 // from the same spec fields, cancels it on Actions too); a push supersedes every job of the
 // old head (jobs/stop.ts). test/app/concurrency.test.ts checks the workflow against this.
 import type { JobSpec } from "../../shared/job.js";
-import type { ActiveJob } from "./registry.js";
+import type { ActiveJob } from "../job-registry.js";
 
 /**
  * The group a job belongs to, exactly as action/example-workflow.yml's `concurrency.group`

@@ -7,7 +7,7 @@
 import type { AppState } from "../app-state.js";
 import type { JobOutcome } from "../dispatch/types.js";
 import type { GitHub } from "../github.js";
-import type { ActiveJob } from "./registry.js";
+import type { ActiveJob } from "../job-registry.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 import { reportResult } from "./report.js";
 import { createRedactor } from "../redact.js";

@@ -14,7 +14,7 @@ import type { LostJob } from "../dispatch/types.js";
 import type { GitHub, InstalledRepo } from "../github.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 import { recoveredSpec } from "./recovered-spec.js";
-import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
+import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../job-registry.js";
 
 export interface RecoverDeps {
   listRepos(): Promise<InstalledRepo[]>;

@@ -30,7 +30,7 @@ import {
 } from "../../report/index.js";
 import type { AppState } from "../app-state.js";
 import type { CheckAction, GitHub, Pull, ReviewComment } from "../github.js";
-import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "./registry.js";
+import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "../job-registry.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "../limits.js";
 import { reportNight } from "../nightly/report-night.js";
 import { isNightlyJob } from "../nightly/spec.js";

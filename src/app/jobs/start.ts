@@ -14,7 +14,7 @@ import {
   externalIdOf,
   MAX_JOBS_PER_INSTALLATION,
   MAX_JOBS_PER_PULL,
-} from "./registry.js";
+} from "../job-registry.js";
 import { codeSpan } from "../../report/escape.js";
 import { replaceJob, supersededOutput } from "./stop.js";
 import { supersededBy } from "./concurrency.js";

@@ -7,7 +7,7 @@ import type { JobSpec } from "../../shared/job.js";
 import type { AppState } from "../app-state.js";
 import type { GitHub, Pull } from "../github.js";
 import { finishJob } from "./finish.js";
-import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "./registry.js";
+import { type ActiveJob, CHECK_NAME_PREFIX, parseExternalId } from "../job-registry.js";
 
 /** A newer commit replaced this job's: stop it and say so (neutral, not a failure). */
 export async function supersedeJob(

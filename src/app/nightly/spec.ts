@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { EvokernelConfig } from "../../shared/config.js";
 import type { JobSpec } from "../../shared/job.js";
+import { taskFolder } from "../../shared/task-id.js";
 import type { RepoRef } from "../github.js";
 import { resolveTaskNames } from "../planner.js";
 
@@ -28,7 +29,7 @@ export function nightlySpec(repo: RepoRef, config: EvokernelConfig, sha: string)
   // The runner selects named tasks by path; a glob it reads only as a root to look under.
   const globbed = names.some((name) => /[*?[]/.test(name));
   const tasks = globbed ? [] : names;
-  const roots = globbed ? names.map((name) => name.replace(/#[^/]*$/, "")) : [...config.tasks];
+  const roots = globbed ? names.map(taskFolder) : [...config.tasks];
   return {
     schema: 1,
     id: nightlyJobId(sha),
