@@ -5,7 +5,7 @@
 import { acceptsOn, type Answers, type VerdictData } from "../../shared/answers.js";
 import { answerCheckRun, judgedSummary, readVerdictBlock } from "../../report/answers.js";
 import type { CheckRun, GitHub } from "../github.js";
-import { CHECK_NAME_PREFIX } from "../jobs/registry.js";
+import { CHECK_NAME_PREFIX } from "../job-registry.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 
 export interface Answerable {

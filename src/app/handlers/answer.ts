@@ -31,7 +31,7 @@ import {
 import { blobAt, changeAnswers } from "../answers/store.js";
 import type { AnswerCommand } from "../comment-commands.js";
 import type { GitHub, Pull } from "../github.js";
-import { parseExternalId } from "../jobs/registry.js";
+import { parseExternalId } from "../job-registry.js";
 import type { CheckRunEvent, IssueCommentEvent } from "./payloads.js";
 
 const WRITERS = new Set(["admin", "write", "maintain"]);
