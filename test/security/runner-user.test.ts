@@ -110,6 +110,48 @@ function said(outcome: JobOutcome | undefined): string {
 const confined = await confinedCommand("true", []);
 const ownUser = confined.uid !== undefined;
 
+describe("how a local job's runner is confined", () => {
+  it("says why it runs as the app's own user where it must, and refuses a uid it cannot honour", async () => {
+    const off = await confinedCommand(
+      "true",
+      [],
+      { network: false, hide: [] },
+      {
+        EVOKERNEL_JOB_PIDNS: "off",
+      },
+    );
+    expect(off).toMatchObject({ pidNamespace: false, unconfined: "EVOKERNEL_JOB_PIDNS=off" });
+    expect(off.uid).toBeUndefined();
+    await expect(
+      confinedCommand(
+        "true",
+        [],
+        { network: false, hide: [] },
+        {
+          EVOKERNEL_JOB_PIDNS: "off",
+          EVOKERNEL_RUNNER_UID: "60998",
+        },
+      ),
+    ).rejects.toThrow(
+      "EVOKERNEL_RUNNER_UID is set but cannot be honoured (EVOKERNEL_JOB_PIDNS=off)",
+    );
+    await expect(
+      confinedCommand("true", [], { network: false, hide: [] }, { EVOKERNEL_RUNNER_UID: "root" }),
+    ).rejects.toThrow("EVOKERNEL_RUNNER_UID=root is not a uid");
+  });
+
+  it.skipIf(!ownUser)(
+    "gives the runner no network unless asked, and 60998 by default",
+    async () => {
+      const without = await confinedCommand("true", [], { network: false, hide: [] }, {});
+      expect(without).toMatchObject({ uid: 60998, network: false });
+      expect(without.args).toContain("--net");
+      const llm = await confinedCommand("true", [], { network: true, hide: [] }, {});
+      expect(llm.args).not.toContain("--net");
+    },
+  );
+});
+
 describe.skipIf(!ownUser)("a local job's runner, by default", () => {
   it("runs as a user of its own and cannot read the app's key file, records or kept results, whatever their mode", async () => {
     const key = join(dir, "app.pem");
