@@ -213,7 +213,9 @@ async function runInWorktree(
       notice(
         `local jobs: the runner runs as the app's own user (uid ${process.getuid?.() ?? "?"}) because ${confined.unconfined}; ` +
           "code running as the runner can read what that user can (the app's .env and key among them). " +
-          "Run the app as root with util-linux `unshare` and `setpriv` for a runner of its own uid (EVOKERNEL_RUNNER_UID, by default 60998)",
+          (confined.unconfined === "EVOKERNEL_RUNNER_UID=off"
+            ? "Unset EVOKERNEL_RUNNER_UID for a runner of its own uid (60998)"
+            : "Run the app as root with util-linux `unshare` and `setpriv` for a runner of its own uid (EVOKERNEL_RUNNER_UID, by default 60998)"),
       );
     // A runner of its own uid owns the job's folder, a home and a build cache in it, and
     // nothing of the app's: what else it needs is checked before it starts.
