@@ -25,7 +25,15 @@
 // (--kernels, --app, --runner, --config, --nightly-tasks/-budget/-proposer, --tick-s,
 // --keep-repo: see the options below)
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -99,6 +107,9 @@ mkdirSync(out, { recursive: true });
 // 1. The repository: base = this checkout's kernels and the config, head = the kernels with
 // the changes.
 const work = mkdtempSync(join(tmpdir(), "evokernel-e2e-local-"));
+// A local job's runner runs as a user of its own where the app is root (60998): it reads the
+// clone below this folder (mkdtemp makes it 0700).
+chmodSync(work, 0o755);
 const repo = join(work, "repo");
 const git = (...args) =>
   execFileSync("git", args, {

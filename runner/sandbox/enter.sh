@@ -57,9 +57,14 @@ bind() { # MODE SOURCE
   case $1 in
     # Recursive (the driver's libraries are often a mount of their own under /usr), every
     # mount in it read-only; noexec where the source has it (a user namespace may not lift a
-    # flag it inherited). /sys alone is not recursive: its debugfs and tracefs stay out.
+    # flag it inherited). /sys alone is not recursive: its debugfs and tracefs stay out. In a
+    # user namespace made below another mount namespace (a local job's runner of its own uid),
+    # the mounts under /sys are locked to it and a bind without them is refused: there it is
+    # bound with them, read-only (what they hold is closed to an unprivileged user anyway).
     ro)
-      if [ "$2" = /sys ]; then mount --bind "$2" "$target"; else mount --rbind "$2" "$target"; fi &&
+      if [ "$2" = /sys ]; then
+        mount --bind "$2" "$target" 2>/dev/null || { [ "$uid" = - ] && mount --rbind "$2" "$target"; }
+      else mount --rbind "$2" "$target"; fi &&
         readonly_below "$target"
       ;;
     rw) mount --bind "$2" "$target" && { mount -o remount,bind,nosuid,nodev "$target" 2>/dev/null ||

@@ -70,6 +70,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
       ? createLocalDispatcher({
           ...settings.local,
           onError,
+          onNotice: (message) => log.warn(message),
           onDone: (spec, outcome) => finishLocal(spec, outcome),
         })
       : undefined;

@@ -36,6 +36,9 @@ export const HARNESS_SETTINGS = [
   "EVOKERNEL_GPU_MEM_FRACTION",
   "EVOKERNEL_MEM_LIMIT_MB",
   "EVOKERNEL_PROBE_MEM_MB",
+  // the sandbox's process-count and file-size caps (runner/sandbox/enter.sh)
+  "EVOKERNEL_SANDBOX_FSIZE",
+  "EVOKERNEL_SANDBOX_NPROC",
   "EVOKERNEL_WORKER",
 ] as const;
 

@@ -5,7 +5,7 @@
 // get the same deliveries at the same moment, the push's before the PR's `opened`, and the
 // same command in two comments. Each time every check run ends and nothing is posted twice.
 import { once } from "node:events";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,6 +37,9 @@ const pids: number[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "evokernel-chaos-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
   ({ repo, base, head } = await makePrRepo(dir));
   entry = await bundleApp(join(dir, "app.mjs"));
 });

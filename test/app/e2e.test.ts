@@ -1,7 +1,7 @@
 // End to end: the real app process (bundled as shipped) against the GitHub stand-in, with the
 // local backend running a fake runner in a git worktree of the PR's head, from the
 // pull_request webhook to the posted comment, review and check run.
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,6 +28,9 @@ let base: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "evokernel-app-e2e-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
   let repo: string;
   ({ repo, base, head } = await makePrRepo(dir));
 

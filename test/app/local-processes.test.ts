@@ -6,7 +6,7 @@
 // processes and a real git repository.
 import { execa } from "execa";
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -22,6 +22,9 @@ const planted: number[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "evk-local-procs-"));
+  // The runner runs as a user of its own (60998 by default): it reads the clone and writes
+  // its marker files here.
+  await chmod(dir, 0o1777);
 });
 
 afterEach(async () => {

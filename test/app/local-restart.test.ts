@@ -4,7 +4,7 @@
 // runner of ours is never killed. Real processes and a real git repository.
 import { execa } from "execa";
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it, vi } from "vitest";
@@ -18,6 +18,9 @@ const started: number[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "evk-local-restart-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
 });
 
 afterEach(async () => {

@@ -3,7 +3,7 @@
 // id, where webhooks go, the backend and the installations; JSON with NODE_ENV=production
 // or LOG_FORMAT=json, pretty otherwise; and a failure at start (GitHub refusing the key or
 // out of reach, the port taken) names what to check.
-import { mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +34,9 @@ const servers: Server[] = [];
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "evokernel-operator-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
   entry = await bundleApp(join(dir, "app.mjs"));
   key = generateAppKey();
 });

@@ -4,7 +4,7 @@
 // the secrets and fails, ended the one way every job ends (jobs/finish.ts endJob).
 import { execa } from "execa";
 import { generateKeyPairSync } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "probot";
@@ -39,6 +39,9 @@ const ENV = {
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "evk-redact-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

@@ -24,6 +24,9 @@ async function git(...args: string[]): Promise<string> {
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "evk-git-safety-"));
+  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+  // the clone and the runner here, and writes its markers.
+  await chmod(dir, 0o1777);
   repo = join(dir, "repo");
   await execa("git", ["init", "-q", "-b", "main", repo]);
   await git("config", "user.email", "test@example.com");

@@ -4,7 +4,7 @@
 // AWS keys went through; now only the names in src/shared/environment.ts do, and a harness
 // child (where the candidate runs) never gets a key at all.
 import { execa } from "execa";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -76,6 +76,9 @@ describe("the local backend's runner", () => {
   const saved = { ...process.env };
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "evk-runner-env-"));
+    // A local job's runner runs as a user of its own (60998 where the app is root): it reads
+    // the clone and the runner here, and writes its markers.
+    await chmod(dir, 0o1777);
     Object.assign(process.env, SECRETS, LLM);
   });
   afterEach(async () => {

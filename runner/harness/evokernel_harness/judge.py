@@ -44,7 +44,7 @@ from typing import Any, Callable, cast
 import torch
 
 from . import compare as _compare  # noqa: F401 — bound before the fork (see above)
-from . import outputs
+from . import limits, outputs
 from .env import device_backend, device_info, precise_math
 from .record import Record
 from .tasks.base import Config, Task
@@ -86,8 +86,13 @@ def run_candidate(fn: Callable[[], Record], claim_path: str) -> tuple[int, float
             code = 0
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
-        except BaseException:  # the harness failed in the candidate's process
-            traceback.print_exc()
+        except BaseException as err:  # the harness failed in the candidate's process
+            if limits.out_of_memory(err):  # the task's inputs or reference, past the memory limit
+                doing = "the task's inputs or reference (made in the candidate's process)"
+                print(f"MemoryLimitError: {limits.over_limit(limits.memory_limit_mb(), doing, err)}", file=sys.stderr)
+                code = 3
+            else:
+                traceback.print_exc()
         finally:
             sys.stdout.flush()
             sys.stderr.flush()

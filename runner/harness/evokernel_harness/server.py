@@ -25,12 +25,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from . import gpulock, worker
+from . import gpulock, limits, worker
 from .command_request import BadRequest, parse_command
 from .commands import run
 from .worker import Worker
 
-MEM_LIMIT = int(os.environ.get("EVOKERNEL_MEM_LIMIT_MB", "32768")) << 20  # resident memory per child
+# Resident memory per child: a backstop 4 GiB above each command's data limit (limits.py: an
+# allocation past that fails in the process, named), for what RLIMIT_DATA does not count.
+MEM_LIMIT = (limits.memory_limit_mb() + 4096) << 20
 
 
 @dataclass(frozen=True)

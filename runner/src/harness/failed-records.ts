@@ -13,6 +13,8 @@ export type Failure = {
   status: Exclude<VerifyStatus, "passed" | "rejected" | "compile-error">;
   message: string;
   log: string;
+  /** The record's reason where not the status: `resources` for a command over its memory limit. */
+  reason?: string;
 };
 
 /** Stands in for the device when the run that would have described it never finished. */
@@ -86,7 +88,7 @@ export function failedVerify(
     format: "unknown",
     ok: false,
     status: failure.status,
-    reason: failure.status,
+    reason: ("reason" in failure ? failure.reason : undefined) ?? failure.status,
     hack: null,
     message: joinLog(failure),
     mismatch: null,
@@ -111,7 +113,7 @@ export function failedBench(
     kind: "bench",
     task: where.task,
     ok: false,
-    reason: failure.status,
+    reason: failure.reason ?? failure.status,
     message: joinLog(failure),
     device: where.device ?? UNKNOWN_DEVICE,
     ceilings: null,

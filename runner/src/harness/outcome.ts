@@ -51,6 +51,12 @@ export function failureOf(
   if (outcome.exitCode === null) {
     return { status: "crash", message: `${stage}: the harness process vanished${because}`, log };
   }
+  // Exit 3 with the harness's MemoryLimitError: an allocation past the command's memory limit
+  // (runner/harness/evokernel_harness/limits.py), said as such, reason `resources`.
+  if (outcome.exitCode === 3 && cause?.startsWith(MEMORY_LIMIT) === true) {
+    const said = cause.slice(MEMORY_LIMIT.length).trim();
+    return { status: "error", reason: "resources", message: `${stage}: ${said}`, log };
+  }
   if (outcome.exitCode !== 0) {
     const said = cause ?? lastLine(log) ?? "it printed nothing";
     return {
@@ -61,6 +67,8 @@ export function failureOf(
   }
   return null;
 }
+
+const MEMORY_LIMIT = "MemoryLimitError:";
 
 /** The end of a run's output as a failure keeps it: the last lines, capped, secrets redacted. */
 export function logTail(log: string): string {

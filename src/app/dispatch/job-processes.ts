@@ -1,8 +1,10 @@
 // A local job's processes, from the runner's start to the end of the last thing it started:
 // the runner is started in a process group of its own (and, where the app is root, as the
-// first process of a PID namespace of its own with its own /proc, util-linux `unshare --pid
-// --fork --kill-child --mount-proc`, and with EVOKERNEL_RUNNER_UID as a user of its own), and at every end of the job (success, failure, timeout, cancel, the PR
-// closed) the whole group is killed and waited for. In the namespace nothing escapes: when
+// first process of PID, mount, IPC, UTS and (unless the job runs the LLM) network namespaces
+// of its own with its own /proc, util-linux `unshare --pid --fork --kill-child --mount-proc`,
+// the app's secrets covered, as a user of its own: EVOKERNEL_RUNNER_UID, by default 60998),
+// and at every end of the job (success, failure, timeout, cancel, the PR closed) the whole
+// group is killed and waited for. In the namespace nothing escapes: when
 // its first process dies the kernel kills every process in it, those that left the group
 // too (`setsid`, a double fork, the harness's fork servers and their workers, which make
 // sessions of their own). Without it (the app not root) a process that leaves the group
@@ -31,59 +33,158 @@ const GONE_WITHIN_MS = 30_000;
 
 let unshareWorks: boolean | undefined;
 
+/** The uid a local runner runs as by default (EVOKERNEL_RUNNER_UID): the harness sandbox's is 60999. */
+export const DEFAULT_RUNNER_UID = 60998;
+
 /** How a job's runner is confined: what confinedCommand made of it. */
 export interface Confined {
   readonly file: string;
   readonly args: string[];
-  /** The runner is the first process of a PID namespace, with a /proc of its own. */
+  /** The runner is the first process of PID, mount, IPC and UTS namespaces of its own. */
   readonly pidNamespace: boolean;
-  /** The uid (and gid) the runner runs as, where not the app's (EVOKERNEL_RUNNER_UID). */
+  /** The uid (and gid) the runner runs as, where not the app's. */
   readonly uid?: number;
+  /** Whether the runner reaches the network (false: a network namespace of its own, no link). */
+  readonly network: boolean;
+  /** Why the runner runs as the app's own user, for the operator's log (unset: it does not). */
+  readonly unconfined?: string;
+}
+
+/** What a job's runner may reach besides its own folder. */
+export interface ConfineOptions {
+  /** The network (only a job that runs the LLM proposer: jobUsesLlm). */
+  readonly network: boolean;
+  /**
+   * The app's paths covered in the runner's mount namespace (its .env, key files, state and
+   * result folders): a folder by an empty read-only tmpfs, a file by `cover`. The runner's
+   * user cannot lift them (no capability in the namespace's owner), nor can a user namespace
+   * it makes (mounts it inherits are locked).
+   */
+  readonly hide: readonly string[];
+  /** An empty file of root's, mode 0400, bound read-only over each file hidden. */
+  readonly cover?: string;
 }
 
 /**
- * The runner's command as started: where the app may (root, util-linux `unshare` found;
- * EVOKERNEL_JOB_PIDNS=off turns it off), inside a PID namespace of its own with a /proc of
- * its own (`--mount-proc`: the app's processes, their environment among them, are not in
- * it), and with EVOKERNEL_RUNNER_UID as that user (util-linux `setpriv`, no capabilities,
- * no groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
- * namespace. Throws where EVOKERNEL_RUNNER_UID is set and cannot be honoured.
+ * The runner's command as started. Where the app may (root, util-linux `unshare` found;
+ * EVOKERNEL_JOB_PIDNS=off turns it off): the first process of PID, mount, IPC and UTS
+ * namespaces of its own, with a /proc of its own (`--mount-proc`: the app's processes, their
+ * environment among them, are not in it), a network namespace of its own with no link unless
+ * `options.network`, the app's secrets covered (`options.hide`), and as a user of its own
+ * (EVOKERNEL_RUNNER_UID, by default 60998; util-linux `setpriv`, no capabilities, no
+ * groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
+ * namespace. EVOKERNEL_RUNNER_UID=off keeps the namespaces and runs the runner as the app's
+ * own user. Throws where EVOKERNEL_RUNNER_UID names a uid that cannot be honoured.
  */
 export async function confinedCommand(
   file: string,
   args: readonly string[],
+  options: ConfineOptions = { network: true, hide: [] },
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<Confined> {
-  const uid = runnerUid(env);
-  if (env["EVOKERNEL_JOB_PIDNS"] === "off" || !(await canUnsharePid())) {
-    if (uid !== undefined)
-      throw new Error(
-        "EVOKERNEL_RUNNER_UID needs the app to run as root with util-linux `unshare` and `setpriv` (and EVOKERNEL_JOB_PIDNS not off); unset it or run the app as root",
-      );
-    return { file, args: [...args], pidNamespace: false };
-  }
+  const setting = runnerUid(env);
+  const noNamespace =
+    env["EVOKERNEL_JOB_PIDNS"] === "off"
+      ? "EVOKERNEL_JOB_PIDNS=off"
+      : process.getuid?.() !== 0
+        ? "the app does not run as root"
+        : !(await canUnsharePid())
+          ? "util-linux `unshare` cannot make namespaces here"
+          : undefined;
+  const noUid =
+    setting === "off"
+      ? "EVOKERNEL_RUNNER_UID=off"
+      : (noNamespace ??
+        (!(await hasSetpriv()) ? "util-linux `setpriv` is not installed" : undefined));
+  if (setting !== "off" && setting.explicit && noUid !== undefined)
+    throw new Error(
+      `EVOKERNEL_RUNNER_UID is set but cannot be honoured (${noUid}): run the app as root with util-linux \`unshare\` and \`setpriv\` (and EVOKERNEL_JOB_PIDNS not off), or set EVOKERNEL_RUNNER_UID=off`,
+    );
+  const unconfined = noUid === undefined ? {} : { unconfined: noUid };
+  if (noNamespace !== undefined)
+    return { file, args: [...args], pidNamespace: false, network: true, ...unconfined };
+  const uid = setting === "off" || noUid !== undefined ? undefined : setting.uid;
   const as =
     uid === undefined
       ? []
       : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups", "--inh-caps=-all", "--"];
   return {
     file: "unshare",
-    args: ["--pid", "--fork", "--kill-child", "--mount-proc", "--", ...as, file, ...args],
+    args: [
+      "--pid",
+      "--fork",
+      "--kill-child",
+      "--mount-proc",
+      "--ipc",
+      "--uts",
+      ...(options.network ? [] : ["--net"]),
+      "--propagation",
+      "private",
+      "--",
+      "sh",
+      "-c",
+      HIDE,
+      "evokernel-runner",
+      options.cover ?? "-",
+      ...options.hide,
+      "--",
+      ...as,
+      file,
+      ...args,
+    ],
     pidNamespace: true,
+    network: options.network,
     ...(uid === undefined ? {} : { uid }),
+    ...unconfined,
   };
 }
 
-/** EVOKERNEL_RUNNER_UID: a uid other than root's, or unset. */
-function runnerUid(env: Readonly<Record<string, string | undefined>>): number | undefined {
+// Run as root in the runner's fresh mount namespace: covers each path before `--`, then
+// starts the rest. A path it cannot cover stops the job (the runner never starts beside it).
+// (Not /dev/null over a file: where /dev/null is not the device, that would show what others
+// wrote to it.)
+const HIDE = `set -eu
+cover=$1
+shift
+hide_failed() { echo "evokernel: cannot hide $1 from the runner" >&2; exit 97; }
+while [ "$1" != -- ]; do
+  if [ -d "$1" ]; then
+    mount -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=0555 evokernel-hidden "$1" || hide_failed "$1"
+  elif [ -e "$1" ]; then
+    [ -f "$cover" ] || hide_failed "$1"
+    { mount --bind "$cover" "$1" && mount -o remount,bind,ro "$1"; } || hide_failed "$1"
+  fi
+  shift
+done
+shift
+exec "$@"`;
+
+/** EVOKERNEL_RUNNER_UID: a uid other than root's (by default 60998), or off. */
+function runnerUid(
+  env: Readonly<Record<string, string | undefined>>,
+): "off" | { uid: number; explicit: boolean } {
   const text = env["EVOKERNEL_RUNNER_UID"]?.trim();
-  if (text === undefined || text === "") return undefined;
+  if (text === undefined || text === "") return { uid: DEFAULT_RUNNER_UID, explicit: false };
+  if (text.toLowerCase() === "off") return "off";
   const uid = Number(text);
   if (!Number.isInteger(uid) || uid <= 0 || uid >= 2 ** 31)
     throw new Error(
-      `EVOKERNEL_RUNNER_UID=${text} is not a uid: set it to a number above 0 that no other user or service has (e.g. 60998), or unset it`,
+      `EVOKERNEL_RUNNER_UID=${text} is not a uid: set it to a number above 0 that no other user or service has (by default ${DEFAULT_RUNNER_UID}), or to off (the runner as the app's own user)`,
     );
-  return uid;
+  return { uid, explicit: true };
+}
+
+let setprivFound: boolean | undefined;
+
+async function hasSetpriv(): Promise<boolean> {
+  if (setprivFound !== undefined) return setprivFound;
+  const probe = await spawnProcess("setpriv", ["--version"], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    extendEnv: false,
+    reject: false,
+    stdin: "ignore",
+  }).catch(() => ({ exitCode: 1 }));
+  return (setprivFound = probe.exitCode === 0);
 }
 
 async function canUnsharePid(): Promise<boolean> {

@@ -1,10 +1,12 @@
 // The local backend, for a single GPU box and development: the app runs the runner itself,
 // in a git worktree of the job's commit, one job at a time per GPU, in a process group (and
-// PID namespace) of its own that is killed whole when the job ends (job-processes.ts). The runner's command is
+// namespaces) of its own that is killed whole when the job ends, as a user of its own that
+// sees none of the app's secrets (job-processes.ts, runner-access.ts). The runner's command is
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
+import { readdirSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import { jobUsesLlm, type JobSpec } from "../../shared/job.js";
 import { parseReviewResult } from "../../shared/review.js";
 import { createWorkQueue } from "../queue.js";
@@ -21,6 +23,7 @@ import {
   type JobGroup,
   killGroup,
 } from "./job-processes.js";
+import { giveFolder, runnerCannotReach } from "./runner-access.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
 
@@ -46,6 +49,11 @@ export interface LocalOptions {
    * process of the app stops a runner this one leaves behind and concludes its check run.
    */
   readonly stateDir?: string;
+  /**
+   * Said once, for the operator, where the runner runs as the app's own user (not root, no
+   * util-linux, EVOKERNEL_RUNNER_UID=off): what it can then read.
+   */
+  readonly onNotice?: (message: string) => void;
 }
 
 export function createLocalDispatcher(options: LocalOptions): Dispatcher {
@@ -54,6 +62,12 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
   const running = new Map<string, AbortController>();
   const cancelled = new Set<string>();
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
+  let noticed = false;
+  const notice = (message: string) => {
+    if (noticed) return;
+    noticed = true;
+    options.onNotice?.(message);
+  };
 
   async function runJob(spec: JobSpec, record: LocalRecord | undefined): Promise<void> {
     let settled = true;
@@ -73,7 +87,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
               ...(group === undefined ? {} : { group }),
             });
         };
-        const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn);
+        const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn, notice);
         if (abort.signal.aborted) return;
         // What it came to, before it is reported: a restart in between concludes it with this.
         if (record)
@@ -156,6 +170,7 @@ async function runInWorktree(
   signal: AbortSignal,
   options: LocalOptions,
   onSpawn: (pid: number, specFile: string, dir: string, group?: JobGroup) => Promise<void>,
+  notice: (message: string) => void,
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
   const worktree = join(dir, "checkout");
@@ -181,24 +196,34 @@ async function runInWorktree(
         kind: "failed",
         message: "EVOKERNEL_RUNNER_CMD is empty; set it to the runner's command",
       };
-    // Its own process group (and PID namespace where the app may make one): whatever the job
-    // starts is killed with it, at every end (job-processes.ts).
+    // Its own process group and namespaces, its own user, the app's secrets out of its sight
+    // (job-processes.ts): whatever the job starts is killed with it, at every end.
+    const cover = join(dir, "hidden");
     let confined: Confined;
     try {
-      confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile]);
+      confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile], {
+        network: jobUsesLlm(spec),
+        hide: hiddenFromRunner(options, [dir, ...options.runnerCommand]),
+        cover,
+      });
     } catch (error) {
       return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
     }
-    // A runner of its own uid (EVOKERNEL_RUNNER_UID) owns the job's folder and a home in it,
-    // and nothing of the app's: not its .env, its key or its home.
-    const home = confined.uid === undefined ? undefined : join(dir, "home");
-    if (confined.uid !== undefined && home !== undefined) {
-      await mkdir(home);
-      await spawnProcess("chown", ["-R", `${confined.uid}:${confined.uid}`, dir], {
-        env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
-        extendEnv: false,
-      });
-    }
+    if (confined.unconfined !== undefined)
+      notice(
+        `local jobs: the runner runs as the app's own user (uid ${process.getuid?.() ?? "?"}) because ${confined.unconfined}; ` +
+          "code running as the runner can read what that user can (the app's .env and key among them). " +
+          (confined.unconfined === "EVOKERNEL_RUNNER_UID=off"
+            ? "Unset EVOKERNEL_RUNNER_UID for a runner of its own uid (60998)"
+            : "Run the app as root with util-linux `unshare` and `setpriv` for a runner of its own uid (EVOKERNEL_RUNNER_UID, by default 60998)"),
+      );
+    // A runner of its own uid owns the job's folder, a home and a build cache in it, and
+    // nothing of the app's: what else it needs is checked before it starts.
+    const own =
+      confined.uid === undefined ? undefined : await prepareRunnerUser(confined.uid, dir, options);
+    if (typeof own === "string") return { kind: "failed", message: own };
+    // After the folder is the runner's: this file stays root's, empty, unreadable.
+    await writeFile(cover, "", { mode: 0o400 });
     const runner = spawnProcess(confined.file, confined.args, {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
@@ -207,7 +232,15 @@ async function runInWorktree(
       env: {
         ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
         CUDA_VISIBLE_DEVICES: String(gpu),
-        ...(home === undefined ? {} : { HOME: home, XDG_CACHE_HOME: join(home, ".cache") }),
+        ...(own === undefined ? {} : own.env),
+        ...(own === undefined
+          ? {}
+          : {
+              // git refuses a worktree of another owner's clone unless told it is safe
+              GIT_CONFIG_COUNT: "1",
+              GIT_CONFIG_KEY_0: "safe.directory",
+              GIT_CONFIG_VALUE_0: worktree,
+            }),
       },
       extendEnv: false,
       detached: true,
@@ -256,6 +289,70 @@ async function runInWorktree(
   } finally {
     await removeJobDir(options.repoDir, dir);
   }
+}
+
+/**
+ * The app's paths a runner must not see: its .env and key files (where Probot reads them),
+ * its job records and the results it keeps. Never one that holds what the runner needs.
+ */
+function hiddenFromRunner(options: LocalOptions, needed: readonly string[]): string[] {
+  const cwd = process.cwd();
+  const keys = (() => {
+    try {
+      return readdirSync(cwd)
+        .filter((name) => name.endsWith(".pem"))
+        .map((name) => join(cwd, name));
+    } catch {
+      return [];
+    }
+  })();
+  const paths = [
+    join(cwd, ".env"),
+    ...(process.env["PRIVATE_KEY_PATH"] ? [resolve(process.env["PRIVATE_KEY_PATH"])] : []),
+    ...keys,
+    ...(options.stateDir === undefined ? [] : [resolve(options.stateDir)]),
+    ...(options.keepDir === undefined ? [] : [resolve(options.keepDir)]),
+  ];
+  const kept = [resolve(options.repoDir), ...needed.map((path) => resolve(path))];
+  return paths.filter(
+    (path) =>
+      !kept.some(
+        (need) => need === path || need.startsWith(path.endsWith(sep) ? path : path + sep),
+      ),
+  );
+}
+
+/**
+ * Readies what a runner of `uid` needs: the job's folder, a home and (unless the operator
+ * names one, then given to it) a build cache in it, the GPU locks' folder; or says what it
+ * cannot reach.
+ */
+async function prepareRunnerUser(
+  uid: number,
+  dir: string,
+  options: LocalOptions,
+): Promise<string | { env: Record<string, string> }> {
+  const problem = await runnerCannotReach(uid, options.runnerCommand, options.repoDir, process.env);
+  if (problem !== undefined) return problem;
+  const home = join(dir, "home");
+  await mkdir(home);
+  const cache = process.env["EVOKERNEL_CACHE"];
+  if (cache === undefined) await mkdir(join(dir, "cache"));
+  else await giveFolder(uid, cache);
+  const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
+  if (locks !== "off") await giveFolder(uid, locks);
+  await spawnProcess("chown", ["-R", `${uid}:${uid}`, dir], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    extendEnv: false,
+  });
+  return {
+    env: {
+      HOME: home,
+      XDG_CACHE_HOME: join(home, ".cache"),
+      EVOKERNEL_CACHE: cache ?? join(dir, "cache"),
+      EVOKERNEL_GPU_LOCKS: locks,
+    },
+  };
 }
 
 /** A job's folder and the worktree in it, gone (git forgets the worktree too). */

@@ -8,7 +8,7 @@ import sys
 import traceback
 from typing import Callable, Optional
 
-from .. import gpulock, workdir
+from .. import gpulock, limits, workdir
 from ..record import Record
 from .bench import cmd_bench
 from .build import cmd_build
@@ -42,15 +42,23 @@ OUT_OF_MEMORY = (
 
 
 def run(args: argparse.Namespace) -> int:
-    """The command args names, its record written to --out (or stdout): exit 0, or 4 when
-    the harness itself failed (its traceback on stderr). SystemExit passes through. The
-    command runs in a private working folder (workdir.py): candidate code writes there."""
+    """The command args names, its record written to --out (or stdout): exit 0, 3 when an
+    allocation went past the command's memory limit outside a candidate's call (limits.py: a
+    MemoryLimitError line naming the limit and the allocation), or 4 when the harness itself
+    failed (its traceback on stderr). SystemExit passes through. The command runs in a private
+    working folder (workdir.py): candidate code writes there."""
     try:
+        _memory_limit(args)
         with workdir.private(args) as args, gpulock.held(args):  # machine-wide: one GPU job at a time
             record = COMMANDS[args.command](args)
     except SystemExit:
         raise
     except Exception as err:  # the harness itself failed: say so on stderr, exit non-zero
+        if limits.out_of_memory(err):
+            doing = f"the harness's {args.command} (the task's inputs, its reference, or a build)"
+            said = limits.over_limit(limits.memory_limit_mb(), doing, err)
+            print(f"MemoryLimitError: {said}", file=sys.stderr, flush=True)
+            return 3
         traceback.print_exc()
         if type(err).__name__ == "OutOfMemoryError":  # torch's, raised outside a candidate's call
             print(OUT_OF_MEMORY, file=sys.stderr, flush=True)
@@ -58,3 +66,12 @@ def run(args: argparse.Namespace) -> int:
     if record is not None:  # evaluate wrote its own records
         write_record(record, args.out)
     return 0
+
+
+def _memory_limit(args: argparse.Namespace) -> int:
+    """The command's memory limit (limits.py), from what the process holds as it starts: torch,
+    where the command loads it after, counts against it (about 140 MiB on the CPU). `device`
+    runs nothing of a task's."""
+    if args.command == "device":
+        return 0
+    return limits.apply_memory_limit()

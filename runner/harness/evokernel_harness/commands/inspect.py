@@ -9,6 +9,7 @@ import os
 import resource
 from typing import Iterator
 
+from ..limits import data_bytes, out_of_memory
 from ..record import Record
 from .common import SCHEMA, log
 
@@ -165,19 +166,4 @@ def memory_limit(mb: int) -> Iterator[None]:
 
 
 def _data_bytes() -> int:
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) << 10
-    except OSError:
-        pass
-    return 0
-
-
-def out_of_memory(err: BaseException) -> bool:
-    """An allocation refused: Python's MemoryError, or torch's allocator saying so."""
-    if isinstance(err, MemoryError):
-        return True
-    text = str(err)
-    return "can't allocate memory" in text or "DefaultCPUAllocator" in text
+    return data_bytes()

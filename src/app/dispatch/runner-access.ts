@@ -1,0 +1,110 @@
+// What a local runner of its own uid (job-processes.ts) needs of the machine, prepared and
+// checked before it starts. A folder of root's with mode 0700 above a file the runner must read
+// (a temporary folder holding the clone, the runner's bundle, a Python under /root) failed
+// every job from inside with a permission error (issue 32's root cause, there for the
+// sandbox's user): here the job fails first, naming the folder and what to change.
+import { lstat, mkdir, realpath, stat } from "node:fs/promises";
+import { dirname, isAbsolute, join } from "node:path";
+import { spawnProcess } from "../../process/spawn.js";
+
+/** What the runner does with a path: read a file or list a folder, run it, write in it. */
+export type Need = "read" | "run" | "write";
+
+const BITS: Record<Need, number> = { read: 4, run: 1, write: 2 };
+
+/**
+ * Why `uid` (with `gid` its only group) cannot `need` `path`, or undefined where it can (or
+ * where the path does not exist: what the runner then says is its own). Every folder above
+ * it must be searchable; a folder read is also searched.
+ */
+export async function accessProblem(
+  uid: number,
+  path: string,
+  need: Need,
+): Promise<string | undefined> {
+  const target = await realpath(path).catch(() => undefined);
+  if (target === undefined) return undefined;
+  const chain: string[] = [];
+  for (let dir = dirname(target); ; dir = dirname(dir)) {
+    chain.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of chain) {
+    const problem = await lacks(uid, dir, 1, path, need);
+    if (problem !== undefined) return problem;
+  }
+  const info = await stat(target);
+  const bits = BITS[need] | (info.isDirectory() ? 1 : 0);
+  return lacks(uid, target, bits, path, need);
+}
+
+async function lacks(
+  uid: number,
+  at: string,
+  need: number,
+  path: string,
+  what: Need,
+): Promise<string | undefined> {
+  const info = await stat(at);
+  const bits = info.uid === uid ? info.mode >> 6 : info.gid === uid ? info.mode >> 3 : info.mode;
+  if ((bits & need) === need) return undefined;
+  const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+  const fix =
+    what === "write"
+      ? `make ${at} the runner's (chown ${uid} ${at})`
+      : `make it ${info.isDirectory() ? "searchable" : "readable"} by others (chmod o+${need & 4 ? "r" : ""}${need & 1 ? "x" : ""} ${at})`;
+  return (
+    `the runner's user (uid ${uid}) cannot ${what} ${path}: ${at} is mode ${mode}, owner uid ${info.uid}. ` +
+    `Either ${fix}, move it to a folder that is, or set EVOKERNEL_RUNNER_UID=off to run the runner as the app's own user (it can then read the app's files)`
+  );
+}
+
+/**
+ * The first thing a runner of `uid` could not reach of what it needs: its command (and any
+ * absolute path among its arguments: a script), the clone its checkout's git reads, the
+ * settings that name folders (EVOKERNEL_PYTHON, EVOKERNEL_ROOT, EVOKERNEL_SHARED_DATA).
+ */
+export async function runnerCannotReach(
+  uid: number,
+  command: readonly string[],
+  repoDir: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<string | undefined> {
+  const [file, ...args] = command;
+  const checks: [string, Need][] = [
+    ...(file !== undefined && isAbsolute(file) ? [[file, "run"] as [string, Need]] : []),
+    ...args.filter((arg) => isAbsolute(arg)).map((arg) => [arg, "read"] as [string, Need]),
+    [join(repoDir, ".git"), "read"],
+    ...(["EVOKERNEL_PYTHON", "EVOKERNEL_ROOT", "EVOKERNEL_SHARED_DATA"] as const)
+      .map((name) => env[name])
+      .filter((value): value is string => value !== undefined && isAbsolute(value))
+      .map(
+        (value) => [value, value === env["EVOKERNEL_PYTHON"] ? "run" : "read"] as [string, Need],
+      ),
+  ];
+  for (const [path, need] of checks) {
+    const problem = await accessProblem(uid, path, need);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
+/**
+ * A folder shared by every job's runner (the build cache's base, the GPU locks), made where
+ * missing and given to `uid` with what is in it. Never through a link: a folder planted as
+ * a link to another place would hand that place to the runner.
+ */
+export async function giveFolder(uid: number, path: string): Promise<void> {
+  await mkdir(path, { recursive: true, mode: 0o755 });
+  const info = await lstat(path);
+  if (!info.isDirectory())
+    throw new Error(
+      `${path} is not a folder (a link or a file): the runner's shared folder cannot be made there; remove it or point the setting elsewhere`,
+    );
+  if (info.uid === uid) return;
+  // chown -R does not follow links below the top (-P is its default with -R).
+  await spawnProcess("chown", ["-R", `${uid}:${uid}`, path], {
+    env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
+    extendEnv: false,
+  });
+}
