@@ -1,6 +1,7 @@
 // After a nightly job's check run is reported (jobs/report.ts, the path `/optimize` takes
 // too): the one long-lived pull request from `evokernel/nightly`, created or updated in
-// place, the drift issue when there is nothing to propose, and the ledger written back.
+// place, the drift issue when there is nothing to propose, and the ledger written back with
+// the night's timings in each task's history (both linking the charts).
 // Every write goes through the GitHub interface; what to write is decided in night.ts and
 // rendered in src/report/nightly.ts.
 import { parseConfig } from "../../shared/config.js";
@@ -20,6 +21,8 @@ import {
   timingsOf,
 } from "./night.js";
 import { readLedger, writeLedger } from "./state.js";
+import { chartUrl } from "../../shared/history.js";
+import { historyFiles, nightRuns } from "../history.js";
 
 export const NIGHTLY_BRANCH = "evokernel/nightly";
 export const NIGHTLY_LABEL = "evokernel";
@@ -94,6 +97,13 @@ export async function reportNight(
     pull: pullAction,
   };
   const nights = [...ledger.nights, night];
+  // Every task timed tonight has a chart once the ledger's commit (below) lands.
+  const runs = nightRuns(review, at);
+  const charted = new Set(runs.map((run) => run.task));
+  const chartsOf = (tasks: readonly string[]) =>
+    [...new Set(tasks)]
+      .filter((task) => charted.has(task))
+      .map((task) => ({ task, url: chartUrl(github.repo, task, github.web) }));
   const body = (): string =>
     renderNightlyPull({
       defaultBranch,
@@ -104,6 +114,7 @@ export async function reportNight(
       runnerChanges: changes,
       threshold,
       rejected: ledger.rejected.length,
+      charts: chartsOf([...proposals.map((p) => p.task), ...drift.map((entry) => entry.task)]),
       ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
     });
 
@@ -126,6 +137,7 @@ export async function reportNight(
         at,
         drift,
         runnerChanges: changes,
+        charts: chartsOf(drift.map((entry) => entry.task)),
         ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
       }),
     );
@@ -141,8 +153,10 @@ export async function reportNight(
   const written = await writeLedger(
     github,
     ledger,
-    stored.commit,
+    stored,
     `evokernel nightly ${at}: ${pullAction}, ${night.proposed.length} proposed, ${night.drifted} drifted`,
+    // the night's timings join each task's history, in the same commit
+    (tree, index) => historyFiles(github, tree, index, runs),
   );
   // Another instance wrote in between (a claim): the PR is right, the ledger misses a night.
   if (!written)
