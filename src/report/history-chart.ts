@@ -14,6 +14,8 @@ export const SERIES = ["kernel", "torch.compile", "eager", "floor"] as const;
 const COLORS = ["#1f6feb", "#d1242f", "#8c959f", "#1a7f37"];
 const RUN_KINDS = { pr: "merged PR", nightly: "nightly run" } as const;
 export const X_TITLE = "date (UTC)";
+/** Runs up to which each of the kernel's runs gets a marker. */
+export const MAX_MARKED_RUNS = 120;
 export const Y_TITLE = "time (µs)";
 
 interface Row {
@@ -57,7 +59,18 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
   const gpus = [...new Set(entries.map((entry) => entry.gpu))];
   const merged = entries.filter((entry) => entry.kind === "pr").length;
   const subtitle = `${merged} merged PR${merged === 1 ? "" : "s"}, ${entries.length - merged} nightly run${entries.length - merged === 1 ? "" : "s"} · ${gpus.join(", ")}`;
-  const x = { field: "at", type: "temporal", title: X_TITLE } as const;
+  // dates in UTC, whatever the server's zone; whole days between ticks, about eight of them
+  const x = {
+    field: "at",
+    type: "temporal",
+    title: X_TITLE,
+    scale: { type: "utc" },
+    axis: {
+      format: "%Y-%m-%d",
+      tickCount: { interval: "day", step: dayStep(entries) },
+      labelOverlap: true,
+    },
+  } as const;
   const y = { field: "us", type: "quantitative", title: Y_TITLE, scale: { zero: false } } as const;
   const line = {
     mark: { type: "line", interpolate: "linear", strokeWidth: 2 },
@@ -70,10 +83,11 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
         title: "series",
         scale: { domain: [...SERIES], range: COLORS },
       },
+      // the floor dashed: a bound, not a run (one legend with the colours)
       strokeDash: {
         field: "series",
         type: "nominal",
-        legend: null,
+        title: "series",
         scale: {
           domain: [...SERIES],
           range: [
@@ -107,11 +121,31 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
     background: "white",
     padding: 12,
     data: { values: rowsOf(entries) },
-    facet: { row: { field: "config", type: "nominal", title: "configuration", sort: null } },
+    facet: {
+      row: {
+        field: "config",
+        type: "nominal",
+        title: "configuration",
+        // as the task lists them (the latest run's order first)
+        sort: [
+          ...new Set(
+            [...entries].reverse().flatMap((entry) => entry.configs.map((config) => config.name)),
+          ),
+        ],
+      },
+    },
     resolve: { scale: { y: "independent" } },
     spec: { width: 640, height: 180, layer: points ? [line, marks] : [line] },
     config: { font: "sans-serif", axis: { labelFontSize: 11, titleFontSize: 12 } },
   };
+}
+
+/** Days between the x axis's ticks: about eight ticks over the runs' span, one day at least. */
+function dayStep(entries: readonly HistoryEntry[]): number {
+  const times = entries.map((entry) => Date.parse(entry.at)).filter(Number.isFinite);
+  if (times.length < 2) return 1;
+  const days = (Math.max(...times) - Math.min(...times)) / 86_400_000;
+  return Math.max(1, Math.ceil(days / 8));
 }
 
 async function toSvg(spec: ReturnType<typeof chartSpec>): Promise<string> {
@@ -125,12 +159,14 @@ async function toSvg(spec: ReturnType<typeof chartSpec>): Promise<string> {
 }
 
 /**
- * The task's chart as SVG text, within MAX_FILE_BYTES: without the run markers, then with
+ * The task's chart as SVG text, within MAX_FILE_BYTES: without the run markers (as beyond
+ * MAX_MARKED_RUNS runs), then with
  * the older half of its runs left out, as long as it would not fit.
  */
 export async function renderHistoryChart(history: TaskHistory): Promise<string> {
   let entries = history.entries;
-  let points = true;
+  // a marker per run while they can be told apart; beyond, the lines alone read better
+  let points = entries.length <= MAX_MARKED_RUNS;
   for (;;) {
     const svg = await toSvg(chartSpec(history, entries, points));
     if (Buffer.byteLength(svg) <= MAX_FILE_BYTES || entries.length <= 1) return svg;

@@ -145,13 +145,19 @@ export function addEntry(history: TaskHistory, entry: HistoryEntry): TaskHistory
   const entries = [...others, entry]
     .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
     .slice(-MAX_ENTRIES);
-  return fit({ ...history, entries }, (kept) => ({ ...kept, entries: kept.entries.slice(1) }));
+  return fit({ ...history, entries }, (kept, count) => ({
+    ...kept,
+    entries: kept.entries.slice(count),
+  }));
 }
 
 /** The pull request's latest timings, waiting for its merge (an earlier review's replaced). */
 export function addPending(index: HistoryIndex, pull: PendingPull): HistoryIndex {
   const pulls = [...index.pulls.filter((old) => old.pr !== pull.pr), pull].slice(-MAX_PENDING);
-  return fit({ ...index, pulls }, (kept) => ({ ...kept, pulls: kept.pulls.slice(1) }));
+  return fit({ ...index, pulls }, (kept, count) => ({
+    ...kept,
+    pulls: kept.pulls.slice(count),
+  }));
 }
 
 /** The pull request's waiting timings taken out (merged or closed). */
@@ -183,14 +189,18 @@ export function serializeHistory(value: TaskHistory | HistoryIndex): string {
 }
 
 /** Trims with `drop` until the serialized text fits MAX_FILE_BYTES (or nothing is left to drop). */
-function fit<T extends TaskHistory | HistoryIndex>(value: T, drop: (value: T) => T): T {
+function fit<T extends TaskHistory | HistoryIndex>(
+  value: T,
+  drop: (value: T, count: number) => T,
+): T {
   let kept = value;
-  while (Buffer.byteLength(serializeHistory(kept)) > MAX_FILE_BYTES) {
-    const next = drop(kept);
-    if (size(next) === size(kept)) break;
-    kept = next;
+  for (;;) {
+    const bytes = Buffer.byteLength(serializeHistory(kept));
+    const count = size(kept);
+    if (bytes <= MAX_FILE_BYTES || count === 0) return kept;
+    // as many as the excess holds on average (one at least): a few passes, not one per item
+    kept = drop(kept, Math.max(1, Math.ceil((count * (bytes - MAX_FILE_BYTES)) / bytes)));
   }
-  return kept;
 }
 
 function size(value: TaskHistory | HistoryIndex): number {
