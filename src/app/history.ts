@@ -25,7 +25,7 @@ import {
 } from "../shared/history.js";
 import { STATE_BRANCH } from "../shared/nightly.js";
 import type { ReviewResult } from "../shared/review.js";
-import { renderHistoryChart, renderHistoryIndex } from "../report/history-chart.js";
+import { renderHistoryChart, renderHistoryPage } from "../report/history-chart.js";
 import type { BranchFile, GitHub, TreeEntry } from "./github.js";
 
 /** Writes tried before giving up when other writers keep moving the branch. */
@@ -93,25 +93,12 @@ export async function historyFiles(
     updated = indexTask(updated, history);
   }
   files.push({ path: INDEX_FILE, content: serializeHistory(updated) });
-  if (runs.length > 0) files.push({ path: PAGE_FILE, content: page(github, updated) });
+  if (runs.length > 0)
+    files.push({
+      path: PAGE_FILE,
+      content: renderHistoryPage(`${github.repo.owner}/${github.repo.repo}`, updated),
+    });
   return { files, index: updated };
-}
-
-function page(github: GitHub, index: HistoryIndex): string {
-  const prefix = `${HISTORY_FOLDER}/`;
-  return renderHistoryIndex(
-    `${github.repo.owner}/${github.repo.repo}`,
-    index.tasks.map((task) => {
-      const paths = historyPaths(task.task);
-      return {
-        task: task.task,
-        svg: paths.svg.slice(prefix.length),
-        json: paths.json.slice(prefix.length),
-        runs: task.runs,
-        latest: task.latest,
-      };
-    }),
-  );
 }
 
 /** The tasks with a chart, and where a reader sees each. */

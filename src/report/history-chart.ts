@@ -6,8 +6,14 @@
 // apart from Vega's own work.
 import * as vega from "vega";
 import * as vl from "vega-lite";
-import type { HistoryEntry, TaskHistory } from "../shared/history.js";
-import { MAX_FILE_BYTES } from "../shared/history.js";
+import {
+  HISTORY_FOLDER,
+  type HistoryEntry,
+  type HistoryIndex,
+  historyPaths,
+  MAX_FILE_BYTES,
+  type TaskHistory,
+} from "../shared/history.js";
 
 /** The lines, in the legend's order and colours (the same on every chart). */
 export const SERIES = ["kernel", "torch.compile", "eager", "floor"] as const;
@@ -103,7 +109,7 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
   // The kernel's own runs marked by what timed them: a merged PR, or a night.
   const marks = {
     transform: [{ filter: "datum.series === 'kernel'" }],
-    mark: { type: "point", filled: true, size: 40, color: COLORS[0] },
+    mark: { type: "point", filled: true, size: 50, color: COLORS[0] },
     encoding: {
       x,
       y,
@@ -112,6 +118,13 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
         type: "nominal",
         title: "run",
         scale: { domain: Object.values(RUN_KINDS), range: ["diamond", "circle"] },
+      },
+      // a merged PR's marker larger: the runs that changed the kernel
+      size: {
+        field: "run",
+        type: "nominal",
+        title: "run",
+        scale: { domain: Object.values(RUN_KINDS), range: [160, 30] },
       },
     },
   };
@@ -136,7 +149,12 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
     },
     resolve: { scale: { y: "independent" } },
     spec: { width: 640, height: 180, layer: points ? [line, marks] : [line] },
-    config: { font: "sans-serif", axis: { labelFontSize: 11, titleFontSize: 12 } },
+    config: {
+      font: "sans-serif",
+      axis: { labelFontSize: 11, titleFontSize: 12 },
+      header: { labelFontSize: 12, labelFontWeight: "bold", titleFontSize: 12 },
+      legend: { labelFontSize: 12, titleFontSize: 12 },
+    },
   };
 }
 
@@ -182,6 +200,24 @@ export interface IndexTask {
   readonly json: string;
   readonly runs: number;
   readonly latest: string | null;
+}
+
+/** `history/index.html` for the index: every task's chart and data, by relative links. */
+export function renderHistoryPage(repo: string, index: HistoryIndex): string {
+  const prefix = `${HISTORY_FOLDER}/`;
+  return renderHistoryIndex(
+    repo,
+    index.tasks.map((task) => {
+      const paths = historyPaths(task.task);
+      return {
+        task: task.task,
+        svg: paths.svg.slice(prefix.length),
+        json: paths.json.slice(prefix.length),
+        runs: task.runs,
+        latest: task.latest,
+      };
+    }),
+  );
 }
 
 /** The page that links every task's chart: static, self-contained, offline. */

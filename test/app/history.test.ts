@@ -120,7 +120,15 @@ function review(sha: string, kernelMs: number): ReviewResult {
   return {
     schema: 1,
     kind: "review",
-    job: { id: "review-7", kind: "review", repo: { owner: "octo", repo: "kernels" }, sha, pr: 7 },
+    job: {
+      schema: 1,
+      id: "review-7",
+      kind: "review",
+      repo: { owner: "octo", name: "kernels" },
+      sha,
+      pr: 7,
+      tasks: [TASK],
+    },
     threshold: 3,
     tasks: [task],
     device: {
@@ -133,7 +141,7 @@ function review(sha: string, kernelMs: number): ReviewResult {
     },
     startedAt: "2026-11-20T10:00:00.000Z",
     finishedAt: "2026-11-20T10:20:00.000Z",
-  } as ReviewResult;
+  } satisfies ReviewResult;
 }
 
 const TASK = "kernels/softmax";
