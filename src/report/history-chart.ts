@@ -117,6 +117,7 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
         field: "run",
         type: "nominal",
         title: "run",
+        sort: Object.values(RUN_KINDS),
         scale: { domain: Object.values(RUN_KINDS), range: ["diamond", "circle"] },
       },
       // a merged PR's marker larger: the runs that changed the kernel
@@ -124,6 +125,7 @@ function chartSpec(history: TaskHistory, entries: readonly HistoryEntry[], point
         field: "run",
         type: "nominal",
         title: "run",
+        sort: Object.values(RUN_KINDS),
         scale: { domain: Object.values(RUN_KINDS), range: [160, 30] },
       },
     },
@@ -168,7 +170,7 @@ function dayStep(entries: readonly HistoryEntry[]): number {
 
 async function toSvg(spec: ReturnType<typeof chartSpec>): Promise<string> {
   const compiled = vl.compile(spec as vl.TopLevelSpec).spec;
-  const view = new vega.View(vega.parse(compiled), { renderer: "none" });
+  const view = new vega.View(vega.parse(compiled), { renderer: "none", logLevel: vega.Error });
   try {
     return await view.toSVG();
   } finally {
