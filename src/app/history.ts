@@ -161,7 +161,7 @@ export async function recordPullReview(
   const index = await updateHistory(
     github,
     `evokernel history: #${pr} reviewed at ${review.job.sha.slice(0, 7)}`,
-    async (_tree, stored) => {
+    (_tree, stored) => {
       const updated = addPending(stored, {
         pr,
         sha: review.job.sha,
@@ -169,7 +169,10 @@ export async function recordPullReview(
         gpu: review.device.gpu,
         tasks,
       });
-      return { files: [{ path: INDEX_FILE, content: serializeHistory(updated) }], index: updated };
+      return Promise.resolve({
+        files: [{ path: INDEX_FILE, content: serializeHistory(updated) }],
+        index: updated,
+      });
     },
   );
   return chartLinks(

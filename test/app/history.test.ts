@@ -96,7 +96,7 @@ function stateRepo() {
   };
   const files = (): Map<string, string> => {
     const head = refs.get("evokernel-state");
-    return head === undefined ? new Map() : commits.get(head)!;
+    return head === undefined ? new Map<string, string>() : commits.get(head)!;
   };
   return {
     github: github as unknown as GitHub,
@@ -183,7 +183,7 @@ describe("a pull request's timings", () => {
             kernelMs: 0.5,
             eagerMs: 2,
             compileMs: 1.5,
-            floorMs: expect.any(Number) as unknown as number,
+            floorMs: 0.25,
           },
         ],
       },
