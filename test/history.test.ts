@@ -4,6 +4,8 @@
 // draws: its title, its series and its axes, read back from the SVG text.
 import { describe, expect, it } from "vitest";
 import { webOf } from "../src/app/github.js";
+import { renderComment } from "../src/report/comment.js";
+import { chartsLine } from "../src/report/nightly.js";
 import {
   renderHistoryChart,
   renderHistoryIndex,
@@ -29,6 +31,7 @@ import {
   takePending,
   type TaskHistory,
 } from "../src/shared/history.js";
+import { passedTask, review, timing } from "./review/fixtures.js";
 
 const TASK = "kernels/softmax";
 const empty = (): TaskHistory => ({ schema: 1, task: TASK, entries: [] });
@@ -278,5 +281,24 @@ describe("the history page", () => {
     expect(html).not.toContain("<script");
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
     expect(html.indexOf("kernels/&lt;b&gt;")).toBeLessThan(html.indexOf(TASK));
+  });
+});
+
+describe("the links to the charts", () => {
+  it("are in the PR comment when its tasks have a chart, and absent when none has", () => {
+    const result = review([passedTask("softmax", [timing("8192x8192", 0.6, 0.5)])]);
+    const url = chartUrl({ owner: "octo", repo: "kernels" }, TASK);
+    const body = renderComment(result, { charts: [{ task: TASK, url }] });
+    expect(body).toContain(
+      `📈 History (kernel time against torch.compile, eager and the floor): [kernels/softmax](${url})`,
+    );
+    expect(renderComment(result)).not.toContain("📈");
+    expect(renderComment(result, { charts: [] })).toBe(renderComment(result));
+  });
+
+  it("name a task's path as text, never as markdown", () => {
+    expect(
+      chartsLine([{ task: "kernels/[x](y)", url: "https://github.com/o/r/blob/b/h.svg" }]),
+    ).toContain("[kernels/\\[x\\](y)](https://github.com/o/r/blob/b/h.svg)");
   });
 });

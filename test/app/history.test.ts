@@ -4,14 +4,32 @@
 // when closed, not for a commit other than the one merged), every other file of the branch
 // carried; a writer that lost the race retries; and the night's ledger write carries the
 // history, retrying over a history write but never over another instance's ledger.
+import nock from "nock";
 import { describe, expect, it } from "vitest";
 import type { BranchFile, GitHub, TreeEntry } from "../../src/app/github.js";
 import { recordPullClosed, recordPullReview } from "../../src/app/history.js";
 import { gitBlobSha } from "../../src/app/nightly/night.js";
 import { claimWindow, readLedger, writeLedger } from "../../src/app/nightly/state.js";
-import { historyPaths, parseHistoryIndex, parseTaskHistory } from "../../src/shared/history.js";
+import {
+  addPending,
+  EMPTY_INDEX,
+  historyPaths,
+  parseHistoryIndex,
+  parseTaskHistory,
+  reviewTimings,
+  serializeHistory,
+} from "../../src/shared/history.js";
 import { EMPTY_LEDGER, serializeLedger } from "../../src/shared/nightly.js";
 import type { ReviewResult } from "../../src/shared/review.js";
+import {
+  API,
+  HEAD as HARNESS_HEAD,
+  OWNER,
+  REPO,
+  pullRequestPayload,
+  startHarness,
+  strictNock,
+} from "../helpers/app-harness.js";
 import { passedTask, timing } from "../review/fixtures.js";
 
 const HEAD = "h".repeat(40);
@@ -268,5 +286,85 @@ describe("the nightly ledger beside the history", () => {
       serializeLedger({ ...EMPTY_LEDGER, claimed: "2026-11-23T03:00:00.000Z" }),
     );
     expect(repo.paths()).toContain(historyPaths(TASK).svg);
+  });
+});
+
+describe("a merged pull request, through the app", () => {
+  it("moves its kept timings into the task's history on the state branch, as one commit", async () => {
+    const mocks = strictNock({ failOnUnmatched: true });
+    const harness = await startHarness();
+    try {
+      const R = `/repos/${OWNER}/${REPO}`;
+      const kept = serializeHistory(
+        addPending(EMPTY_INDEX, {
+          pr: 7,
+          sha: HARNESS_HEAD,
+          at: "2026-11-20T10:20:00.000Z",
+          gpu: "NVIDIA H100 80GB HBM3",
+          tasks: [{ task: TASK, configs: reviewTimings(review(HEAD, 0.5))[0]!.configs }],
+        }),
+      );
+      const trees: { tree: { path: string; sha?: string; mode: string; content?: string }[] }[] =
+        [];
+      nock(API)
+        // no job of the PR's to cancel
+        .get(`${R}/commits/${HARNESS_HEAD}/check-runs`)
+        .query({ per_page: 100 })
+        .reply(200, { total_count: 0, check_runs: [] })
+        .get(`${R}/git/ref/heads%2Fevokernel-state`)
+        .reply(200, { object: { sha: "state1" } })
+        .get(`${R}/git/trees/state1`)
+        .reply(200, {
+          sha: "root",
+          tree: [
+            { path: "nightly.json", mode: "100644", type: "blob", sha: "ledgerblob" },
+            { path: "sources", mode: "040000", type: "tree", sha: "sourcestree" },
+            { path: "history", mode: "040000", type: "tree", sha: "historytree" },
+          ],
+        })
+        .get(`${R}/git/trees/historytree`)
+        .reply(200, {
+          sha: "historytree",
+          tree: [{ path: "index.json", mode: "100644", type: "blob", sha: "indexblob" }],
+        })
+        .get(`${R}/git/blobs/indexblob`)
+        .reply(200, { encoding: "base64", content: Buffer.from(kept).toString("base64") })
+        .post(`${R}/git/trees`, (body: (typeof trees)[number]) => Boolean(trees.push(body)))
+        .reply(201, { sha: "newtree" })
+        .post(`${R}/git/commits`, {
+          message: "evokernel history: #7 merged",
+          tree: "newtree",
+          parents: ["state1"],
+        })
+        .reply(201, { sha: "state2" })
+        .patch(`${R}/git/refs/heads%2Fevokernel-state`, { sha: "state2", force: false })
+        .reply(200, {});
+      const payload = pullRequestPayload("closed") as { pull_request: Record<string, unknown> };
+      payload.pull_request = {
+        ...payload.pull_request,
+        state: "closed",
+        merged: true,
+        merged_at: "2026-11-21T09:00:00Z",
+      };
+      await harness.receive("pull_request", payload);
+      const tree = trees[0]?.tree ?? [];
+      const { json, svg } = historyPaths(TASK);
+      expect(tree.map((entry) => entry.path).sort()).toEqual(
+        ["history/index.html", "history/index.json", json, svg, "nightly.json", "sources"].sort(),
+      );
+      // the ledger and the sources carried as they are
+      expect(tree.find((entry) => entry.path === "sources")).toMatchObject({
+        mode: "040000",
+        sha: "sourcestree",
+      });
+      expect(tree.find((entry) => entry.path === "nightly.json")?.sha).toBe("ledgerblob");
+      const history = parseTaskHistory(TASK, tree.find((entry) => entry.path === json)?.content);
+      expect(history.history.entries.map((entry) => [entry.kind, entry.pr, entry.at])).toEqual([
+        ["pr", 7, "2026-11-21T09:00:00Z"],
+      ]);
+      expect(tree.find((entry) => entry.path === svg)?.content).toMatch(/^<svg/);
+    } finally {
+      mocks.done();
+    }
   });
 });
