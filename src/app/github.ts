@@ -119,9 +119,22 @@ export interface TreeEntry {
   readonly size?: number;
 }
 
+/**
+ * A file of a commit writeBranchFiles makes: its text, a blob already in the repository, or
+ * (`tree`) a whole folder already in it, carried over as it is.
+ */
+export type BranchFile =
+  | { readonly path: string; readonly content: string }
+  | { readonly path: string; readonly sha: string; readonly tree?: boolean };
+
 /** What the app does to GitHub, for one repository. */
 export interface GitHub {
   readonly repo: RepoRef;
+  /**
+   * Where people see the repository's files: https://github.com, or the Enterprise Server's
+   * address (absent in stand-ins: links then name github.com).
+   */
+  readonly web?: string;
   getPull(pr: number): Promise<Pull>;
   listPullFiles(pr: number): Promise<PullFile[]>;
   permissionOf(login: string): Promise<string>;
@@ -219,7 +232,7 @@ export interface GitHub {
   writeBranchFiles(
     branch: string,
     parent: string | undefined,
-    files: readonly ({ path: string; content: string } | { path: string; sha: string })[],
+    files: readonly BranchFile[],
     message: string,
   ): Promise<string | undefined>;
   /** Pull requests from `branch` of this repository, open and closed, newest first. */
@@ -329,6 +342,18 @@ function toPullSummary(pull: z.infer<typeof pullSummarySchema>): PullSummary {
   };
 }
 
+/** The web address of the GitHub whose REST API is at `api`: api.github.com, or <host>/api/v3. */
+export function webOf(api: string): string {
+  let url: URL;
+  try {
+    url = new URL(api);
+  } catch {
+    return "https://github.com";
+  }
+  if (url.hostname === "api.github.com") return "https://github.com";
+  return `${url.protocol}//${url.host}${url.pathname.replace(/\/api\/v3\/?$/, "").replace(/\/+$/, "")}`;
+}
+
 /** The GitHub interface over an installation's Octokit. */
 export function createGitHub(
   octokit: ProbotOctokit,
@@ -361,6 +386,7 @@ export function createGitHub(
 
   return {
     repo,
+    web: webOf(String(octokit.request.endpoint.DEFAULTS.baseUrl)),
     async getPull(pr) {
       const { data } = await call(`get PR #${pr}`, () =>
         octokit.rest.pulls.get({ ...base, pull_number: pr }),
@@ -851,7 +877,9 @@ export function createGitHub(
           ...base,
           tree: files.map((file) =>
             "sha" in file
-              ? { path: file.path, mode: "100644" as const, type: "blob" as const, sha: file.sha }
+              ? file.tree === true
+                ? { path: file.path, mode: "040000" as const, type: "tree" as const, sha: file.sha }
+                : { path: file.path, mode: "100644" as const, type: "blob" as const, sha: file.sha }
               : {
                   path: file.path,
                   mode: "100644" as const,

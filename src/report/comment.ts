@@ -25,6 +25,7 @@ import {
 import { formatError, formatSpeedup, significant } from "./format.js";
 import { compareSpreads } from "../shared/speedup.js";
 import { byOutcome, countsSentence, describeReason, headline, type Outcome } from "./outcome.js";
+import { type ChartLink, chartsLine } from "./nightly.js";
 import { unifiedDiff } from "./patch.js";
 import { renderTaskTable } from "./table.js";
 
@@ -33,7 +34,12 @@ export const COMMENT_MARKER = "<!-- evokernel:comment -->";
 /** GitHub's limit on a comment body. */
 export const COMMENT_LIMIT = 65_536;
 
-export type CommentLinks = { runUrl?: string; fullResultUrl?: string };
+export type CommentLinks = {
+  runUrl?: string;
+  fullResultUrl?: string;
+  /** The tasks' history charts on the state branch (those that have one). */
+  charts?: readonly ChartLink[];
+};
 
 type Ranked = { task: TaskReview; outcome: Outcome }[];
 
@@ -57,6 +63,7 @@ function compose(review: ReviewResult, links: CommentLinks, options: { details: 
   if (!options.details) {
     parts.push(`Details were left out to fit GitHub's comment limit: ${fullResultLink(links)}.`);
   }
+  if (links.charts !== undefined && links.charts.length > 0) parts.push(chartsLine(links.charts));
   parts.push(footer(review, links));
   return `${parts.join("\n\n")}\n`;
 }

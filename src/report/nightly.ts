@@ -24,7 +24,14 @@ export interface NightlyView {
   readonly threshold: number;
   /** Kernels turned down earlier (a closed PR), not proposed again. */
   readonly rejected: number;
+  /** Where the tasks' history charts are (src/shared/history.ts). */
+  readonly charts?: readonly ChartLink[];
   readonly runUrl?: string;
+}
+
+export interface ChartLink {
+  readonly task: string;
+  readonly url: string;
 }
 
 export function renderNightlyPull(view: NightlyView): string {
@@ -44,7 +51,9 @@ function composePull(view: NightlyView, nights: number): string {
     `Only kernels faster than the current one beyond the measured noise and by at least ${view.threshold}% are proposed: the lower bound is the speedup the noise cannot explain away (base p20 over evolved p80).`,
   ];
   if (view.drift.length > 0) parts.push(driftSection(view.drift, view.runnerChanges));
-  parts.push(historySection(view.nights, nights), commandsSection(view.rejected));
+  parts.push(historySection(view.nights, nights));
+  if (view.charts !== undefined && view.charts.length > 0) parts.push(chartsLine(view.charts));
+  parts.push(commandsSection(view.rejected));
   if (view.runUrl !== undefined) parts.push(`<sub>${link("last night's run", view.runUrl)}</sub>`);
   return `${parts.join("\n\n")}\n`;
 }
@@ -155,7 +164,15 @@ export interface DriftIssueView {
   readonly at: string;
   readonly drift: readonly Drift[];
   readonly runnerChanges: readonly string[];
+  readonly charts?: readonly ChartLink[];
   readonly runUrl?: string;
+}
+
+/** The tasks' history charts (kernel time over merged PRs and nights), one link each. */
+export function chartsLine(charts: readonly ChartLink[]): string {
+  const shown = charts.slice(0, 20).map((chart) => link(mdText(chart.task), chart.url));
+  const more = charts.length > shown.length ? ` and ${charts.length - shown.length} more` : "";
+  return `📈 History (kernel time against torch.compile, eager and the floor): ${shown.join(" · ")}${more}`;
 }
 
 /** The issue the app keeps updated when the runner changed a kernel's standing, and there is no PR. */
@@ -165,6 +182,7 @@ export function renderDriftIssue(view: DriftIssueView): string {
     `evokernel re-timed every configured kernel on ${codeSpan(view.defaultBranch)} at ${mdText(view.sha.slice(0, 7))} (${view.at.slice(0, 16).replace("T", " ")} UTC) and found a change beyond the noise, with no faster kernel to propose.`,
     driftSection(view.drift, view.runnerChanges),
   ];
+  if (view.charts !== undefined && view.charts.length > 0) parts.push(chartsLine(view.charts));
   if (view.runUrl !== undefined) parts.push(`<sub>${link("the night's run", view.runUrl)}</sub>`);
   parts.push(
     "<sub>evokernel updates this issue each night it sees drift; close it when you have dealt with it.</sub>",

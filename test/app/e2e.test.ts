@@ -108,7 +108,11 @@ it("takes a PR from webhook to comment, review and check run through the local b
     expect.objectContaining({ identifier: "evk-apply" }),
     expect.objectContaining({ identifier: "evk-wrong" }),
   ]);
-  expect([...standin.refs.keys()]).toEqual([`refs/heads/evokernel/7-${head.slice(0, 7)}`]);
+  // the evolved kernels' branch, and the state branch keeping the head's timings until the merge
+  expect([...standin.refs.keys()].sort()).toEqual([
+    "refs/heads/evokernel-state",
+    `refs/heads/evokernel/7-${head.slice(0, 7)}`,
+  ]);
   // No Actions dispatch: the job ran on the app's machine.
   expect(standin.dispatches).toEqual([]);
 });

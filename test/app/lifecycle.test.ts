@@ -17,6 +17,7 @@ import {
   HEAD,
   OWNER,
   REPO,
+  mockHistoryKept,
   mockJobStart,
   mockNoAnswers,
   pullRequestPayload,
@@ -101,7 +102,10 @@ function mockResult(jobId: string): void {
       head: { sha: HEAD, ref: "x", repo: { full_name: `${OWNER}/${REPO}` } },
       base: { sha: BASE, ref: "main", repo: { full_name: `${OWNER}/${REPO}` } },
     })
-    // Posting the comment fails: GitHub has an outage.
+    // Keeping the timings for the history (logged, not fatal) and posting the comment
+    // fail: GitHub has an outage.
+    .get(`${R}/git/ref/heads%2Fevokernel-state`)
+    .reply(502, { message: "Server Error" })
     .get(`${R}/issues/7/comments`)
     .query({ per_page: 100 })
     .reply(502, { message: "Server Error" });
@@ -233,11 +237,13 @@ describe("a run that ends before its job knows its run", () => {
     // Only the pull request's work (waiting for its dispatch) is left.
     await vi.waitFor(() => expect(harness.app.pending).toBe(1), { timeout: 600_000, interval: 5 });
     // The dispatch answers with the run: the check run is linked, the parked run reported.
-    mockNoAnswers(artifact())
-      .patch(`${R}/check-runs/900`)
-      .reply(200, { id: 900 })
-      .get(`${R}/pulls/7`)
-      .reply(200, pull)
+    mockHistoryKept(
+      mockNoAnswers(artifact())
+        .patch(`${R}/check-runs/900`)
+        .reply(200, { id: 900 })
+        .get(`${R}/pulls/7`)
+        .reply(200, pull),
+    )
       .get(`${R}/issues/7/comments`)
       .query({ per_page: 100 })
       .reply(200, [
@@ -521,7 +527,10 @@ describe("what a pull request may queue, and closing it", () => {
       .reply(200, { id: 900 })
       .get(`${R}/commits/${HEAD}/check-runs`)
       .query({ per_page: 100 })
-      .reply(200, { total_count: 0, check_runs: [] });
+      .reply(200, { total_count: 0, check_runs: [] })
+      // its timings, kept for the history, would be forgotten: there are none
+      .get(`${R}/git/ref/heads%2Fevokernel-state`)
+      .reply(404, { message: "Not Found" });
     await harness.receive("pull_request", pullRequestPayload("closed"));
     expect(bodies[0]).toMatchObject({
       status: "completed",

@@ -13,6 +13,7 @@ import { createNightlyScheduler, type NightStart } from "../../src/app/nightly-s
 import { isNightlyJob, nightlySpec } from "../../src/app/nightly/spec.js";
 import { renderNightlyPull } from "../../src/report/nightly.js";
 import { parseConfig } from "../../src/shared/config.js";
+import { historyPaths } from "../../src/shared/history.js";
 import { EMPTY_LEDGER, type Ledger, parseLedger } from "../../src/shared/nightly.js";
 import type { ReviewResult, TaskReview } from "../../src/shared/review.js";
 import {
@@ -172,6 +173,12 @@ function mockReads(
       .reply(200, {
         encoding: "base64",
         content: Buffer.from(JSON.stringify(options.stored)).toString("base64"),
+      })
+      // The state branch's files, for the history written beside the ledger (none yet).
+      .get(`${R}/git/trees/state1`)
+      .reply(200, {
+        sha: "roottree",
+        tree: [{ path: "nightly.json", mode: "100644", type: "blob", sha: "ledgerblob" }],
       });
   }
   return scope
@@ -271,7 +278,41 @@ describe("the nightly pull request", () => {
     const stateTree = (bodies.ledgerTree?.[0] as { tree: { path: string; content?: string }[] })
       .tree;
     const hash = sourceHash(SOFTMAX);
-    expect(stateTree.map((entry) => entry.path)).toEqual(["nightly.json", `sources/${hash}`]);
+    // Beside the ledger, in the same commit: every timed task's history and chart, the
+    // history's index and its page.
+    const paths = stateTree.map((entry) => entry.path);
+    expect(paths.slice(0, 2)).toEqual(["nightly.json", `sources/${hash}`]);
+    expect(paths.slice(2)).toEqual([
+      ...["softmax", "rmsnorm", "layernorm"].flatMap((task) => {
+        const { json, svg } = historyPaths(`kernels/${task}`);
+        return [json, svg];
+      }),
+      "history/index.json",
+      "history/index.html",
+    ]);
+    const softmax = stateTree.find((entry) => entry.path === historyPaths("kernels/softmax").json);
+    expect(JSON.parse(softmax?.content ?? "null")).toEqual({
+      schema: 1,
+      task: "kernels/softmax",
+      entries: [
+        {
+          kind: "nightly",
+          at: "2026-11-23T03:40:00.000Z",
+          sha: SHA,
+          pr: null,
+          gpu: H100.gpu,
+          configs: [
+            {
+              name: "8192x8192",
+              kernelMs: 0.5,
+              eagerMs: 2,
+              compileMs: 1.5,
+              floorMs: 0.25,
+            },
+          ],
+        },
+      ],
+    });
     expect(stateTree[1]?.content).toBe(SOFTMAX);
     expect(stateTree[0]?.content).not.toContain('"source"');
     expect(written.proposals[0]?.sourceBlob).toBe(
@@ -613,6 +654,19 @@ describe("the nightly scheduler", () => {
       .reply(201, { sha: "claim1" })
       .post(`${R}/git/refs`, { ref: "refs/heads/evokernel-state", sha: "claim1" })
       .reply(claim, claim === 201 ? {} : { message: "Reference already exists" });
+    // The loser reads what the winner wrote: another ledger, so no second try.
+    if (claim === 422)
+      scope
+        .get(STATE_REF_PATH)
+        .reply(200, { object: { sha: "claim1" } })
+        .get(`${R}/contents/nightly.json`)
+        .query({ ref: "claim1" })
+        .reply(200, {
+          encoding: "base64",
+          content: Buffer.from(
+            JSON.stringify({ ...EMPTY_LEDGER, claimed: "2026-11-23T03:00:00.000Z" }),
+          ).toString("base64"),
+        });
   }
 
   it("lets exactly one of two instances claim a window", async () => {

@@ -316,3 +316,20 @@ export function mockJobStart(scope: nock.Scope, options: JobStartMock): nock.Sco
       .reply(200, { id: options.id });
   return scope;
 }
+
+/**
+ * A reported review keeps its PR head's timings for the history (src/app/history.ts): on a
+ * repository without the state branch yet, it creates it with `history/index.json`.
+ */
+export function mockHistoryKept(scope: nock.Scope): nock.Scope {
+  const repo = `/repos/${OWNER}/${REPO}`;
+  return scope
+    .get(`${repo}/git/ref/heads%2Fevokernel-state`)
+    .reply(404, { message: "Not Found" })
+    .post(`${repo}/git/trees`)
+    .reply(201, { sha: "historytree" })
+    .post(`${repo}/git/commits`)
+    .reply(201, { sha: "historycommit" })
+    .post(`${repo}/git/refs`, { ref: "refs/heads/evokernel-state", sha: "historycommit" })
+    .reply(201, {});
+}

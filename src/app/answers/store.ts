@@ -50,7 +50,7 @@ export async function changeAnswers(
       );
     const { answers, added } = change(read.answers);
     if (!added) return { answers, written: false };
-    if (await writeLedger(github, { ...stored.ledger, answers }, stored.commit, message))
+    if (await writeLedger(github, { ...stored.ledger, answers }, stored, message))
       return { answers, written: true };
   }
   throw new Error(

@@ -22,6 +22,9 @@ export const pullRequestEventSchema = z.object({
     number: z.number().int(),
     draft: z.boolean().optional(),
     state: z.string(),
+    /** closed only: merged, and when. */
+    merged: z.boolean().nullable().optional(),
+    merged_at: z.string().nullable().optional(),
     head: z.object({
       sha: z.string(),
       ref: z.string(),

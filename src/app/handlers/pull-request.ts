@@ -1,4 +1,5 @@
-// pull_request closed (or merged): its jobs are cancelled.
+// pull_request closed (or merged): its jobs are cancelled, and its timings join the tasks'
+// histories (merged) or are forgotten (closed).
 // pull_request opened, synchronize, reopened, ready_for_review: plan the tasks the PR's
 // changed files touch and start a review job on the head SHA; stay quiet when none changed.
 // Drafts wait until they are ready for review (GPU time is scarce; a command still runs on
@@ -7,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { AppState } from "../app-state.js";
 import { approvalCommand } from "../approvals.js";
 import type { CheckRunUpdate, GitHub } from "../github.js";
+import { recordPullClosed } from "../history.js";
 import { buildJobSpec } from "../job-spec.js";
 import { ownCheckRuns } from "../jobs/claim.js";
 import { checkName } from "../job-registry.js";
@@ -105,7 +107,10 @@ async function postNotice(
   await github.createCheckRun(name, sha, { ...update, externalId });
 }
 
-/** Closed or merged: its jobs would only spend GPU time on results nobody reads. */
+/**
+ * Closed or merged: its jobs would only spend GPU time on results nobody reads. Merged, its
+ * last review's timings join each task's history; closed, they are forgotten.
+ */
 export async function handlePullClosed(
   state: AppState,
   github: GitHub,
@@ -118,4 +123,12 @@ export async function handlePullClosed(
     { number: pr.number, headSha: pr.head.sha },
     "The pull request was closed.",
   );
+  const merged =
+    pr.merged === true
+      ? { at: pr.merged_at ?? new Date().toISOString(), headSha: pr.head.sha }
+      : null;
+  // The history is a view: its failure is logged, and the next merge or night records again.
+  await recordPullClosed(github, pr.number, merged).catch((error: unknown) => {
+    state.log.warn({ err: error, pr: pr.number }, "recording the closed PR in the history failed");
+  });
 }

@@ -1,5 +1,6 @@
-// Reporting a finished job, every write through the GitHub interface: the one PR comment
-// (found by its marker, edited in place), one review with suggested changes, a branch for
+// Reporting a finished job, every write through the GitHub interface: the PR head's timings
+// kept for the history (history.ts), the one PR comment (found by its marker, edited in
+// place, linking the tasks' history charts), one review with suggested changes, a branch for
 // changes the diff cannot carry, and the check run's verdict. A failure without a result
 // turns the check run into a failure that says what to do. The check run keeps its verdicts
 // (a hidden block) for the answers a maintainer gives (handlers/answer.ts), with the
@@ -32,6 +33,7 @@ import type { AppState } from "../app-state.js";
 import type { CheckAction, GitHub, Pull, ReviewComment } from "../github.js";
 import { type ActiveJob, APPLY_ACTION, suggestionBranch } from "../job-registry.js";
 import { CHECK_OUTPUT_LIMIT, COMMENT_LIMIT, trimTo } from "../limits.js";
+import { recordPullReview } from "../history.js";
 import { reportNight } from "../nightly/report-night.js";
 import { isNightlyJob } from "../nightly/spec.js";
 import { codeSpan, mdText } from "../../report/escape.js";
@@ -77,11 +79,23 @@ export async function reportResult(
   // Nor does a stale commit's result replace the PR's comment, which speaks for the head
   // (events can arrive out of order): its own check run, on its own commit, holds it.
   if (spec.pr !== undefined && current) {
+    // The head's timings wait on the state branch for the merge; the comment links the
+    // charts its tasks already have.
+    const charts = await recordPullReview(github, spec.pr, review).catch((error: unknown) => {
+      state.log.warn(
+        { err: error, job: spec.id },
+        "keeping the PR's timings for the history failed",
+      );
+      return [];
+    });
     await github.upsertComment(
       spec.pr,
       COMMENT_MARKER,
       trimTo(
-        withNote(withNote(renderComment(review, links), markedBefore), droppedNote(dropped)),
+        withNote(
+          withNote(renderComment(review, { ...links, charts }), markedBefore),
+          droppedNote(dropped),
+        ),
         COMMENT_LIMIT,
         job.runUrl,
       ),

@@ -1,7 +1,8 @@
 // After a nightly job's check run is reported (jobs/report.ts, the path `/optimize` takes
 // too): the one long-lived pull request from `evokernel/nightly`, created or updated in
 // place, the drift issue when there is nothing to propose, the issue that lists the
-// verdicts maintainers marked wrong (when that list changed), and the ledger written back.
+// verdicts maintainers marked wrong (when that list changed), and the ledger written back with
+// the night's timings in each task's history (the pull request and the issue link the charts).
 // Every write goes through the GitHub interface; what to write is decided in night.ts and
 // rendered in src/report/nightly.ts.
 import type { WrongMark } from "../../shared/answers.js";
@@ -25,6 +26,8 @@ import { readLedger, type StoredLedger, writeLedger } from "./state.js";
 import { createHash } from "node:crypto";
 import { renderWrongIssue, WRONG_ISSUE_MARKER, WRONG_ISSUE_TITLE } from "../../report/answers.js";
 import { readAnswers } from "../answers/store.js";
+import { chartUrl } from "../../shared/history.js";
+import { historyFiles, nightRuns } from "../history.js";
 
 export const NIGHTLY_BRANCH = "evokernel/nightly";
 export const NIGHTLY_LABEL = "evokernel";
@@ -101,6 +104,13 @@ export async function reportNight(
     pull: pullAction,
   };
   const nights = [...ledger.nights, night];
+  // Every task timed tonight has a chart once the ledger's commit (below) lands.
+  const runs = nightRuns(review, at);
+  const charted = new Set(runs.map((run) => run.task));
+  const chartsOf = (tasks: readonly string[]) =>
+    [...new Set(tasks)]
+      .filter((task) => charted.has(task))
+      .map((task) => ({ task, url: chartUrl(github.repo, task, github.web) }));
   const body = (): string =>
     renderNightlyPull({
       defaultBranch,
@@ -111,6 +121,7 @@ export async function reportNight(
       runnerChanges: changes,
       threshold,
       rejected: ledger.rejected.length,
+      charts: chartsOf([...proposals.map((p) => p.task), ...drift.map((entry) => entry.task)]),
       ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
     });
 
@@ -133,6 +144,7 @@ export async function reportNight(
         at,
         drift,
         runnerChanges: changes,
+        charts: chartsOf(drift.map((entry) => entry.task)),
         ...(options.runUrl === undefined ? {} : { runUrl: options.runUrl }),
       }),
     );
@@ -161,8 +173,10 @@ export async function reportNight(
   const written = await writeLedger(
     github,
     ledger,
-    stored.commit,
+    stored,
     `evokernel nightly ${at}: ${pullAction}, ${night.proposed.length} proposed, ${night.drifted} drifted`,
+    // the night's timings join each task's history, in the same commit
+    (tree, index) => historyFiles(github, tree, index, runs),
   );
   // Another instance wrote in between (a claim): the PR is right, the ledger misses a night.
   if (!written)
