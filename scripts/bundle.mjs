@@ -16,19 +16,30 @@ const requireBanner =
   "import { createRequire as __evkCreateRequire } from 'node:module';" +
   "const require = __evkCreateRequire(import.meta.url);";
 
+const CLI = {
+  entryPoints: [`${root}runner/src/cli.ts`],
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  banner: { js: requireBanner },
+  conditions: SOURCE_CONDITIONS,
+  logLevel: "warning",
+};
+
 export async function bundleCli(outfile) {
-  await build({
-    entryPoints: [`${root}runner/src/cli.ts`],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    banner: { js: requireBanner },
-    conditions: SOURCE_CONDITIONS,
-    logLevel: "warning",
-  });
+  await build({ ...CLI, outfile });
   return outfile;
+}
+
+/** The installed packages the CLI's bundle holds (`node_modules/…` folders, as the lock names them). */
+export async function cliPackages() {
+  const { metafile } = await build({ ...CLI, outfile: "evokernel.mjs", write: false, metafile: true });
+  const folders = Object.keys(metafile.inputs).flatMap((input) => {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    return match ? [match[1]] : [];
+  });
+  return [...new Set(folders)].sort();
 }
 
 export async function bundleApp(outfile) {

@@ -2,7 +2,7 @@
 // they hold), read and written through the GitHub interface: a pull request's timings kept
 // when its review is reported, moved into each task's history (and its chart redrawn) when
 // it is merged, dropped when it is closed; a night's timings written in the ledger's own
-// commit (nightly/state.ts). The branch's commits hold exactly the files they name, so every
+// commit (state-branch.ts). The branch's commits hold exactly the files they name, so every
 // write carries the files it does not change (the ledger and sources; the other tasks'
 // histories) by their blobs, and lands only as a fast-forward: a writer that lost the race
 // reads again and retries.

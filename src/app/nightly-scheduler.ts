@@ -2,7 +2,7 @@
 // for each installed repository the latest due window of its `nightly.schedule` (cron, UTC)
 // within a grace period, and claims the window on GitHub itself: a commit on the state
 // branch `evokernel-state` that records it, moved only as a fast-forward from the commit
-// read (nightly/state.ts), so exactly one instance wins a window however many tick (the others get
+// read (state-branch.ts), so exactly one instance wins a window however many tick (the others get
 // GitHub's 422, or read that it is claimed); an instance that was down when a window came
 // catches it up on its next tick if the grace period has not passed, and a window already
 // claimed before a restart is not run again. The winner starts the night's optimize job.
@@ -12,7 +12,7 @@ import type { GitHub, InstalledRepo } from "./github.js";
 import { startJob } from "./jobs/start.js";
 import { latestRun, parseCron } from "../shared/cron.js";
 import { nightlySpec } from "./nightly/spec.js";
-import { claimWindow } from "./nightly/state.js";
+import { claimWindow } from "./state-branch.js";
 
 /** How late a window may still run: a restart within this catches up, a longer outage skips. */
 export const DEFAULT_GRACE_MS = 6 * 3_600_000;

@@ -8,8 +8,7 @@ import nock from "nock";
 import { describe, expect, it } from "vitest";
 import type { BranchFile, GitHub, TreeEntry } from "../../src/app/github.js";
 import { recordPullClosed, recordPullReview } from "../../src/app/history.js";
-import { gitBlobSha } from "../../src/app/nightly/night.js";
-import { claimWindow, readLedger, writeLedger } from "../../src/app/nightly/state.js";
+import { claimWindow, gitBlobSha, readLedger, writeLedger } from "../../src/app/state-branch.js";
 import {
   addPending,
   EMPTY_INDEX,

@@ -5,7 +5,7 @@
 import { type Answers, EMPTY_ANSWERS, parseAnswers } from "../../shared/answers.js";
 import { STATE_BRANCH } from "../../shared/nightly.js";
 import type { GitHub } from "../github.js";
-import { readLedger, type StoredLedger, writeLedger } from "../nightly/state.js";
+import { readLedger, type StoredLedger, writeLedger } from "../state-branch.js";
 
 /** The answers the ledger names; an unreadable file gives an error (and no answers). */
 export async function readAnswers(

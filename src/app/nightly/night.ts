@@ -8,12 +8,6 @@ import type { ReviewResult, TaskReview } from "../../shared/review.js";
 import type { Spread } from "../../shared/result.js";
 import { thresholdFor, type Thresholds } from "../../shared/thresholds.js";
 
-/** git's object id of a blob holding `text`: the name GitHub gives the blob it stores. */
-export function gitBlobSha(text: string): string {
-  const bytes = Buffer.from(text, "utf8");
-  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
-}
-
 /** The first 16 hex digits of the source's sha256: a proposal's identity. */
 export function sourceHash(source: string): string {
   return createHash("sha256").update(source).digest("hex").slice(0, 16);

@@ -22,7 +22,7 @@ import {
   settlePull,
   timingsOf,
 } from "./night.js";
-import { readLedger, type StoredLedger, writeLedger } from "./state.js";
+import { readLedger, type StoredLedger, writeLedger } from "../state-branch.js";
 import { createHash } from "node:crypto";
 import { renderWrongIssue, WRONG_ISSUE_MARKER, WRONG_ISSUE_TITLE } from "../../report/answers.js";
 import { readAnswers } from "../answers/store.js";

@@ -2,23 +2,29 @@
 // holds): read it, write it back as a compare-and-swap (a fast-forward from the commit it
 // was read at), and claim a night's window with the same swap, so exactly one instance runs
 // each window without a database or a ref outside refs/heads/.
-import { serializeAnswers } from "../../shared/answers.js";
+import { createHash } from "node:crypto";
+import { serializeAnswers } from "../shared/answers.js";
 import {
   HISTORY_FOLDER,
   type HistoryIndex,
   INDEX_FILE,
   parseHistoryIndex,
-} from "../../shared/history.js";
+} from "../shared/history.js";
 import {
   type Ledger,
   parseLedger,
   STATE_BRANCH,
   STATE_FILE,
   stateFiles,
-} from "../../shared/nightly.js";
-import type { BranchFile, GitHub } from "../github.js";
-import { carriedHistory, readHistoryFile, readStateTree, type StateTree } from "../history.js";
-import { gitBlobSha } from "./night.js";
+} from "../shared/nightly.js";
+import type { BranchFile, GitHub } from "./github.js";
+import { carriedHistory, readHistoryFile, readStateTree, type StateTree } from "./history.js";
+
+/** git's object id of a blob holding `text`: the name GitHub gives the blob it stores. */
+export function gitBlobSha(text: string): string {
+  const bytes = Buffer.from(text, "utf8");
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
 
 /** Writes tried when other writers (a pull request's history) keep moving the branch. */
 const WRITE_ATTEMPTS = 4;
