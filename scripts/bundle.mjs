@@ -34,7 +34,12 @@ export async function bundleCli(outfile) {
 
 /** The installed packages the CLI's bundle holds (`node_modules/…` folders, as the lock names them). */
 export async function cliPackages() {
-  const { metafile } = await build({ ...CLI, outfile: "evokernel.mjs", write: false, metafile: true });
+  const { metafile } = await build({
+    ...CLI,
+    outfile: "evokernel.mjs",
+    write: false,
+    metafile: true,
+  });
   const folders = Object.keys(metafile.inputs).flatMap((input) => {
     const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
     return match ? [match[1]] : [];
