@@ -60,7 +60,10 @@ def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | Non
     if path is None:
         yield 0.0
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    # read-only: flock needs no write access, so a lock file another user made (the app's
+    # local runner, uid 60998, and a root CLI's sandbox, uid 60999, share the folder and each
+    # takes it over before it runs) opens for everyone who can read it
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
     start = time.perf_counter()
     try:
         try:

@@ -41,6 +41,41 @@ class GpuLockTest(unittest.TestCase):
         self.assertIn("waited", b)
         self.assertGreaterEqual(b_in, a_out)
 
+    @unittest.skipUnless(hasattr(os, "getuid") and os.getuid() == 0, "needs root to act as two users")
+    def test_a_lock_file_another_user_made_still_locks(self):
+        """The app's local runner (its own uid) and a root CLI's sandbox (another) share the
+        folder: the one that comes second opens the other's lock file, mode 0644."""
+        os.chmod(self.dir.name, 0o1777)
+        path = os.path.join(self.dir.name, "gpu-0.lock")
+        with open(path, "w"):
+            pass
+        os.chown(path, 60999, 60999)
+        os.chmod(path, 0o644)
+        # the module alone (it imports only the standard library), where the other user can
+        # read it whatever the checkout's folders allow
+        code = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(code, ignore_errors=True))
+        os.chmod(code, 0o755)
+        with open(os.path.join(HARNESS, "evokernel_harness", "gpulock.py")) as f:
+            source = f.read()
+        with open(os.path.join(code, "gpulock.py"), "w") as f:
+            f.write(source)
+        os.chmod(os.path.join(code, "gpulock.py"), 0o644)
+        proc = subprocess.run(
+            [sys.executable, "-c", HOLD.replace("from evokernel_harness import gpulock", "import gpulock"), "0"],
+            env=dict(self.env, PYTHONPATH=code),
+            cwd=code,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=300,
+            user=60997,
+            group=60997,
+            extra_groups=[],
+        )
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("in", proc.stdout)
+
     def test_cpu_commands_and_held_children_take_no_lock(self):
         from evokernel_harness import gpulock
         from evokernel_harness.options import parse

@@ -399,7 +399,7 @@ def prepare_py(artifact: str, out_dir: str, task: Any) -> str:
             return "no ModelNew"
         init_inputs = list(task.module.get_init_inputs())
         # torch 2's device context; torch 1 (the CPU tests' Debian torch) builds on the CPU
-        meta = torch.device("meta") if hasattr(torch.device, "__enter__") else contextlib.nullcontext()
+        meta: Any = torch.device("meta") if hasattr(torch.device, "__enter__") else contextlib.nullcontext()
         with meta:
             cls(*init_inputs)
         return "ModelNew constructed"
