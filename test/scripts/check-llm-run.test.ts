@@ -1,5 +1,6 @@
 // scripts/check-llm-run.mjs on the LLM stand-in's row_sum run from the H100 (2026-11-26,
-// docs/results/gpu-2026-11-26b): none of the scripted kernels was faster than the baseline
+// results branch: results/gpu-2026-11-26b; its requests, archive and result are copied whole into
+// test/fixtures/lab/check-llm-run/): none of the scripted kernels was faster than the baseline
 // beyond the noise there, so the run is a true "no win". With --real-gpu (how
 // scripts/gpu-llm-standin.sh calls it) that is checked as one; without it (the fake harness,
 // whose timings are scripted) the missing win fails, as does a no-win for any other reason.
@@ -10,7 +11,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const checker = resolve("scripts/check-llm-run.mjs");
-const run = resolve("docs/results/gpu-2026-11-26b/llm/llm-standin/row_sum");
+const run = resolve("test/fixtures/lab/check-llm-run/gpu-2026-11-26b-row_sum");
 const script = resolve("test/fixtures/llm-standin/row_sum.json");
 
 async function check(result: string, ...extra: string[]) {
@@ -31,9 +32,9 @@ describe("check-llm-run on a real GPU's run", () => {
   });
 
   it("accepts a no-win that names the candidate its verdict calls within the noise", async () => {
-    // the H100's second row_sum run (docs/results/gpu-2026-11-26c): c5 re-timed at 1.00×,
+    // the H100's second row_sum run (results branch: results/gpu-2026-11-26c): c5 re-timed at 1.00×,
     // lower bound 0.99×, "within the noise", and named as the best so timed
-    const second = resolve("docs/results/gpu-2026-11-26c/llm_softmax_row_sum/llm-standin/row_sum");
+    const second = resolve("test/fixtures/lab/check-llm-run/gpu-2026-11-26c-row_sum");
     const args = ["--script", script, "--requests", join(second, "requests.jsonl")];
     args.push(
       "--archive",
