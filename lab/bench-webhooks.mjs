@@ -8,7 +8,7 @@
 // completes with a zip-bomb artifact whose check run must be concluded; the app's resident
 // memory is sampled throughout and its high-water mark (VmHWM) reported, split by a probe
 // loaded into the app (bench-memory-probe.mjs) into V8's heap, its live part and buffers.
-// Usage: node scripts/bench-webhooks.mjs [--seconds 60] [--rate 100] [--mix] [--out FILE]
+// Usage: node lab/bench-webhooks.mjs [--seconds 60] [--rate 100] [--mix] [--out FILE]
 //        [--node-option=--some-v8-flag ...] (Node options for the app process)
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
@@ -19,7 +19,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { bundleApp } from "./bundle.mjs";
+import { bundleApp } from "../scripts/bundle.mjs";
 import {
   generateAppKey,
   pullRequestEvent,
@@ -27,7 +27,7 @@ import {
   startApp,
   startStandin,
   workflowRunEvent,
-} from "./github-standin.mjs";
+} from "../test/helpers/github-standin.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -108,7 +108,7 @@ try {
       .join(" ")} (other work shares these cores)`,
   );
   say(
-    "GitHub: the loopback stand-in (scripts/github-standin.mjs); EVOKERNEL_THROTTLE=off (no 1 s write pacing: nothing to protect here)",
+    "GitHub: the loopback stand-in (test/helpers/github-standin.mjs); EVOKERNEL_THROTTLE=off (no 1 s write pacing: nothing to protect here)",
   );
   if (values["node-option"].length)
     say(`the app's Node options: ${values["node-option"].join(" ")}`);

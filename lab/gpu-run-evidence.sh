@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 18 on the GPU machine (no Node.js needed): the run decides, not the static check.
-#   bash scripts/gpu-issue18.sh          # what issue 18 changed (about 10 minutes on an H100)
-#   bash scripts/gpu-issue18.sh --all    # the whole adversarial and correct corpora
-#   bash scripts/gpu-issue18.sh --adversarial   # the whole adversarial corpus only (--correct: the other)
-#   EVK_ONLY="softmax/03 llama_ffw/20" bash scripts/gpu-issue18.sh   # just those entries
+# Issue 18's run-time evidence on the GPU machine (no Node.js needed): the run decides, not
+# the static check.
+#   bash lab/gpu-run-evidence.sh          # what issue 18 changed (about 10 minutes on an H100)
+#   bash lab/gpu-run-evidence.sh --all    # the whole adversarial and correct corpora
+#   bash lab/gpu-run-evidence.sh --adversarial   # the whole adversarial corpus only (--correct: the other)
+#   EVK_ONLY="softmax/03 llama_ffw/20" bash lab/gpu-run-evidence.sh   # just those entries
 # 1. the run-time evidence tests under the machine's Python (3.12: sys.monitoring);
 # 2. the softmax corpus's correct kernels (evk, torch-ext, Triton: still pass) and the adversarial
 #    corpus entries whose catching issue 18 moved from the static check to the
@@ -39,7 +40,7 @@ case ${1:-} in
   --adversarial) adversarial=() skip_correct=1 ;;
   --correct) correct=() skip_adversarial=1 ;;
   "") ;;
-  *) echo "usage: gpu-issue18.sh [--all|--adversarial|--correct]" >&2; exit 2 ;;
+  *) echo "usage: gpu-run-evidence.sh [--all|--adversarial|--correct]" >&2; exit 2 ;;
 esac
 # EVK_ONLY="NAME NAME…": just the entries (of either corpus) whose file names contain a NAME;
 # only without a mode (--all, --adversarial and --correct run their corpus in full, so one batch

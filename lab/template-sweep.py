@@ -15,7 +15,7 @@ races, …) run when the tuner proposes a combination; a combination this sweep 
 a bug in the template to fix. A crash (an illegal address ends the CUDA context) costs the
 task's child process: the parent records the combination and goes on in a fresh one.
 
-    python3 scripts/template-sweep.py [TASK...] --out DIR [--fix NAME=V]... [--all]
+    python3 lab/template-sweep.py [TASK...] --out DIR [--fix NAME=V]... [--all]
         [--keep 6] [--no-compile] [--deadline SECONDS]
 Without --all, UNROLL stays at its default (its values triple the space and it moves
 little); --fix pins other tunables the same way. Writes DIR/<task>.json (every combination:

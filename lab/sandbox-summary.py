@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The table of scripts/gpu-sandbox.sh's output: each task and configuration's candidate
+"""The table of lab/gpu-sandbox.sh's output: each task and configuration's candidate
 median (p20-p80) inside the sandbox and outside, rounds A B A B, and the hostile probe's
 findings. Usage: sandbox-summary.py DIR"""
 

@@ -1,4 +1,4 @@
-// Types for scripts/github-standin.mjs, for the TypeScript tests that use it.
+// Types for test/helpers/github-standin.mjs, for the TypeScript tests that use it.
 import type { ChildProcess } from "node:child_process";
 export interface StandinRequest {
   method: string;

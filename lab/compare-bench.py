@@ -3,7 +3,7 @@ decide) against the float64 pass alone, and bitwise_equal, on the built-in tasks
 sizes in float32 and bfloat16; the outputs close to the reference (an honest kernel's) and far
 from it (a wrong one's). Prints a table of medians (p20-p80) of 15 calls each, in ms.
 
-    python3 scripts/compare-bench.py [--json FILE]
+    python3 lab/compare-bench.py [--json FILE]
 """
 
 import argparse

@@ -3,7 +3,7 @@
 // a maintainer keeps (the winner when there is a win, else the baseline) against eager and
 // torch.compile, geometric means over the visible configurations of the final re-timing, and
 // the geometric mean over the tasks.
-//   node scripts/tuner-table.mjs RESULT.json...   (a task is named by its result's "task")
+//   node lab/tuner-table.mjs RESULT.json...   (a task is named by its result's "task")
 import { readFileSync } from "node:fs";
 
 const geomean = (values) =>
@@ -45,7 +45,7 @@ function row(path) {
 
 const paths = process.argv.slice(2);
 if (paths.length === 0) {
-  console.error("usage: node scripts/tuner-table.mjs RESULT.json...");
+  console.error("usage: node lab/tuner-table.mjs RESULT.json...");
   process.exit(2);
 }
 const rows = paths.map(row);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Torch-extension build throughput (issue 7), on the GPU machine (no Node.js there: the
 # bundle from `npm run bundle` and .device/node.xz travel with the run):
-#   bash scripts/bench-builds.sh [MANIFEST]     # default runner/corpus/correct/manifest.json
+#   bash lab/bench-builds.sh [MANIFEST]     # default runner/corpus/correct/manifest.json
 # Its shared: tasks (KernelBench, robust-kbench) resolve under $EVOKERNEL_SHARED_DATA, by
 # default .device/data when present: on the development machine,
 #   mkdir -p .device/data && cp -r ../shared/data/kernelbench ../shared/data/robust-kbench .device/data/

@@ -1,7 +1,7 @@
-// scripts/llm-throughput.mjs on the CPU, with the stand-in harness: the stand-in for
+// lab/llm-throughput.mjs on the CPU, with the stand-in harness: the stand-in for
 // Anthropic's API answers every proposal with the template and one combination of its
 // tunables, and the script counts what became of each (on the GPU machine it measures the
-// LLM path's throughput: scripts/gpu-batch.sh llm-throughput).
+// LLM path's throughput: lab/gpu-batch.sh llm-throughput).
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const script = fileURLToPath(new URL("../../scripts/llm-throughput.mjs", import.meta.url));
+const script = fileURLToPath(new URL("../../lab/llm-throughput.mjs", import.meta.url));
 const fakeHarness = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
 
 describe("llm-throughput.mjs", () => {

@@ -7,7 +7,7 @@
 # by side, each mode with a fresh cache. Prints verified a minute, the phases, and the share of
 # nvidia-smi's samples (every 0.5 s) with the GPU idle.
 #
-#   bash scripts/gpu-prep.sh; then there: OUT=DIR bash scripts/gpu-lazy-builds.sh [VARIANTS]
+#   bash scripts/gpu-prep.sh; then there: OUT=DIR bash lab/gpu-lazy-builds.sh [VARIANTS]
 #   MODES="on" (default "off on"), PROBLEMS=1 (the first N of the three)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

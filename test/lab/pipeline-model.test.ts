@@ -1,4 +1,4 @@
-// scripts/pipeline-model.mjs: a search's recorded build and GPU seconds replayed through the
+// lab/pipeline-model.mjs: a search's recorded build and GPU seconds replayed through the
 // engine's start rule (proposal n starts once 1 … n−P have finished). With one in flight
 // nothing overlaps (the sum of every build and GPU second); with all in flight and builds
 // side by side the GPU is the floor; on the H100's shape-keyed softmax_bf16 run (2026-11-26,
@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
-const model = resolve("scripts/pipeline-model.mjs");
+const model = resolve("lab/pipeline-model.mjs");
 const run = (...args: string[]) => execa(process.execPath, [model, ...args], { reject: false });
 
 function archive(candidates: { build: number; gpu: number }[]): string {
@@ -28,7 +28,7 @@ function archive(candidates: { build: number; gpu: number }[]): string {
   ].join("\n");
 }
 
-describe("scripts/pipeline-model.mjs", () => {
+describe("lab/pipeline-model.mjs", () => {
   it("adds everything up with one in flight, and is held to the GPU's seconds with all", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evk-model-"));
     try {

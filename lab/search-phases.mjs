@@ -6,7 +6,7 @@
 // the archive (optimize --out to the same folder): the rate over the whole run, from
 // run.startedAt (the harness up) to run.finishedAt (the final checks done), and where those
 // seconds went: up to the baseline's line, the search after it, the final checks.
-//   node scripts/search-phases.mjs ARCHIVE.jsonl...   (a task is named by its archive's folder)
+//   node lab/search-phases.mjs ARCHIVE.jsonl...   (a task is named by its archive's folder)
 import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
@@ -97,7 +97,7 @@ function wholeRun(resultPath, entries) {
 
 const paths = process.argv.slice(2);
 if (paths.length === 0) {
-  console.error("usage: node scripts/search-phases.mjs ARCHIVE.jsonl...");
+  console.error("usage: node lab/search-phases.mjs ARCHIVE.jsonl...");
   process.exit(2);
 }
 const pad = (text, width) => String(text).padStart(width);

@@ -7,7 +7,7 @@
 // measured under the run's own load (more builds at once would each take longer), and what the
 // archive does not time (a harness call's start, the static check) is left out, so the first
 // line compares the model at the run's own P with what the run took.
-//   node scripts/pipeline-model.mjs [--parallel 8,12,16] [--cores 16] ARCHIVE.jsonl...
+//   node lab/pipeline-model.mjs [--parallel 8,12,16] [--cores 16] ARCHIVE.jsonl...
 import { readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 
@@ -81,7 +81,7 @@ function main(argv) {
   const files = argv.filter((arg, i) => !arg.startsWith("--") && !flagged.has(argv[i - 1] ?? ""));
   if (argv.includes("--help") || files.length === 0) {
     console.log(
-      "usage: node scripts/pipeline-model.mjs [--parallel 8,12,16] [--cores 16] [--run-parallel 8] ARCHIVE.jsonl...",
+      "usage: node lab/pipeline-model.mjs [--parallel 8,12,16] [--cores 16] [--run-parallel 8] ARCHIVE.jsonl...",
     );
     return files.length === 0 && !argv.includes("--help") ? 2 : 0;
   }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 9 on the GPU machine: `optimize --proposer llm` against the scripted stand-in for
 # Anthropic's Messages API (test/fixtures/llm-standin), one task at a time, then
-# scripts/check-llm-run.mjs on what each run wrote. Needs dist/evokernel.mjs (npm run
+# lab/check-llm-run.mjs on what each run wrote. Needs dist/evokernel.mjs (npm run
 # bundle, carried along), a bare node (/tmp/node, or .device/node.xz), nvcc and python3 with
 # torch. No API key: the key below is a dummy the stand-in never checks.
-#   bash scripts/gpu-llm-standin.sh [TASK...]    # default: softmax rmsnorm row_sum layernorm
+#   bash lab/gpu-llm-standin.sh [TASK...]    # default: softmax rmsnorm row_sum layernorm
 # Output under $OUT (default /tmp/evokernel-llm-standin): llm-standin.txt (each task's
 # summary and checks) and llm-standin.tgz (per task: requests.jsonl, archive.jsonl,
 # out/result.json, out/best.cu, optimize.log, check.txt; the candidates' sources left out).
@@ -54,7 +54,7 @@ run_task() {
   wait "$standin"
   local best=()
   [ -f "$dir/out/best.cu" ] && best=(--best "$dir/out/best.cu")
-  node scripts/check-llm-run.mjs --script "$script" --requests "$dir/requests.jsonl" \
+  node lab/check-llm-run.mjs --script "$script" --requests "$dir/requests.jsonl" \
     --archive "$dir/archive.jsonl" --result "$dir/out/result.json" "${best[@]}" --real-gpu | tee "$dir/check.txt"
   local checked=${PIPESTATUS[0]}
   echo "check exit $checked $(date -u +%H:%M:%S)"

@@ -7,7 +7,7 @@ task named, this times the simplest kernel that moves the same bytes, a device c
 of them into the other half's worth of buffer (bytes read + written = the task's bytes), with
 the harness's own timer (L2 flushed, head start, events), and prints its time as a share of
 the floor: what a kernel at the floor would have to beat.
-    PYTHONPATH=runner/harness python3 scripts/copy-floor.py TASK... [--json FILE]
+    PYTHONPATH=runner/harness python3 lab/copy-floor.py TASK... [--json FILE]
 """
 
 import json

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU runs whose output is committed in docs/RESULTS.md. On the GPU machine (which has
 # no Node.js) with .device/node.xz and dist/ carried along:
-#   bash scripts/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
-#   bash scripts/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
-#   bash scripts/gpu-results.sh correct    # the "correct but unusual" corpus: each must verify
+#   bash lab/gpu-results.sh selftest   # the adversarial corpus + every task's own kernel
+#   bash lab/gpu-results.sh bench      # every task: baseline, eager, torch.compile, floor
+#   bash lab/gpu-results.sh correct    # the "correct but unusual" corpus: each must verify
 #        and be benchmarked
 # Public task data (the manifests' shared: tasks) from EVOKERNEL_SHARED_DATA, default .device/data.
-#   bash scripts/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
+#   bash lab/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
 #        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
 #        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
 set -uo pipefail

@@ -1,4 +1,4 @@
-// scripts/gpu-batch.sh (the GPU machine's batch runner): a second `start` while a batch runs is
+// lab/gpu-batch.sh (the GPU machine's batch runner): a second `start` while a batch runs is
 // refused, and the running batch's folder is left as it was. Before, the second start deleted
 // the first one's results, and the first one's end then marked the second done.
 import { execFile, spawn } from "node:child_process";
@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
-const script = fileURLToPath(new URL("../../scripts/gpu-batch.sh", import.meta.url));
+const script = fileURLToPath(new URL("../../lab/gpu-batch.sh", import.meta.url));
 
 async function start(batch: string): Promise<{ code: number; stderr: string }> {
   try {

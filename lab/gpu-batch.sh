@@ -4,36 +4,36 @@
 # process session of their own, from a copy of the checkout (a later call re-sends the tree,
 # which must not change files under a running command); every call then waits and returns
 # what has finished so far:
-#   bash scripts/gpu-batch.sh start STEP...   # then waits like `wait` (EVK_BATCH_WAIT seconds, 560:
+#   bash lab/gpu-batch.sh start STEP...   # then waits like `wait` (EVK_BATCH_WAIT seconds, 560:
 #                                             # under the device call's limit, or the call returns nothing)
-#   bash scripts/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
+#   bash lab/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
 # Steps (run one after another, in the order given):
-#   selftest  adversarial corpus (scripts/gpu-results.sh selftest --quick)
-#   correct   the "correct but unusual" corpus (scripts/gpu-results.sh correct)
+#   selftest  adversarial corpus (lab/gpu-results.sh selftest --quick)
+#   correct   the "correct but unusual" corpus (lab/gpu-results.sh correct)
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
-#   llm       optimize --proposer llm against the scripted stand-in (scripts/gpu-llm-standin.sh)
+#   llm       optimize --proposer llm against the scripted stand-in (lab/gpu-llm-standin.sh)
 #   llm-throughput[:TASK]  the LLM path's rate: the stand-in answering at once with the template's
-#             combinations (scripts/llm-throughput.mjs; EVK_CANDIDATES replies, EVK_PARALLEL in flight)
+#             combinations (lab/llm-throughput.mjs; EVK_CANDIDATES replies, EVK_PARALLEL in flight)
 #   action[:TASK]  the Action's steps from a release's tree, bench TASK (softmax) from the bundle, no npm (scripts/gpu-action.sh)
-#   builds    torch-extension build throughput (scripts/bench-builds.sh)
-#   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (scripts/gpu-sandbox.sh)
-#   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (scripts/screen-check.py)
-#   timer-probe:T1,T2…  where the screen's timing seconds go, per configuration (scripts/timer-probe.py)
+#   builds    torch-extension build throughput (lab/bench-builds.sh)
+#   sandbox   the sandbox: hostile probe, CUDA and bench inside vs outside (lab/gpu-sandbox.sh)
+#   screen[:T1,T2…]  the search's screen against bench on the built-in kernels (lab/screen-check.py)
+#   timer-probe:T1,T2…  where the screen's timing seconds go, per configuration (lab/timer-probe.py)
 #   copy-floor:T1,T2…  a device copy of each configuration's bytes as a share of its floor: what
-#             the floor asks at that size (scripts/copy-floor.py)
+#             the floor asks at that size (lab/copy-floor.py)
 #   spawn-cost  a harness process's start with and without the sandbox, and a static check in
 #             a sandbox of its own against one in the CPU fork server (runner/scripts/sandbox-spawn.ts, dist/sandbox-spawn.mjs)
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
-#   issue18   static findings as evidence: run-time evidence tests, the adversarial entries issue 18
-#             changed and its honest idioms (scripts/gpu-issue18.sh; issue18:all for both corpora in full, issue18:adversarial or issue18:correct for one)
-#   compare-bench        the output comparison's cost: its float32 pass against float64 alone (scripts/compare-bench.py)
-#   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (scripts/stream-probe.py)
+#   run-evidence  static findings as evidence: run-time evidence tests, the adversarial entries issue 18
+#             changed and its honest idioms (lab/gpu-run-evidence.sh; run-evidence:all for both corpora in full, run-evidence:adversarial or run-evidence:correct for one; issue18, its name until 2026-11-29, still works)
+#   compare-bench        the output comparison's cost: its float32 pass against float64 alone (lab/compare-bench.py)
+#   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (lab/stream-probe.py)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
 #   shape-tuner:T1,T2…  the same with the shape-keyed tuner
 #   sweep[:T1,T2…]      every combination of the template kernels' tunables: checked on every
-#                       configuration, timed against eager and torch.compile (scripts/template-sweep.py;
+#                       configuration, timed against eager and torch.compile (lab/template-sweep.py;
 #                       EVK_SWEEP_ARGS adds options, e.g. "--deadline 420")
 # Each step's files go to $OUT/<step>.tgz when it ends (a step cut short: what it wrote so
 # far), the steps' console output to $OUT/batch.log. Needs dist/ and .device/ carried along.
@@ -65,11 +65,11 @@ run_step() {
       cd "$batch/repo" || exit 1
       export OUT=$dir
       case $name in
-        selftest) bash scripts/gpu-results.sh selftest --quick ;;
-        correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash scripts/gpu-results.sh correct ;;
+        selftest) bash lab/gpu-results.sh selftest --quick ;;
+        correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash lab/gpu-results.sh correct ;;
         correct-only)  # correct-only:NAME,NAME…: the correct corpus's entries whose file names contain one of them
           python3 -c 'import json, sys; names = sys.argv[1].split(","); json.dump([e for e in json.load(open("runner/corpus/correct/manifest.json")) if any(n in e["file"] for n in names)], open("/tmp/correct-subset.json", "w"))' "$arg" &&
-            EVK_MANIFEST=/tmp/correct-subset.json EVK_TIMEOUT=${EVK_TIMEOUT:-150} nice -n 10 bash scripts/gpu-results.sh correct
+            EVK_MANIFEST=/tmp/correct-subset.json EVK_TIMEOUT=${EVK_TIMEOUT:-150} nice -n 10 bash lab/gpu-results.sh correct
           ;;
         e2e-optimize)  # the slower softmax PR with pullRequests: optimize (the tuner): a review with a suggestion
           bash test/fixtures/e2e-pr/make.sh /tmp/e2e-kernels &&
@@ -84,30 +84,30 @@ run_step() {
               --change kernels/softmax/kernel.cu=/tmp/e2e-kernels/softmax_slower.cu \
               --change kernels/row_sum/kernel.cu=/tmp/e2e-kernels/row_sum_wrong.cu
           ;;
-        issue18) bash scripts/gpu-issue18.sh ${arg:+--$arg} ;;
+        run-evidence | issue18) bash lab/gpu-run-evidence.sh ${arg:+--$arg} ;;
         stream-probe)
           for f in ${arg//,/ }; do
             echo "== $f"
             PYTHONPATH=runner/harness python3 -m evokernel_harness build --candidate "$f" --cache /tmp/evk-probe-cache --out "$dir/build.json" &&
-              python3 scripts/stream-probe.py kernels/softmax "$f" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["artifact"])' "$dir/build.json")"
+              python3 lab/stream-probe.py kernels/softmax "$f" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["artifact"])' "$dir/build.json")"
           done
           ;;
-        llm) bash scripts/gpu-llm-standin.sh ${arg//,/ } ;;
+        llm) bash lab/gpu-llm-standin.sh ${arg//,/ } ;;
         llm-throughput)
-          node scripts/llm-throughput.mjs --task "${arg:-softmax}" --replies "${EVK_CANDIDATES:-40}" \
+          node lab/llm-throughput.mjs --task "${arg:-softmax}" --replies "${EVK_CANDIDATES:-40}" \
             --parallel "${EVK_PARALLEL:-4}" --out "$dir/${arg:-softmax}"
           ;;
         action) bash scripts/gpu-action.sh ${arg:-softmax} ;;
-        builds) bash scripts/bench-builds.sh ;;
-        sandbox) bash scripts/gpu-sandbox.sh ;;
-        sweep) python3 scripts/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
-        compare-bench) python3 scripts/compare-bench.py --json "$dir/compare-bench.json" ;;
-        screen) python3 scripts/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
-        timer-probe) python3 scripts/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
+        builds) bash lab/bench-builds.sh ;;
+        sandbox) bash lab/gpu-sandbox.sh ;;
+        sweep) python3 lab/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
+        compare-bench) python3 lab/compare-bench.py --json "$dir/compare-bench.json" ;;
+        screen) python3 lab/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
+        timer-probe) python3 lab/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
         spawn-cost) node dist/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;
-        copy-floor) python3 scripts/copy-floor.py ${arg//,/ } --json "$dir/copy-floor.json" ;;
+        copy-floor) python3 lab/copy-floor.py ${arg//,/ } --json "$dir/copy-floor.json" ;;
         tuner | shape-tuner)
-          EVK_PROPOSER=$name bash scripts/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
+          EVK_PROPOSER=$name bash lab/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
           ;;
         *) echo "unknown step $step" ;;
       esac

@@ -7,7 +7,7 @@
 // winner is the fittest scripted kernel, verified, with its diff. Plain JS (bare `node` on
 // the GPU machine).
 //
-//   node scripts/check-llm-run.mjs --script S.json --requests R.jsonl --archive A.jsonl \
+//   node lab/check-llm-run.mjs --script S.json --requests R.jsonl --archive A.jsonl \
 //     --result result.json [--best best.cu] [--pricing runner/src/proposers/pricing.ts] [--json] [--real-gpu]
 // --real-gpu: the run timed real kernels, so a run where none was faster beyond the noise is
 // checked as a true "no win" instead of failing "the run is a win" (the fake harness scripts

@@ -1137,7 +1137,7 @@ export function issueCommentEvent({
   };
 }
 
-/** Lets a bare `node scripts/github-standin.mjs` run one for poking at by hand. */
+/** Lets a bare `node test/helpers/github-standin.mjs` run one for poking at by hand. */
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
   const standin = await startStandin({ config: "dispatch: actions\n" });
   console.log(

@@ -10,10 +10,10 @@
 // latency taken out. Needs dist/ (npm run build; the bundle too where it is carried), nvcc
 // and python3 with torch.
 //
-//   node scripts/llm-throughput.mjs [--task softmax] [--replies 40] [--parallel 4] [--out DIR]
+//   node lab/llm-throughput.mjs [--task softmax] [--replies 40] [--parallel 4] [--out DIR]
 //
 // Writes DIR/{script.json, requests.jsonl, archive.jsonl, optimize.log, result.json, best.cu,
-// phases.txt} and prints `scripts/search-phases.mjs`'s table for the run. Exit 0 when the run
+// phases.txt} and prints `lab/search-phases.mjs`'s table for the run. Exit 0 when the run
 // ended (a win or not) and every reply became a candidate that passed its verification (one
 // the screen raced out passed it too), 1 otherwise, 2 on bad arguments.
 import { spawn, spawnSync } from "node:child_process";
@@ -36,7 +36,7 @@ function fail(message, code = 2) {
 
 if (process.argv.includes("--help") || process.argv.includes("-h")) {
   process.stdout.write(
-    "usage: node scripts/llm-throughput.mjs [--task softmax] [--replies 40] [--parallel 4] [--out DIR]\n",
+    "usage: node lab/llm-throughput.mjs [--task softmax] [--replies 40] [--parallel 4] [--out DIR]\n",
   );
   process.exit(0);
 }
@@ -187,7 +187,7 @@ const reasons = failed.map(
   (line) =>
     `${line.individual?.id ?? "-"}: ${line.individual?.evaluation?.reason ?? line.failure?.reason ?? "no candidate"}`,
 );
-const phases = spawnSync(process.execPath, [join(root, "scripts/search-phases.mjs"), archive], {
+const phases = spawnSync(process.execPath, [join(root, "lab/search-phases.mjs"), archive], {
   encoding: "utf8",
 });
 writeFileSync(join(out, "phases.txt"), phases.stdout ?? "");

@@ -7,7 +7,7 @@ torch.compile. Prints, per configuration, the candidate's median in each run and
 screen's over bench's, then per task the timing phase's seconds and the configurations the
 screen timed again with the full head start. A screen that agrees shows ratios inside the
 spread of the two bench runs.
-    python3 scripts/screen-check.py [TASK...] [--json FILE]
+    python3 lab/screen-check.py [TASK...] [--json FILE]
 """
 
 import json

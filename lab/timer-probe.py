@@ -6,7 +6,7 @@ search's screen times (bench --screen: short head start, as many samples as the 
 configuration: the rounds the budget allowed, the rounds run, whether the run was timed again
 with the full head start, the seconds, and per timed call the milliseconds spent writing new
 values (prepare), flushing L2 and synchronising, and in the call itself behind the head start.
-    PYTHONPATH=runner/harness python3 scripts/timer-probe.py TASK... [--json FILE]
+    PYTHONPATH=runner/harness python3 lab/timer-probe.py TASK... [--json FILE]
 """
 
 import json

@@ -1,8 +1,8 @@
-// scripts/check-llm-run.mjs on the LLM stand-in's row_sum run from the H100 (2026-11-26,
+// lab/check-llm-run.mjs on the LLM stand-in's row_sum run from the H100 (2026-11-26,
 // results branch: results/gpu-2026-11-26b; its requests, archive and result are copied whole into
 // test/fixtures/lab/check-llm-run/): none of the scripted kernels was faster than the baseline
 // beyond the noise there, so the run is a true "no win". With --real-gpu (how
-// scripts/gpu-llm-standin.sh calls it) that is checked as one; without it (the fake harness,
+// lab/gpu-llm-standin.sh calls it) that is checked as one; without it (the fake harness,
 // whose timings are scripted) the missing win fails, as does a no-win for any other reason.
 import { execa } from "execa";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
-const checker = resolve("scripts/check-llm-run.mjs");
+const checker = resolve("lab/check-llm-run.mjs");
 const run = resolve("test/fixtures/lab/check-llm-run/gpu-2026-11-26b-row_sum");
 const script = resolve("test/fixtures/llm-standin/row_sum.json");
 

@@ -2,7 +2,7 @@
 CUDA's context, torch's FlopCounterMode and the profiler (CUPTI), each timed on its first and
 second use, in two fresh processes with the two orders. Tells which costs a pre-import in the
 fork server removes (an import is inherited by forked children; CUDA and CUPTI set-up are not).
-    python3 scripts/first-use-costs.py
+    python3 lab/first-use-costs.py
 """
 
 import json

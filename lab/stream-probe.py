@@ -1,6 +1,6 @@
 """What the stream check (streams.py) sees of one candidate's call, step by step (GPU machine).
 
-    python3 scripts/stream-probe.py TASK_DIR CANDIDATE ARTIFACT [CONFIG]
+    python3 lab/stream-probe.py TASK_DIR CANDIDATE ARTIFACT [CONFIG]
 
 Loads the candidate as verification does, makes the first (or the named) configuration's case,
 and prints: the device's tail after the caller's stream finished, every GPU event of one
