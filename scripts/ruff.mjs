@@ -71,7 +71,7 @@ function main(argv) {
   try {
     workspace = new Workspace(config.options, PositionEncoding.Utf16);
   } catch (err) {
-    console.error(`ruff: runner/harness/pyproject.toml's [tool.ruff] is not valid: ${err}`);
+    console.error(`ruff: runner/harness/pyproject.toml's [tool.ruff] is not valid: ${String(err)}`);
     return 2;
   }
   let findings = 0;
@@ -88,7 +88,7 @@ function main(argv) {
         diagnostics = workspace.check(source);
         formatted = workspace.format(source);
       } catch (err) {
-        console.log(`${name}: ruff could not parse it: ${err}`);
+        console.log(`${name}: ruff could not parse it: ${String(err)}`);
         findings += 1;
         continue;
       }
