@@ -1,4 +1,5 @@
-// Lint rules: typed TypeScript rules for the sources and tests, plain rules for the JS shims.
+// Lint rules: typed TypeScript rules for the sources, the tests and the build tools (scripts/),
+// plain rules for the JS shims, the test helpers in JS and the lab (lab/).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
@@ -25,6 +26,16 @@ const NO_FS = {
   group: ["fs", "fs/*", "node:fs", "node:fs/*"],
   message:
     "The runner's files go through runner/src/workspace/files.ts (or a module in eslint.config.js's FS_EXCEPTIONS).",
+};
+
+// What a plain Node script may name without importing it.
+const NODE_GLOBALS = {
+  process: "readonly",
+  console: "readonly",
+  URL: "readonly",
+  Buffer: "readonly",
+  setTimeout: "readonly",
+  clearTimeout: "readonly",
 };
 
 // The runner's modules that use node:fs themselves, and why it is theirs.
@@ -136,11 +147,29 @@ export default tseslint.config(
     },
   },
   {
+    // The JS shims, the test helpers and the lab (lab/: GPU batches, probes and benchmarks run
+    // by hand with a bare `node`, whose output is evidence, not product): the plain rules.
     files: ["**/*.js", "**/*.mjs"],
+    ignores: ["scripts/**"],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: {
       parserOptions: { projectService: false },
-      globals: { process: "readonly", console: "readonly", URL: "readonly" },
+      globals: NODE_GLOBALS,
+    },
+  },
+  {
+    // The build, lint and release tools (npm scripts, CI, the release, the acceptance run):
+    // the product's type-checked rules, through scripts/tsconfig.json (allowJs). Only the
+    // no-unsafe-* family is off: in plain JavaScript every JSON.parse and every import of
+    // dist/ is `any`, so they would flag each use of a value rather than a defect.
+    files: ["scripts/**/*.mjs"],
+    languageOptions: { globals: NODE_GLOBALS },
+    rules: {
+      "@typescript-eslint/no-unsafe-assignment": "off",
+      "@typescript-eslint/no-unsafe-argument": "off",
+      "@typescript-eslint/no-unsafe-call": "off",
+      "@typescript-eslint/no-unsafe-member-access": "off",
+      "@typescript-eslint/no-unsafe-return": "off",
     },
   },
 );

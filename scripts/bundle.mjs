@@ -62,7 +62,7 @@ export async function bundleApp(outfile) {
   return outfile;
 }
 
-/** The sandbox's check on a GPU machine (scripts/gpu-sandbox.sh), or its start's cost (sandbox-spawn). */
+/** The sandbox's check on a GPU machine (lab/gpu-sandbox.sh), or its start's cost (sandbox-spawn). */
 export async function bundleSandboxProbe(outfile, script = "sandbox-probe") {
   await build({
     entryPoints: [`${root}runner/scripts/${script}.ts`],

@@ -45,7 +45,7 @@ import {
   sendWebhook,
   startApp,
   startStandin,
-} from "./github-standin.mjs";
+} from "../test/helpers/github-standin.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const { values } = parseArgs({

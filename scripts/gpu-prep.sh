@@ -4,8 +4,8 @@
 # (../shared/tools/pack-node-for-device.sh), the public task data under .device/data, and the
 # commit the tree was sent at (.device/commit: the device's git metadata can be stale, so
 # gpu-batch.sh's log names this one). Then, with the device tool, carry [".device", "dist"]:
-#   bash scripts/gpu-batch.sh start STEP...      # waits EVK_BATCH_WAIT seconds (560)
-#   bash scripts/gpu-batch.sh wait 560           # again within 30 s, until ALL DONE
+#   bash lab/gpu-batch.sh start STEP...      # waits EVK_BATCH_WAIT seconds (560)
+#   bash lab/gpu-batch.sh wait 560           # again within 30 s, until ALL DONE
 # Keep the wait under the call's own time limit: a call cut off by its limit returns nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,7 @@
 // Ruff, lint and format, on the project's Python (npm run lint:py; CI runs it). Ruff's own
 // WebAssembly build (@astral-sh/ruff-wasm-nodejs, pinned in package.json) runs in Node, so
 // nothing comes from PyPI: the settings are runner/harness/pyproject.toml's [tool.ruff], as
-// the ruff CLI would read them there, and they cover the harness and scripts/*.py.
+// the ruff CLI would read them there, and they cover the harness and lab/*.py.
 //   node scripts/ruff.mjs            # report lint findings and files ruff would reformat; exit 1 if any
 //   node scripts/ruff.mjs --fix      # write ruff's formatting (lint findings are left to fix by hand)
 //   node scripts/ruff.mjs [--fix] PATH...   # those files or folders instead
@@ -15,10 +15,10 @@ import { parse } from "smol-toml";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const PROJECT = join(REPO, "runner", "harness");
-const ROOTS = [PROJECT, join(REPO, "scripts")];
+const ROOTS = [PROJECT, join(REPO, "lab")];
 
 const HELP = `usage: node scripts/ruff.mjs [--fix] [PATH...]
-Ruff (its WebAssembly build) lints and format-checks the Python of runner/harness and scripts/,
+Ruff (its WebAssembly build) lints and format-checks the Python of runner/harness and lab/,
 with runner/harness/pyproject.toml's [tool.ruff]. --fix writes the formatting.`;
 
 function settings() {
@@ -71,7 +71,7 @@ function main(argv) {
   try {
     workspace = new Workspace(config.options, PositionEncoding.Utf16);
   } catch (err) {
-    console.error(`ruff: runner/harness/pyproject.toml's [tool.ruff] is not valid: ${err}`);
+    console.error(`ruff: runner/harness/pyproject.toml's [tool.ruff] is not valid: ${String(err)}`);
     return 2;
   }
   let findings = 0;
@@ -88,7 +88,7 @@ function main(argv) {
         diagnostics = workspace.check(source);
         formatted = workspace.format(source);
       } catch (err) {
-        console.log(`${name}: ruff could not parse it: ${err}`);
+        console.log(`${name}: ruff could not parse it: ${String(err)}`);
         findings += 1;
         continue;
       }

@@ -70,7 +70,7 @@ describe.skipIf(nvcc === null && !inCi)("kernels compile with nvcc for sm_90", (
 // with the others at their defaults (or the nearest combination the constraints allow), and
 // every combination of the structural knobs (VEC, CACHE, ONLINE, WELFORD) at a warp per row,
 // four rows a block. Device code only (-cubin: where the combinations differ; the full build
-// of the defaults is above). scripts/template-sweep.py builds, checks and times every
+// of the defaults is above). lab/template-sweep.py builds, checks and times every
 // combination on the GPU.
 type Spec = { tunables?: Record<string, (number | string)[]>; constraints?: string[] };
 const STRUCTURAL = ["VEC", "CACHE", "ONLINE", "WELFORD"];

@@ -1,4 +1,4 @@
-// The sandbox on a GPU machine (scripts/gpu-sandbox.sh; bundled to dist/sandbox-probe.mjs):
+// The sandbox on a GPU machine (lab/gpu-sandbox.sh; bundled to dist/sandbox-probe.mjs):
 // the hostile probe of test/security started through the harness's own start path with the
 // same canaries the test plants (the runner's keys in its environment, another process's
 // environment, a key file, a loopback service), and CUDA inside against outside: a 4096²
@@ -60,7 +60,7 @@ allowRead(probeDir);
 const report: Record<string, unknown> = { at: new Date().toISOString() };
 const diagnose = process.argv[3];
 if (diagnose !== undefined) {
-  // scripts/gpu-sandbox.sh --diagnose CODE: run CODE inside, print what it printed
+  // lab/gpu-sandbox.sh --diagnose CODE: run CODE inside, print what it printed
   process.env["EVOKERNEL_SANDBOX"] = "on";
   const run = await pythonInvocation(["-I", "-c", diagnose]);
   const ran = await runProcess(run.file, run.args, {

@@ -1,5 +1,5 @@
 // What starting one harness process costs, with and without the sandbox (bundled to
-// dist/sandbox-spawn.mjs; scripts/gpu-batch.sh's step spawn-cost): `python -I -c pass` started
+// dist/sandbox-spawn.mjs; lab/gpu-batch.sh's step spawn-cost): `python -I -c pass` started
 // as the harness starts its children (harness/exec.ts), N times each; then a static check of
 // kernels/softmax in a sandbox of its own against one in the CPU fork server (`serve --cpu`:
 // one sandbox, a forked child per request), as the search runs them. Prints the median and

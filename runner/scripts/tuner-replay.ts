@@ -1,6 +1,6 @@
 // The offline tuners replayed against a template sweep's measured table (no GPU): the real
 // engine (evolve/engine.ts) and proposer (tuner or shape-tuner) propose as in `optimize`, and a
-// stand-in evaluator answers each candidate with the times scripts/template-sweep.py measured
+// stand-in evaluator answers each candidate with the times lab/template-sweep.py measured
 // for its combination (round 1's median per configuration; the kernel to beat is the
 // template's defaults). With racing on (as in `optimize`), a candidate is stopped once its
 // speedups on the configurations timed so far, with the most a kernel could gain on the rest

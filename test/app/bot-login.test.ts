@@ -5,7 +5,7 @@
 import nock from "nock";
 import { Probot } from "probot";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { generateAppKey } from "../../scripts/github-standin.mjs";
+import { generateAppKey } from "../helpers/github-standin.mjs";
 import { createGitHub } from "../../src/app/github.js";
 import { appIdentity } from "../../src/app/index.js";
 import { evokernelOctokit } from "../../src/app/octokit.js";

@@ -1,5 +1,5 @@
 // Chaos against the loopback GitHub (issue 17.8): the bundled app as shipped, a real process
-// talking to scripts/github-standin.mjs, with the local backend in a real git repository.
+// talking to test/helpers/github-standin.mjs, with the local backend in a real git repository.
 // The app is killed in the middle of a job and started again; GitHub answers 502s, a
 // secondary rate limit and a request that hangs while a job is reported; two app processes
 // get the same deliveries at the same moment, the push's before the PR's `opened`, and the
@@ -20,7 +20,7 @@ import {
   startStandin,
   type AppProcess,
   type Standin,
-} from "../../scripts/github-standin.mjs";
+} from "../helpers/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
 import { git, makePrRepo } from "../helpers/pr-repo.js";
 

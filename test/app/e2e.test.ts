@@ -15,7 +15,7 @@ import {
   startStandin,
   type AppProcess,
   type Standin,
-} from "../../scripts/github-standin.mjs";
+} from "../helpers/github-standin.mjs";
 import { kernelPatch } from "../helpers/app-harness.js";
 import { makePrRepo } from "../helpers/pr-repo.js";
 

@@ -15,7 +15,7 @@ import {
   startStandin,
   type AppProcess,
   type Standin,
-} from "../../scripts/github-standin.mjs";
+} from "../helpers/github-standin.mjs";
 import {
   describeBackend,
   gitHubHint,

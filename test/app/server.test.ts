@@ -4,7 +4,7 @@
 // REDIS_URL that this build cannot serve ignored rather than fatal.
 import { request as httpRequest } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { generateAppKey, signWebhook } from "../../scripts/github-standin.mjs";
+import { generateAppKey, signWebhook } from "../helpers/github-standin.mjs";
 import { evokernelOctokit } from "../../src/app/octokit.js";
 import { startAppServer, type AppServer } from "../../src/app/server.js";
 import { createByteBudget } from "../../src/app/webhook-body.js";

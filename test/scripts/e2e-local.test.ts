@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleApp } from "../../scripts/bundle.mjs";
-import { issueCommentEvent } from "../../scripts/github-standin.mjs";
+import { issueCommentEvent } from "../helpers/github-standin.mjs";
 import { issueCommentEventSchema } from "../../src/app/handlers/payloads.js";
 import { suggestionBefore } from "../helpers/pr-repo.js";
 

@@ -1,6 +1,7 @@
 // runner/scripts/tuner-replay.ts: the real engine and tuners against the H100's template sweep
-// of softmax (docs/results/gpu-2026-11-26c). A plain tuner's candidate is one value set, so it
-// can never beat the table's best single set; the shape-keyed tuner's can go past that, up to
+// of softmax (results branch: results/gpu-2026-11-26c; the sweeps in
+// test/fixtures/lab/tuner-replay keep of each row only its combination and verdict, what the
+// replay reads). A plain tuner's candidate is one value set, so it can never beat the table's best single set; the shape-keyed tuner's can go past that, up to
 // the best with one set per class of shapes; racing stops candidates only when it is on.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,17 +11,13 @@ import type { Individual } from "../../runner/src/evolve/types.js";
 import { repo } from "../helpers/cli.js";
 
 const sweep = JSON.parse(
-  readFileSync(join(repo, "docs/results/gpu-2026-11-26c/sweep_softmax/sweep/softmax.json"), "utf8"),
+  readFileSync(join(repo, "test/fixtures/lab/tuner-replay/softmax.json"), "utf8"),
 ) as Sweep;
 
+// results branch: results/gpu-2026-11-26g/sweep_softmax_bf16_layernorm_bf16_fused_elementwise_
+// rmsnorm_backward_gemm_bias_relu/sweep/softmax_bf16.json
 const bf16 = JSON.parse(
-  readFileSync(
-    join(
-      repo,
-      "docs/results/gpu-2026-11-26g/sweep_softmax_bf16_layernorm_bf16_fused_elementwise_rmsnorm_backward_gemm_bias_relu/sweep/softmax_bf16.json",
-    ),
-    "utf8",
-  ),
+  readFileSync(join(repo, "test/fixtures/lab/tuner-replay/softmax_bf16.json"), "utf8"),
 ) as Sweep;
 
 describe("the tuners replayed on a measured sweep", () => {

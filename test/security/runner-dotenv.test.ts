@@ -16,7 +16,7 @@ import {
   startStandin,
   type AppProcess,
   type Standin,
-} from "../../scripts/github-standin.mjs";
+} from "../../test/helpers/github-standin.mjs";
 import { confinedCommand } from "../../src/app/dispatch/job-processes.js";
 import { kernelPatch } from "../helpers/app-harness.js";
 import { makePrRepo } from "../helpers/pr-repo.js";

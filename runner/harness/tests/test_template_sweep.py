@@ -1,4 +1,4 @@
-"""scripts/template-sweep.py without a GPU: its space (constraints, defaults, --fix), and its
+"""lab/template-sweep.py without a GPU: its space (constraints, defaults, --fix), and its
 plumbing in --dry-run (the reference stands in for each built combination): every
 combination gets a record, a child that dies mid-check costs only the combination it was
 checking, and the ones checked before it are still timed."""
@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
-SCRIPT = os.path.join(REPO, "scripts", "template-sweep.py")
+SCRIPT = os.path.join(REPO, "lab", "template-sweep.py")
 SMALL = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
 
 spec = importlib.util.spec_from_file_location("template_sweep", SCRIPT)

@@ -59,7 +59,7 @@ type Values = Record<string, TunableValue>;
 
 /**
  * How often a proposal assembles each class's best values. Replayed on the H100's template
- * sweeps (40 candidates, 40 seeds, docs/results/search-assemble-2026-11-26.txt): every 8th
+ * sweeps (40 candidates, 40 seeds, results branch: results/search-assemble-2026-11-26.txt): every 8th
  * kept more than never on 6 of the 10 tasks (layernorm_bf16 +3.7 %, softmax_bf16 +2.0 %),
  * the same on 3, 0.3 % less on cross_entropy; every 4th, less on the bf16 tasks.
  */

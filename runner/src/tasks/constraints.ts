@@ -4,7 +4,7 @@
 // kernel the template does not mean). The language: integers, names, parentheses, unary
 // - + !, * / % (integer division truncates toward zero, as in C), + -, < <= > >=, == !=,
 // &&, ||; a comparison or a logical operator gives 1 or 0; a combination satisfies a rule
-// when it evaluates to a non-zero value. scripts/template-sweep.py reads the same language.
+// when it evaluates to a non-zero value. lab/template-sweep.py reads the same language.
 // Pure: text in, a checked predicate out.
 
 export type Values = Readonly<Record<string, number | string | null>>;

@@ -1,8 +1,8 @@
 // The LLM path end to end without a GPU or an API key: `optimize --proposer llm` through the
 // CLI, against the scripted stand-in for Anthropic's Messages API
 // (test/fixtures/llm-standin/server.mjs) and the stand-in harness
-// (test/helpers/fake-gpu-harness.mjs), then scripts/check-llm-run.mjs on what the run wrote.
-// The GPU machine runs the same scripts with the real harness (scripts/gpu-llm-standin.sh).
+// (test/helpers/fake-gpu-harness.mjs), then lab/check-llm-run.mjs on what the run wrote.
+// The GPU machine runs the same scripts with the real harness (lab/gpu-llm-standin.sh).
 import { execa } from "execa";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -47,7 +47,7 @@ async function stop(child: Standin) {
   return ended.exitCode;
 }
 
-/** scripts/check-llm-run.mjs on a run's files: its checks, and that its exit code agrees. */
+/** lab/check-llm-run.mjs on a run's files: its checks, and that its exit code agrees. */
 async function checkOutputs(files: Outputs): Promise<Check[]> {
   const checked = await execa(
     process.execPath,

@@ -1,5 +1,5 @@
 // task.json "constraints": the rules a tuner's combination of tunables keeps, in a small C-like
-// language (runner/src/tasks/constraints.ts; scripts/template-sweep.py reads the same).
+// language (runner/src/tasks/constraints.ts; lab/template-sweep.py reads the same).
 import { describe, expect, it } from "vitest";
 import { parseConstraint, satisfies } from "../../../runner/src/tasks/constraints.js";
 import { createTuner } from "../../../runner/src/proposers/tuner.js";

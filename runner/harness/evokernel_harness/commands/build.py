@@ -15,7 +15,7 @@ def cmd_build(args: argparse.Namespace) -> Record:
     arch = args.arch or "sm_90"
     task = None
     skipped = ""
-    # EVOKERNEL_BUILD_PREPARE=off: no construction here (the before of scripts/gpu-lazy-builds.sh)
+    # EVOKERNEL_BUILD_PREPARE=off: no construction here (the before of lab/gpu-lazy-builds.sh)
     prepare = os.environ.get("EVOKERNEL_BUILD_PREPARE", "on") != "off"
     if prepare and getattr(args, "task", None) and args.candidate.endswith(".py"):
         from ..candidates import read_source
