@@ -14,7 +14,7 @@ import { repo, runCli } from "../../helpers/cli.js";
 
 const fixtures = fileURLToPath(new URL("../../fixtures/llm-standin/", import.meta.url));
 const fakeHarness = fileURLToPath(new URL("../../helpers/fake-gpu-harness.mjs", import.meta.url));
-const checker = join(repo, "scripts", "check-llm-run.mjs");
+const checker = join(repo, "lab", "check-llm-run.mjs");
 
 type Script = {
   task: string;
