@@ -26,7 +26,7 @@ import {
 import { STATE_BRANCH } from "../shared/nightly.js";
 import type { ReviewResult } from "../shared/review.js";
 import { renderHistoryChart, renderHistoryPage } from "../report/history-chart.js";
-import type { BranchFile, GitHub, TreeEntry } from "./github.js";
+import type { BranchFile, GitDataApi, GitHub, RepoScope, TreeEntry } from "./github.js";
 
 /** Writes tried before giving up when other writers keep moving the branch. */
 const WRITE_ATTEMPTS = 4;
@@ -40,7 +40,7 @@ export interface StateTree {
 export const EMPTY_TREE: StateTree = { root: [], history: [] };
 
 export async function readStateTree(
-  github: GitHub,
+  github: GitDataApi,
   commit: string | undefined,
 ): Promise<StateTree> {
   if (commit === undefined) return EMPTY_TREE;
@@ -51,7 +51,7 @@ export async function readStateTree(
 
 /** A history file's text at the tree, or undefined when there is none. */
 export async function readHistoryFile(
-  github: GitHub,
+  github: GitDataApi,
   tree: StateTree,
   path: string,
 ): Promise<string | undefined> {
@@ -75,7 +75,7 @@ export function carriedHistory(tree: StateTree, written: readonly BranchFile[]):
  * changed by the caller).
  */
 export async function historyFiles(
-  github: GitHub,
+  github: GitDataApi & RepoScope,
   tree: StateTree,
   index: HistoryIndex,
   runs: readonly { task: string; entry: HistoryEntry }[],
@@ -103,7 +103,7 @@ export async function historyFiles(
 
 /** The tasks with a chart, and where a reader sees each. */
 export function chartLinks(
-  github: GitHub,
+  github: RepoScope,
   index: HistoryIndex,
   tasks: readonly string[],
 ): { task: string; url: string }[] {

@@ -17,7 +17,7 @@ import {
   STATE_FILE,
   stateFiles,
 } from "../shared/nightly.js";
-import type { BranchFile, GitHub } from "./github.js";
+import type { BranchFile, GitDataApi } from "./github.js";
 import { carriedHistory, readHistoryFile, readStateTree, type StateTree } from "./history.js";
 
 /** git's object id of a blob holding `text`: the name GitHub gives the blob it stores. */
@@ -39,7 +39,7 @@ export interface StoredLedger {
   readonly error?: string;
 }
 
-export async function readLedger(github: GitHub): Promise<StoredLedger> {
+export async function readLedger(github: GitDataApi): Promise<StoredLedger> {
   const stored = await github.readBranchFile(STATE_BRANCH, STATE_FILE);
   const parsed = parseLedger(stored?.text);
   return {
@@ -63,7 +63,7 @@ export type HistoryChange = (
  * conflict: the write is made again on top of it.
  */
 export async function writeLedger(
-  github: GitHub,
+  github: GitDataApi,
   ledger: Ledger,
   from: { readonly commit: string | undefined; readonly text?: string },
   message: string,
@@ -96,7 +96,7 @@ export async function writeLedger(
 
 /** The history folder on `parent`, carried, with what `history` writes. */
 async function historyOn(
-  github: GitHub,
+  github: GitDataApi,
   parent: string | undefined,
   history: HistoryChange | undefined,
 ): Promise<BranchFile[]> {
@@ -115,7 +115,7 @@ async function historyOn(
 }
 
 /** Claims `window` (ISO time): true for exactly one caller, however many instances tick. */
-export async function claimWindow(github: GitHub, window: string): Promise<boolean> {
+export async function claimWindow(github: GitDataApi, window: string): Promise<boolean> {
   const stored = await readLedger(github);
   const { ledger } = stored;
   if (ledger.claimed !== undefined && ledger.claimed !== null && ledger.claimed >= window)

@@ -4,7 +4,7 @@
 // changes (the same answer twice updates it once). No GPU job runs again.
 import { acceptsOn, type Answers, type VerdictData } from "../../shared/answers.js";
 import { answerCheckRun, judgedSummary, readVerdictBlock } from "../../report/answers.js";
-import type { CheckRun, GitHub } from "../github.js";
+import type { CheckRun, ChecksApi } from "../github.js";
 import { CHECK_NAME_PREFIX } from "../job-registry.js";
 import { CHECK_OUTPUT_LIMIT, trimTo } from "../limits.js";
 
@@ -24,7 +24,7 @@ export function answerable(run: CheckRun, appId: number | undefined): Answerable
 
 /** The app's answerable check runs on a commit (the latest of each name). */
 export async function answerableRuns(
-  github: GitHub,
+  github: ChecksApi,
   sha: string,
   appId: number | undefined,
 ): Promise<Answerable[]> {
@@ -37,7 +37,7 @@ export async function answerableRuns(
 
 /** Concludes the check run again with the answers on its commit; false when nothing changed. */
 export async function concludeAnswered(
-  github: GitHub,
+  github: ChecksApi,
   { run, data }: Answerable,
   pr: number,
   answers: Answers,

@@ -4,7 +4,7 @@
 // and every instance sees it. Also the content hash of a judged kernel: its git blob.
 import { type Answers, EMPTY_ANSWERS, parseAnswers } from "../../shared/answers.js";
 import { STATE_BRANCH } from "../../shared/nightly.js";
-import type { GitHub } from "../github.js";
+import type { GitDataApi, GitHub } from "../github.js";
 import { readLedger, type StoredLedger, writeLedger } from "../state-branch.js";
 
 /** The answers the ledger names; an unreadable file gives an error (and no answers). */
@@ -18,7 +18,7 @@ export async function readAnswers(
 }
 
 /** The answers stored now (none before the first). */
-export async function loadAnswers(github: GitHub): Promise<Answers> {
+export async function loadAnswers(github: GitDataApi): Promise<Answers> {
   const stored = await readLedger(github);
   const read = await readAnswers(github, stored);
   if (read.error !== undefined)
@@ -32,7 +32,7 @@ export async function loadAnswers(github: GitHub): Promise<Answers> {
  * answers it could not read: that would lose what they hold.
  */
 export async function changeAnswers(
-  github: GitHub,
+  github: GitDataApi,
   change: (answers: Answers) => { answers: Answers; added: boolean },
   message: string,
   tries = 3,

@@ -3,7 +3,7 @@
 // (handlers/workflow-run.ts reads it through readResultArtifact).
 import { encodeJobInputs } from "../../shared/job.js";
 import { parseReviewResult, type ReviewResult } from "../../shared/review.js";
-import type { GitHub } from "../github.js";
+import type { ActionsApi } from "../github.js";
 import { TooLargeError } from "../bounded-read.js";
 import { ARTIFACT_LIMITS } from "../input-limits.js";
 import { unzipBounded, ZipError, type ZipEntry } from "../zip.js";
@@ -52,7 +52,7 @@ export type ArtifactRead =
  * The run's result: the artifact's zip, its one JSON file, validated with the review schema.
  * Artifacts are untrusted (code from the PR ran beside them): only parsed, never executed.
  */
-export async function readResultArtifact(github: GitHub, runId: number): Promise<ArtifactRead> {
+export async function readResultArtifact(github: ActionsApi, runId: number): Promise<ArtifactRead> {
   let entries: ZipEntry[];
   try {
     const zip = await github.downloadArtifact(runId, RESULT_ARTIFACT, ARTIFACT_LIMITS.zipBytes);
