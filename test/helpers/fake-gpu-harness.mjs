@@ -76,8 +76,6 @@ const statOf = (ms) => ({
   n: 100,
 });
 
-const stat = statOf;
-
 /**
  * EVOKERNEL_FAKE_SLOW_GPU=ID:FACTOR: on that GPU (the first of CUDA_VISIBLE_DEVICES, as a
  * lane's fork server has it) every time is FACTOR times longer: GPUs of one model differ.

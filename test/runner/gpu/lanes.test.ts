@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { createLanes, gpusOf } from "../../../runner/src/gpu/lanes.js";
 import type { HarnessRunner } from "../../../runner/src/harness/outcome.js";
+import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
 import { UsageError } from "../../../runner/src/errors.js";
 
 describe("gpusOf", () => {
@@ -57,16 +58,14 @@ function fakeRunners(count: number) {
   return { runners, reached, open };
 }
 
-const request = { command: "device" } as const;
+const request = { command: "device" } as unknown as HarnessCommand;
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("createLanes", () => {
   it("runs work on every free lane at once and sends each request to its lane's runner", async () => {
     const { runners, reached, open } = fakeRunners(2);
     const lanes = createLanes(["4", "7"], runners);
-    const work = [1, 2, 3].map(() =>
-      lanes.noted(() => lanes.gpu(() => lanes.run(request as never, 1000))),
-    );
+    const work = [1, 2, 3].map(() => lanes.noted(() => lanes.gpu(() => lanes.run(request, 1000))));
     await tick();
     // two lanes, two pieces of work at once; the third waits for a free lane
     expect(reached.sort()).toEqual([0, 1]);
@@ -85,10 +84,10 @@ describe("createLanes", () => {
   it("runs the final checks on lane 0 alone, even while lane 1 is free", async () => {
     const { runners, reached, open } = fakeRunners(2);
     const lanes = createLanes(["0", "1"], runners);
-    const busy = lanes.gpu(() => lanes.run(request as never, 1000));
+    const busy = lanes.gpu(() => lanes.run(request, 1000));
     await tick();
     expect(reached).toEqual([0]);
-    const final = lanes.first(() => lanes.run(request as never, 1000));
+    const final = lanes.first(() => lanes.run(request, 1000));
     await tick();
     // lane 1 is free, but the final check waits for lane 0
     expect(reached).toEqual([0]);
@@ -103,11 +102,11 @@ describe("createLanes", () => {
   it("sends requests outside any lane's work to lane 0 (the task's context)", async () => {
     const { runners, reached, open } = fakeRunners(3);
     const lanes = createLanes(["0", "1", "2"], runners);
-    const answer = lanes.run(request as never, 1000);
+    const answer = lanes.run(request, 1000);
     await tick();
     expect(reached).toEqual([0]);
     open.splice(0).forEach((close) => close());
     await answer;
-    await expect(lanes.noted(async () => 1)).resolves.toEqual({ value: 1, gpu: null });
+    await expect(lanes.noted(() => Promise.resolve(1))).resolves.toEqual({ value: 1, gpu: null });
   });
 });
