@@ -91,8 +91,11 @@ function thisGpu() {
 
 const COMMANDS = {
   // EVOKERNEL_FAKE_NO_GPU=1: a machine with torch but no CUDA GPU (commands that need one stop)
+  // EVOKERNEL_FAKE_GPUS=N: a machine of N GPUs (0 … N−1): on any other, torch finds none
   device: () =>
-    process.env.EVOKERNEL_FAKE_NO_GPU === "1"
+    process.env.EVOKERNEL_FAKE_NO_GPU === "1" ||
+    (process.env.EVOKERNEL_FAKE_GPUS !== undefined &&
+      !(Number(thisGpu() || 0) < Number(process.env.EVOKERNEL_FAKE_GPUS)))
       ? {
           schema: 1,
           kind: "device",

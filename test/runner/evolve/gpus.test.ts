@@ -159,6 +159,33 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
     expect(slowed.result.best?.id).toBe(even.result.best?.id);
   });
 
+  it("a GPU the machine does not have stops the run before the search, naming it (exit 3)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evokernel-gpus-"));
+    try {
+      const run = await runCli(
+        ["optimize", "softmax", "--proposer", "tuner", "--gpus", "0,6", "--candidates", "2"],
+        {
+          env: {
+            ANTHROPIC_API_KEY: "",
+            EVOKERNEL_PYTHON: fakeHarness,
+            EVOKERNEL_SANDBOX: "off",
+            EVOKERNEL_CACHE: dir,
+            EVOKERNEL_FAKE_GPUS: "4",
+            EVOKERNEL_FAKE_LANE_LOG: join(dir, "lanes.log"),
+          },
+        },
+      );
+      expect(run.exitCode, run.stderr).toBe(3);
+      expect(run.stderr).toContain("GPU 6 (from --gpus or CUDA_VISIBLE_DEVICES) is not a CUDA GPU");
+      // nothing was screened
+      expect(await readFile(join(dir, "lanes.log"), "utf8").catch(() => "")).not.toContain(
+        "evaluate",
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [["--gpus", "0,,1"], {}, "--gpus is a comma-separated list of GPU indices or UUIDs"],
     [["--gpus", "0,0"], {}, "--gpus names GPU 0 twice"],
