@@ -122,6 +122,9 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
       run.lanes.filter((line) => line.command === "evaluate").length,
     );
     expect(run.stderr).toMatch(/searching on 2 GPUs \(5, 2\)/);
+    // each candidate's progress line names the GPU that screened it
+    expect(run.stderr).toMatch(/^\[\s*\d+\/8\] c\d+ ok.* on GPU 2 \|/m);
+    expect(run.stderr).toMatch(/^\[\s*\d+\/8\] c\d+ ok.* on GPU 5 \|/m);
     expect(run.stderr).toMatch(/lanes: GPU 5: \d+ evaluated, [\d.]+ s busy; GPU 2: \d+ evaluated/);
     const onLanes = run.archive.flatMap((line) => line.individual?.evaluation.gpu ?? []);
     expect(new Set(onLanes)).toEqual(new Set(["5", "2"]));
