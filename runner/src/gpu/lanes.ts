@@ -10,8 +10,12 @@
 // search ranks and races on that ratio (the speedup), never on a time from another lane. Two
 // GPUs of one model differing by a few percent (clocks, cooling) slow the candidate and the
 // kernel beside it alike, so a candidate screened on a slower lane neither loses nor wins by
-// it. The final checks (the kept kernel, the baseline, eager, torch.compile) run on lane 0
-// alone, as on one GPU.
+// it. One number crosses lanes: a race's ceilings (the kernel to beat's time over the floor,
+// from the leader's screen), the most a candidate could still gain on configurations not yet
+// timed; a lane a few percent slower than the leader's makes that bound a few percent tight
+// for its candidates, against ceilings that already assume a kernel at the floor. The final
+// checks (the kept kernel, the baseline, eager, torch.compile) run on lane 0 alone, as on
+// one GPU.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { UsageError } from "../errors.js";
 import type { HarnessOutcome, HarnessRunner } from "../harness/outcome.js";
