@@ -91,7 +91,7 @@ export type CascadeOptions = GpuSteps & {
   /** Written into records of runs that never described the device. */
   knownDevice?: Device;
   /** Verification and timing run in its children when given. */
-  server?: client.ForkServer;
+  server?: Pick<client.ForkServer, "run">;
   /**
    * Static checks run in its children when given: the CPU fork server (one sandbox for all of
    * them, not one each). The build pool given is built on it by whoever made the pool.

@@ -34,7 +34,10 @@ export function describeBackend(settings: AppSettings): string {
   const local = settings.local;
   if (!local)
     return "GitHub Actions on the repositories' GPU runners (local runs off: EVOKERNEL_LOCAL_REPO unset)";
-  const where = `${local.repoDir}, ${local.gpus} GPU${local.gpus === 1 ? "" : "s"}`;
+  const perJob = local.gpusPerJob ?? 1;
+  const where =
+    `${local.repoDir}, ${local.gpus} GPU${local.gpus === 1 ? "" : "s"}` +
+    (perJob === 1 ? "" : `, ${perJob} a job`);
   return settings.forceLocal
     ? `local for every repository (EVOKERNEL_DISPATCH=local; ${where})`
     : `GitHub Actions, or local (${where}) for repositories whose config says dispatch: local`;

@@ -17,6 +17,8 @@ export interface AppSettings {
     repoDir: string;
     runnerCommand: readonly string[];
     gpus: number;
+    /** GPUs one job searches over (EVOKERNEL_GPUS_PER_JOB); gpus / gpusPerJob jobs at once. */
+    gpusPerJob?: number;
     timeoutMs: number;
     keepDir?: string;
     /** Each local job's record from dispatch to end (EVOKERNEL_LOCAL_STATE). */
@@ -86,6 +88,7 @@ export function appSettings(env: NodeJS.ProcessEnv): AppSettings {
             repoDir,
             runnerCommand: runnerCommand(env.EVOKERNEL_RUNNER_CMD),
             gpus: positive(env.EVOKERNEL_GPUS, 1),
+            gpusPerJob: positive(env.EVOKERNEL_GPUS_PER_JOB, 1),
             timeoutMs: jobTimeoutMs,
             ...(env.EVOKERNEL_RESULT_DIR ? { keepDir: env.EVOKERNEL_RESULT_DIR } : {}),
             stateDir: env.EVOKERNEL_LOCAL_STATE || defaultStateDir(repoDir),

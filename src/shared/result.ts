@@ -149,6 +149,19 @@ export const resultSchema = z.object({
       seconds: z.number().nonnegative(),
       usd: z.number().nonnegative(),
     }),
+    /**
+     * A search over several GPUs (--gpus): per lane, its GPU, the candidates it screened and
+     * its seconds of GPU work; absent on one GPU.
+     */
+    lanes: z
+      .array(
+        z.object({
+          gpu: z.string(),
+          evaluated: z.number().int().nonnegative(),
+          busySeconds: z.number().nonnegative(),
+        }),
+      )
+      .optional(),
   }),
   usage: usageSchema,
   device: z.object({

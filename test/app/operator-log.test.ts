@@ -184,6 +184,10 @@ describe("the conventions", () => {
     expect(describeBackend({ concurrency: 1, jobTimeoutMs: 1, forceLocal: false, local })).toMatch(
       /or local \(\/srv\/kernels, 2 GPUs\) for repositories whose config says dispatch: local/,
     );
+    const grouped = { ...local, gpus: 4, gpusPerJob: 2 };
+    expect(
+      describeBackend({ concurrency: 1, jobTimeoutMs: 1, forceLocal: true, local: grouped }),
+    ).toBe("local for every repository (EVOKERNEL_DISPATCH=local; /srv/kernels, 4 GPUs, 2 a job)");
   });
 
   it("names what to check for each failure GitHub or the machine gives", () => {

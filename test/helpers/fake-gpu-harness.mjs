@@ -67,7 +67,7 @@ function profileOf(candidate, speed) {
   return { config: visible[0].name, kernels: [{ name, us: 1000 * speed, calls: 1 }] };
 }
 
-const stat = (ms) => ({
+const statOf = (ms) => ({
   medianMs: ms,
   p20Ms: ms * 0.98,
   p80Ms: ms * 1.02,
@@ -76,10 +76,26 @@ const stat = (ms) => ({
   n: 100,
 });
 
+/**
+ * EVOKERNEL_FAKE_SLOW_GPU=ID:FACTOR: on that GPU (the first of CUDA_VISIBLE_DEVICES, as a
+ * lane's fork server has it) every time is FACTOR times longer: GPUs of one model differ.
+ */
+function laneSlowdown() {
+  const [gpu, factor] = (process.env.EVOKERNEL_FAKE_SLOW_GPU ?? "").split(":");
+  return gpu !== "" && gpu === thisGpu() ? Number(factor) : 1;
+}
+
+function thisGpu() {
+  return (process.env.CUDA_VISIBLE_DEVICES ?? "").split(",")[0] ?? "";
+}
+
 const COMMANDS = {
   // EVOKERNEL_FAKE_NO_GPU=1: a machine with torch but no CUDA GPU (commands that need one stop)
+  // EVOKERNEL_FAKE_GPUS=N: a machine of N GPUs (0 … N−1): on any other, torch finds none
   device: () =>
-    process.env.EVOKERNEL_FAKE_NO_GPU === "1"
+    process.env.EVOKERNEL_FAKE_NO_GPU === "1" ||
+    (process.env.EVOKERNEL_FAKE_GPUS !== undefined &&
+      !(Number(thisGpu() || 0) < Number(process.env.EVOKERNEL_FAKE_GPUS)))
       ? {
           schema: 1,
           kind: "device",
@@ -193,6 +209,8 @@ const COMMANDS = {
   },
   bench: (request) => {
     const candidate = request.candidate;
+    const slow = laneSlowdown();
+    const stat = (ms) => statOf(ms * slow);
     const speed = speedOf(request.artifact, candidate);
     // race (the screen), after the first configuration as the real harness's _race decides:
     // the candidate's most favourable speedup there and, on every other configuration, the
@@ -252,6 +270,35 @@ const COMMANDS = {
   },
 };
 
+/**
+ * EVOKERNEL_FAKE_LANE_BARRIER=N:FILE: a screen (`evaluate`) other than the run's first (the
+ * kernel to beat, screened alone) holds its GPU until N GPUs have each begun one, or 60 s
+ * have passed; FILE gets `met` or `alone` for each. Lanes that run at once meet; lanes run
+ * one after another never do.
+ */
+async function laneBarrier() {
+  const [count, file] = (process.env.EVOKERNEL_FAKE_LANE_BARRIER ?? "").split(":");
+  if (file === undefined) return;
+  const started = () =>
+    existsSync(file)
+      ? readFileSync(file, "utf8")
+          .split("\n")
+          .filter((line) => line.startsWith("start "))
+      : [];
+  const first = started().length === 0;
+  appendFileSync(file, `start ${thisGpu()}\n`);
+  if (first) return;
+  const deadline = Date.now() + 60_000;
+  const met = () =>
+    new Set(
+      started()
+        .slice(1)
+        .map((line) => line.slice(6)),
+    ).size >= Number(count);
+  while (!met() && Date.now() < deadline) await sleep(20);
+  appendFileSync(file, `${met() ? "met" : "alone"} ${thisGpu()}\n`);
+}
+
 /** The stage a command runs, for `crash-in`. */
 function stageOf(request) {
   if (request.command === "verify") return request.quick ? "quick" : "verify";
@@ -286,6 +333,13 @@ function run(request) {
   if (taskLog !== undefined && request.task !== undefined) {
     const line = { command: request.command, task: request.task, spec: "taskSpec" in request };
     appendFileSync(taskLog, `${JSON.stringify(line)}\n`);
+  }
+  // EVOKERNEL_FAKE_LANE_LOG=FILE: each GPU request's command and the GPU it ran on
+  // (CUDA_VISIBLE_DEVICES), a JSON line each
+  const laneLog = process.env.EVOKERNEL_FAKE_LANE_LOG;
+  if (laneLog !== undefined && ["evaluate", "verify", "bench"].includes(request.command)) {
+    const line = { command: request.command, gpu: thisGpu(), startedAs };
+    appendFileSync(laneLog, `${JSON.stringify({ ...line, heldout: request.heldout === true })}\n`);
   }
   const crashIn = marked(request.candidate, "crash-in");
   const failIn = marked(request.candidate, "fail-in");
@@ -354,8 +408,9 @@ if (argv[0] === "serve") {
     process.stdin.on("end", () => process.exit(0));
   }
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
-  createInterface({ input: process.stdin }).on("line", (line) => {
+  createInterface({ input: process.stdin }).on("line", async (line) => {
     const request = JSON.parse(line);
+    if (request.request.command === "evaluate") await laneBarrier();
     const { signal, exit, log } = run(request.request);
     const answer = {
       id: request.id,

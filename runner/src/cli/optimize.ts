@@ -3,6 +3,7 @@
 import { UsageError } from "../errors.js";
 import { DEFAULTS } from "../evolve/engine.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
+import { gpusOf } from "../gpu/lanes.js";
 import { OFFLINE_PARALLEL, runOptimize } from "../pipeline/optimize.js";
 import { DEFAULT_MODEL, PROPOSERS } from "../proposers/index.js";
 import { describeEvent } from "../render/progress.js";
@@ -16,8 +17,8 @@ export const optimizeCommand: Command = {
   name: "optimize",
   usage: `usage: evokernel optimize <task> [--config free|insight|full] [--proposer NAME] [--model M]
                           [--candidates N] [--minutes M] [--usd D] [--population N]
-                          [--parallel N] [--seed N] [--archive FILE] [--out DIR]
-                          [--candidate FILE] [--json]
+                          [--parallel N] [--gpus LIST] [--seed N] [--archive FILE]
+                          [--out DIR] [--candidate FILE] [--json]
 
 Evolves the task's kernel (EvoEngineer): a population of verified candidates, parents
 drawn by rank, survivors by fitness (geometric-mean speedup over the task's kernel on the
@@ -39,7 +40,10 @@ again to resume. Needs a CUDA GPU. Method and defaults: docs/OPTIMIZE.md.
       --usd D         stop after D dollars of proposals (default ${DEFAULT_BUDGET.usd})
       --population N  the fittest candidates kept as parents and insights (default ${DEFAULTS.populationSize})
       --parallel N    proposals in flight at once; proposal n sees the results of 1..n-N
-                      (default ${DEFAULTS.parallel} for the llm, ${OFFLINE_PARALLEL} for the tuners)
+                      (default ${DEFAULTS.parallel} for the llm, ${OFFLINE_PARALLEL} for the tuners,
+                      times the number of GPUs)
+      --gpus LIST     search on these GPUs, one lane each (such as 0,1,2,3; default: those of
+                      CUDA_VISIBLE_DEVICES, else one); the final checks run on the first
       --seed N        seed of every random choice (default: the archive's, else random)
       --archive FILE  the run's archive (default .evokernel/<task>/archive.jsonl)
       --out DIR       write result.json there, and the winner as best.cu (or best.py)
@@ -60,6 +64,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
     usd: { type: "string" },
     population: { type: "string" },
     parallel: { type: "string" },
+    gpus: { type: "string" },
     seed: { type: "string" },
     archive: { type: "string" },
     out: { type: "string" },
@@ -100,6 +105,8 @@ type Settings = {
   population: number;
   /** --parallel; absent: parallelFor's default for the proposer. */
   parallel: number | undefined;
+  /** --gpus, checked; absent: CUDA_VISIBLE_DEVICES's, else one. */
+  gpus: string | undefined;
 };
 
 /** Every flag checked before anything starts: a usage error costs no GPU time. */
@@ -126,7 +133,14 @@ function readSettings(parsed: Parsed): Settings {
     },
     population: number(parsed, "population", { integer: true, min: 1 }) ?? DEFAULTS.populationSize,
     parallel: number(parsed, "parallel", { integer: true, min: 1 }),
+    gpus: checkedGpus(stringOption(parsed, "gpus")),
   };
+}
+
+/** --gpus as given, once gpusOf accepts it (a usage error, exit 2, otherwise). */
+function checkedGpus(given: string | undefined): string | undefined {
+  gpusOf(given, process.env);
+  return given;
 }
 
 function number(

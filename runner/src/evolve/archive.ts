@@ -33,6 +33,7 @@ export const evaluationSchema = z.object({
     verify: z.number().nonnegative(),
     time: z.number().nonnegative(),
   }),
+  gpu: z.string().optional(),
   timePhases: z.record(z.string(), z.number().nonnegative()).optional(),
   verifyPhases: z
     .object({

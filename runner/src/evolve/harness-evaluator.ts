@@ -16,6 +16,7 @@ import {
   type HarnessCalls,
 } from "../cascade.js";
 import type { GpuQueue } from "../gpu/queue.js";
+import type { Lanes } from "../gpu/lanes.js";
 import * as client from "../harness/client.js";
 import { createResources } from "../build/resources.js";
 import type { BenchRecord, Device, Profile, Stat } from "#shared/contract/records.js";
@@ -39,7 +40,12 @@ export type HarnessEvaluatorOptions = {
   baseline: string;
   /** Where candidate files are written (one per distinct source). */
   workDir: string;
-  server?: client.ForkServer;
+  server?: Pick<client.ForkServer, "run">;
+  /**
+   * A search over several GPUs (gpu/lanes.ts): the screens go to the first free lane (its
+   * runner in `server`), the final checks to lane 0; each evaluation says its lane's GPU.
+   */
+  lanes?: Lanes;
   /** The CPU fork server: static checks run there (the pool given builds there too). */
   checks?: client.ForkServer;
   knownDevice?: Device;
@@ -93,15 +99,18 @@ export type HarnessEvaluator = Evaluator &
 
 export function createHarnessEvaluator(options: HarnessEvaluatorOptions): HarnessEvaluator {
   // the static checks' limit stays each evaluation's own, as runCascade makes it
-  const { pool, gpu } = createResources({
+  const { lanes } = options;
+  const { pool, gpu: screens } = createResources({
     ...(options.pool === undefined ? {} : { pool: options.pool }),
     ...(options.gpu === undefined ? {} : { gpu: options.gpu }),
+    ...(lanes === undefined ? {} : { gpu: lanes.gpu }),
   });
+  // the final checks time the kept kernel and the baselines on one GPU: lane 0's
+  const gpu = lanes?.first ?? screens;
   const benchCall = options.harness?.bench ?? client.bench;
   const { server } = options;
   const shared: Omit<CascadeOptions, keyof GpuSteps> = {
     pool,
-    gpu,
     // one search, one task: its static context is asked once, not with torch per candidate;
     // in a child of the fork server, which has torch imported (a process of its own imported
     // it again: 5-8 s before the baseline's first step on the H100)
@@ -126,10 +135,15 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
     return file;
   }
 
-  async function cascade(variant: Variant, extra: CascadeOptions): Promise<CandidateResult> {
+  async function cascade(
+    variant: Variant,
+    extra: CascadeOptions,
+    queue: GpuQueue,
+  ): Promise<CandidateResult> {
     const file = await write(variant.source);
     const [result] = await runCascade(options.task, [file], {
       ...shared,
+      gpu: queue,
       defines: variant.defines,
       flags: variant.flags,
       ...extra,
@@ -171,21 +185,31 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
 
     async evaluate(variant, _signal, race, order) {
       // the search's screen: the harness's cascade (quick → verify → bench) in one child
-      const result = await cascade(variant, {
-        ...(order === undefined ? {} : { gpuOrder: order }),
-        quick: true,
-        bench: {
-          baseline: options.baseline,
-          compile: false,
-          budgetS: options.searchBudgetS ?? SEARCH_BUDGET_S,
-          ...(race === undefined ? {} : { race }),
-        },
-      });
-      return toEvaluation(result);
+      const screen = () =>
+        cascade(
+          variant,
+          {
+            ...(order === undefined ? {} : { gpuOrder: order }),
+            quick: true,
+            bench: {
+              baseline: options.baseline,
+              compile: false,
+              budgetS: options.searchBudgetS ?? SEARCH_BUDGET_S,
+              ...(race === undefined ? {} : { race }),
+            },
+          },
+          screens,
+        );
+      if (lanes === undefined) return toEvaluation(await screen());
+      // the race compares speedups, each over the baseline timed in the same child on the
+      // same lane: never a time from another GPU (gpu/lanes.ts says why that is enough)
+      const { value, gpu: on } = await lanes.noted(screen);
+      const evaluation = toEvaluation(value);
+      return on === null ? evaluation : { ...evaluation, gpu: on };
     },
 
     async verify(variant) {
-      const result = await cascade(variant, { heldout: true });
+      const result = await cascade(variant, { heldout: true }, gpu);
       return toFinalVerification(result);
     },
 

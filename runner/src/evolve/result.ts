@@ -19,6 +19,8 @@ export type ResultInput = {
   original: { file: string; source: string };
   language: Language;
   device: Result["device"];
+  /** A search over several GPUs: what each lane did (absent on one GPU). */
+  lanes?: NonNullable<Result["search"]["lanes"]> | undefined;
 };
 
 export function buildResult(input: ResultInput): Result {
@@ -84,6 +86,7 @@ export function buildResult(input: ResultInput): Result {
       seconds: engine.spent.seconds,
       stoppedBy: engine.stoppedBy,
       budget: input.budget,
+      ...(input.lanes === undefined ? {} : { lanes: input.lanes }),
     },
     usage: engine.usage,
     device: input.device,

@@ -38,6 +38,11 @@ export type Evaluation = {
   /** A short profile of the candidate (top kernels by time), when the GPU allows. */
   profile: string | null;
   seconds: { compile: number; verify: number; time: number };
+  /**
+   * The GPU (its CUDA_VISIBLE_DEVICES id) whose lane verified and timed it, in a search over
+   * several GPUs (gpu/lanes.ts); absent on one GPU, or where it never reached the GPU.
+   */
+  gpu?: string | undefined;
   /** Where the timing step's seconds went, as the harness measured them (absent: not timed). */
   timePhases?: Record<string, number> | undefined;
   /**

@@ -104,8 +104,11 @@ function requireSandbox(python: string): Promise<void> {
 }
 
 /** How `python -m evokernel_harness ARGS` starts: isolated, and in the sandbox unless it is off. */
-export function harnessInvocation(args: readonly string[]): Promise<Invocation & { cwd: string }> {
-  return pythonInvocation(["-I", "-c", LAUNCH(harnessDir()), ...args]);
+export function harnessInvocation(
+  args: readonly string[],
+  overrides: ChildEnv = {},
+): Promise<Invocation & { cwd: string }> {
+  return pythonInvocation(["-I", "-c", LAUNCH(harnessDir()), ...args], overrides);
 }
 
 /**
@@ -114,9 +117,10 @@ export function harnessInvocation(args: readonly string[]): Promise<Invocation &
  */
 export async function pythonInvocation(
   args: readonly string[],
+  overrides: ChildEnv = {},
 ): Promise<Invocation & { cwd: string }> {
   const python = await requirePython();
-  const env = childEnv();
+  const env = { ...childEnv(), ...overrides };
   const cwd = scratchDir();
   if (sandboxMode() === "off") return { file: python, args: [...args], env, cwd };
   allowWrite(env["EVOKERNEL_CACHE"] ?? cacheDir());
@@ -317,11 +321,15 @@ export function startLineProcess(
   };
 }
 
-/** Starts `python -m evokernel_harness ARGS` as a line process. */
+/**
+ * Starts `python -m evokernel_harness ARGS` as a line process; `overrides` replace variables of
+ * its environment (a lane's fork server: CUDA_VISIBLE_DEVICES, gpu/lanes.ts).
+ */
 export async function startHarness(
   args: readonly string[],
   onLine: (line: string) => void,
+  overrides: ChildEnv = {},
 ): Promise<LineProcess> {
-  const run = await harnessInvocation(args);
+  const run = await harnessInvocation(args, overrides);
   return startLineProcess(run.file, run.args, { env: run.env, cwd: run.cwd, onLine });
 }

@@ -32,6 +32,11 @@ export type ForkServerOptions = {
 /** How the CPU fork server starts: static checks and builds, many at once, no torch. */
 export const startCpuServer: StartServer = (onLine) => startHarness(["serve", "--cpu"], onLine);
 
+/** How a lane's GPU fork server starts: on that GPU alone, its device 0 (gpu/lanes.ts). */
+export function startGpuServer(gpu: string): StartServer {
+  return (onLine) => startHarness(["serve"], onLine, { CUDA_VISIBLE_DEVICES: gpu });
+}
+
 type Pending = {
   id: string;
   server: LineProcess;

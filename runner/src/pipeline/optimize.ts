@@ -20,8 +20,10 @@ import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
 import { TECHNIQUES } from "../evolve/techniques.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
-import { build, ForkServer, inspectTask } from "../harness/client.js";
-import { startCpuServer } from "../harness/fork-server.js";
+import { build, device as deviceOf, ForkServer, inspectTask } from "../harness/client.js";
+import { startCpuServer, startGpuServer } from "../harness/fork-server.js";
+import { createLanes, gpusOf, type Lanes } from "../gpu/lanes.js";
+import { EnvironmentError } from "../errors.js";
 import { packageVersion } from "../paths.js";
 import { createProposer, DEFAULT_MODEL, defaultProposer } from "../proposers/index.js";
 import { describeEngineEvent } from "../render/optimize-progress.js";
@@ -61,6 +63,11 @@ export type OptimizeOptions = {
   population: number;
   /** Absent: the proposer's default (parallelFor). */
   parallel?: number | undefined;
+  /**
+   * The GPUs to search on, comma-separated (--gpus): absent, CUDA_VISIBLE_DEVICES's (from
+   * `env`), else one. With several, each is a lane (gpu/lanes.ts); the final checks run on the first.
+   */
+  gpus?: string | undefined;
   /** Where the proposer looks for its API key. */
   env: NodeJS.ProcessEnv;
   /** One line per step of the search (each candidate, the final checks). */
@@ -86,6 +93,10 @@ export type OptimizeRun =
 export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun> {
   const { say } = options;
   const settings = options;
+  // before anything starts: a bad list is a usage error that costs nothing
+  const gpus = gpusOf(options.gpus, options.env);
+  // One GPU and no --gpus: the run as it always was, on whatever CUDA_VISIBLE_DEVICES says.
+  const chosen = gpus !== null && (gpus.length > 1 || options.gpus !== undefined) ? gpus : null;
   const io = { cwd: options.cwd };
   const target =
     typeof options.task === "object" ? options.task : await loadTarget(options.task, io.cwd);
@@ -151,10 +162,21 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
     );
     referenceRun = run;
   };
+  // Every harness process that is no lane's own (lane 0's fork server, the reference's timing)
+  // runs on the first GPU given; lanes 1… start their fork servers on theirs.
+  const visibleBefore = process.env["CUDA_VISIBLE_DEVICES"];
+  if (chosen !== null) process.env["CUDA_VISIBLE_DEVICES"] = chosen[0];
+  const laneServers = (chosen ?? [])
+    .slice(1)
+    .map((gpu) => new ForkServer({ start: startGpuServer(gpu) }));
   try {
     return await withSession(
       async function optimizeWithServer(session) {
         requireGpu(session);
+        const lanes =
+          chosen === null || chosen.length === 1
+            ? undefined
+            : await startLanes(chosen, session.server, laneServers, say);
         const startedAt = new Date().toISOString();
         const info = await inspectTask(taskRef(target), { runner: session.server.run });
         const { device } = session.device;
@@ -163,7 +185,8 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
           baseline: start,
           workDir: candidatesDir,
           pool,
-          server: session.server,
+          server: lanes === undefined ? session.server : { run: lanes.run },
+          ...(lanes === undefined ? {} : { lanes }),
           checks,
           ...(referenceRun === undefined ? {} : { reference: referenceRun.promise }),
           knownDevice: device,
@@ -186,7 +209,9 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
           baseline: { source: baselineSource },
           language,
           populationSize: settings.population,
-          parallel: parallelFor(settings.parallel, proposerName),
+          // each lane needs proposals of its own in flight to keep busy
+          parallel:
+            settings.parallel ?? parallelFor(undefined, proposerName) * (chosen?.length ?? 1),
           techniques: TECHNIQUES,
           onEvent: (event) => say(describeEngineEvent(event, settings.budget)),
           ...(interrupt === undefined ? {} : { signal: interrupt }),
@@ -198,6 +223,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
           );
           return { interrupted: true };
         }
+        if (lanes !== undefined) say(describeLanes(lanes));
         say(
           `final checks: ${engine.best.id === engine.baseline.id ? "timing the baseline" : "re-verifying and re-timing the best"}`,
         );
@@ -237,6 +263,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
             python: device.python,
             evokernel: packageVersion(),
           },
+          ...(lanes === undefined ? {} : { lanes: lanes.use() }),
         });
         const written = await writeOutputs(result, options.out, io.cwd, start);
         return { interrupted: false, result, written };
@@ -244,8 +271,47 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
       { say, beside },
     );
   } finally {
-    await checks.close();
+    await Promise.all([checks.close(), ...laneServers.map((server) => server.close())]);
+    if (chosen !== null) {
+      if (visibleBefore === undefined) delete process.env["CUDA_VISIBLE_DEVICES"];
+      else process.env["CUDA_VISIBLE_DEVICES"] = visibleBefore;
+    }
   }
+}
+
+/**
+ * The lanes of a search over several GPUs: lane 0 is the session's fork server (already on
+ * gpus[0]); the others start theirs now, each importing torch beside the others, and a GPU
+ * that is not there stops the run before the search, naming it.
+ */
+async function startLanes(
+  gpus: string[],
+  first: ForkServer,
+  others: ForkServer[],
+  say: (line: string) => void,
+): Promise<Lanes> {
+  say(`searching on ${gpus.length} GPUs (${gpus.join(", ")}): one lane each`);
+  const devices = await Promise.all(others.map((server) => deviceOf({ runner: server.run })));
+  devices.forEach((found, index) => {
+    if (!found.cuda) {
+      throw new EnvironmentError(
+        `GPU ${gpus[index + 1] ?? "?"} (from --gpus or CUDA_VISIBLE_DEVICES) is not a CUDA GPU ` +
+          "on this machine: `nvidia-smi -L` lists the GPUs there are; name those",
+      );
+    }
+  });
+  return createLanes(gpus, [first.run, ...others.map((server) => server.run)]);
+}
+
+/** What each lane did over the search: one line. */
+function describeLanes(lanes: Lanes): string {
+  const each = lanes
+    .use()
+    .map(
+      (lane) =>
+        `GPU ${lane.gpu}: ${lane.evaluated} evaluated, ${lane.busySeconds.toFixed(1)} s busy`,
+    );
+  return `lanes: ${each.join("; ")}`;
 }
 
 /** The reference's own timing, started as the harness starts: when, and when it ended. */

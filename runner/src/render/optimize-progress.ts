@@ -31,6 +31,9 @@ export function describeEngineEvent(event: EngineEvent, budget: Budget): string 
     const evaluation = individual.evaluation;
     what = `FAILED at ${evaluation.stage}: ${evaluation.reason ?? "failed"}`;
   }
+  // a search over several GPUs: the lane that screened it
+  const gpu = entry.duplicateOf === null ? individual?.evaluation.gpu : undefined;
+  if (gpu !== undefined) what += ` on GPU ${gpu}`;
   const bestText = `best ${best.id} ${formatRatio(best.evaluation.fitness)}`;
   const cost = `$${spent.usd.toFixed(2)}`;
   return `${where} ${who} ${what} | ${bestText} | ${cost} | ${formatSeconds(spent.seconds)}`;

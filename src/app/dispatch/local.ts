@@ -35,6 +35,11 @@ export interface LocalOptions {
   /** GPUs on this machine: that many jobs at once, each with its own CUDA_VISIBLE_DEVICES. */
   readonly gpus: number;
   /**
+   * GPUs a job is given (EVOKERNEL_GPUS_PER_JOB, default 1): one search spread over them
+   * (CUDA_VISIBLE_DEVICES lists them all), and gpus / gpusPerJob jobs at once.
+   */
+  readonly gpusPerJob?: number;
+  /**
    * Where a finished job's outcome goes (the app reports it to GitHub). False: its check run
    * could not be concluded yet, so its record stays for the next process to conclude.
    */
@@ -57,8 +62,8 @@ export interface LocalOptions {
 }
 
 export function createLocalDispatcher(options: LocalOptions): Dispatcher {
-  const queue = createWorkQueue(options.gpus, options.onError);
-  const freeGpus = Array.from({ length: options.gpus }, (_, index) => index);
+  const freeGpus = gpuGroups(options.gpus, options.gpusPerJob ?? 1);
+  const queue = createWorkQueue(freeGpus.length, options.onError);
   const running = new Map<string, AbortController>();
   const cancelled = new Set<string>();
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
@@ -73,7 +78,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
     let settled = true;
     try {
       if (cancelled.delete(spec.id)) return;
-      const gpu = freeGpus.shift() ?? 0;
+      const gpu = freeGpus.shift() ?? "0";
       const abort = new AbortController();
       running.set(spec.id, abort);
       try {
@@ -164,9 +169,24 @@ function stageOf(record: LocalRecord): Pick<LostJob, "stage" | "message"> {
   return { stage: record.pid === undefined ? "queued" : "running" };
 }
 
+/**
+ * The machine's GPUs in groups of `perJob`, one group a job at a time, as CUDA_VISIBLE_DEVICES
+ * names them ("0,1"); GPUs left over past the last whole group stay idle.
+ */
+export function gpuGroups(gpus: number, perJob: number): string[] {
+  if (!Number.isInteger(perJob) || perJob < 1 || perJob > gpus) {
+    throw new RangeError(
+      `EVOKERNEL_GPUS_PER_JOB is a whole number from 1 to EVOKERNEL_GPUS (${gpus}), not ${perJob}`,
+    );
+  }
+  return Array.from({ length: Math.floor(gpus / perJob) }, (_, group) =>
+    Array.from({ length: perJob }, (_, index) => group * perJob + index).join(","),
+  );
+}
+
 async function runInWorktree(
   spec: JobSpec,
-  gpu: number,
+  gpu: string,
   signal: AbortSignal,
   options: LocalOptions,
   onSpawn: (pid: number, specFile: string, dir: string, group?: JobGroup) => Promise<void>,
@@ -231,7 +251,7 @@ async function runInWorktree(
       // The LLM's key only for a job that runs the LLM proposer.
       env: {
         ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
-        CUDA_VISIBLE_DEVICES: String(gpu),
+        CUDA_VISIBLE_DEVICES: gpu,
         ...(own === undefined ? {} : own.env),
         ...(own === undefined
           ? {}

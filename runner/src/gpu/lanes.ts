@@ -1,0 +1,156 @@
+// One search over several GPUs (issue 38.1): which GPUs a run is given (--gpus, else
+// CUDA_VISIBLE_DEVICES, else one), and the lanes: one fork server per GPU, each started with
+// CUDA_VISIBLE_DEVICES=<that GPU> (so the harness's lock and its device 0 are that GPU), and
+// a queue that hands the next piece of GPU work to the first free lane. Builds stay on the
+// shared CPU pool. A piece of work runs with its lane in an AsyncLocalStorage, so the one
+// runner the cascade is given sends each request to the fork server of the lane it holds.
+//
+// Timings taken on different GPUs are never compared: the search's screen times every
+// candidate beside the kernel to beat in the same harness child, on its lane's GPU, and the
+// search ranks and races on that ratio (the speedup), never on a time from another lane. Two
+// GPUs of one model differing by a few percent (clocks, cooling) slow the candidate and the
+// kernel beside it alike, so a candidate screened on a slower lane neither loses nor wins by
+// it. One number crosses lanes: a race's ceilings (the kernel to beat's time over the floor,
+// from the leader's screen), the most a candidate could still gain on configurations not yet
+// timed; a lane a few percent slower than the leader's makes that bound a few percent tight
+// for its candidates, against ceilings that already assume a kernel at the floor. The final
+// checks (the kept kernel, the baseline, eager, torch.compile) run on lane 0 alone, as on
+// one GPU.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { UsageError } from "../errors.js";
+import type { HarnessOutcome, HarnessRunner } from "../harness/outcome.js";
+import type { GpuQueue } from "./queue.js";
+
+/** A GPU's id as CUDA_VISIBLE_DEVICES names it: an index, or a UUID (GPU-…, MIG-…). */
+const GPU_ID = /^(?:\d+|(?:GPU|MIG)-[0-9A-Za-z-]+)$/;
+
+/**
+ * The GPUs a run is given, in lane order: `--gpus` (checked against CUDA_VISIBLE_DEVICES where
+ * that is set: a GPU it hides cannot be used), else CUDA_VISIBLE_DEVICES, else null (one GPU,
+ * the run as it always was).
+ */
+export function gpusOf(given: string | undefined, env: NodeJS.ProcessEnv): string[] | null {
+  const visibleText = env["CUDA_VISIBLE_DEVICES"]?.trim();
+  const visible = visibleText === undefined || visibleText === "" ? null : splitList(visibleText);
+  if (given === undefined) return visible;
+  const gpus = splitList(given);
+  const bad = gpus.filter((gpu) => !GPU_ID.test(gpu));
+  if (gpus.length === 0 || bad.length > 0 || gpus.some((gpu) => gpu === "")) {
+    throw new UsageError(
+      `--gpus is a comma-separated list of GPU indices or UUIDs (such as 0,1,3), not ${JSON.stringify(given)}`,
+    );
+  }
+  const twice = gpus.find((gpu, index) => gpus.indexOf(gpu) !== index);
+  if (twice !== undefined) {
+    throw new UsageError(`--gpus names GPU ${twice} twice: each GPU is one lane`);
+  }
+  const hidden = visible === null ? [] : gpus.filter((gpu) => !visible.includes(gpu));
+  if (visible !== null && hidden.length > 0) {
+    throw new UsageError(
+      `--gpus names ${hidden.join(", ")}, which CUDA_VISIBLE_DEVICES=${visibleText ?? ""} hides: ` +
+        "name GPUs from that list, or leave --gpus out to use all of them",
+    );
+  }
+  return gpus;
+}
+
+function splitList(text: string): string[] {
+  return text.split(",").map((part) => part.trim());
+}
+
+/** What one lane did over the search: the optimize result's search.lanes. */
+export type LaneUse = { gpu: string; evaluated: number; busySeconds: number };
+
+export type Lanes = {
+  /** The GPU queue of the search: each piece of work on the first free lane. */
+  gpu: GpuQueue;
+  /** Lane 0's queue alone: the final checks. */
+  first: GpuQueue;
+  /** A runner that sends each request to the fork server of the lane its work holds (lane 0 outside). */
+  run: HarnessRunner;
+  /**
+   * Runs `work` (one candidate's evaluation) noting the lane its GPU work took; `lane` is that
+   * lane's GPU, or null where it took none (it failed before the GPU).
+   */
+  noted<T>(work: () => Promise<T>): Promise<{ value: T; gpu: string | null }>;
+  /** Evaluations and busy seconds per lane so far. */
+  use(): LaneUse[];
+};
+
+type Waiter = { order: number; asked: number; lane: number | null; start: (lane: number) => void };
+
+/** Lanes over `runners` (lane i runs on gpus[i] through runners[i]). */
+export function createLanes(gpus: readonly string[], runners: readonly HarnessRunner[]): Lanes {
+  if (gpus.length === 0 || gpus.length !== runners.length) {
+    throw new RangeError("createLanes needs one runner per GPU");
+  }
+  const holding = new AsyncLocalStorage<number>();
+  const noting = new AsyncLocalStorage<{ lane: number | null }>();
+  const busy = gpus.map(() => false);
+  const use: LaneUse[] = gpus.map((gpu) => ({ gpu, evaluated: 0, busySeconds: 0 }));
+  const waiting: Waiter[] = [];
+  let asked = 0;
+
+  function free(lane: number): void {
+    busy[lane] = false;
+    const at = waiting.findIndex((waiter) => waiter.lane === null || waiter.lane === lane);
+    if (at === -1) return;
+    const [waiter] = waiting.splice(at, 1);
+    busy[lane] = true;
+    waiter?.start(lane);
+  }
+
+  function take(only: number | null, order: number | undefined): Promise<number> {
+    const lane = only ?? busy.indexOf(false);
+    if (lane !== -1 && busy[lane] === false) {
+      busy[lane] = true;
+      return Promise.resolve(lane);
+    }
+    return new Promise((start) => {
+      const entry = { order: order ?? Infinity, asked: asked++, lane: only, start };
+      const at = waiting.findIndex(
+        (other) =>
+          other.order > entry.order || (other.order === entry.order && other.asked > entry.asked),
+      );
+      waiting.splice(at === -1 ? waiting.length : at, 0, entry);
+    });
+  }
+
+  function queue(only: number | null): GpuQueue {
+    return async <T>(work: () => Promise<T>, order?: number): Promise<T> => {
+      const lane = await take(only, order);
+      const note = noting.getStore();
+      if (note !== undefined) note.lane = lane;
+      const started = performance.now();
+      try {
+        return await holding.run(lane, work);
+      } finally {
+        const entry = use[lane];
+        if (entry !== undefined) entry.busySeconds += (performance.now() - started) / 1000;
+        free(lane);
+      }
+    };
+  }
+
+  return {
+    gpu: queue(null),
+    first: queue(0),
+    run: (command, timeoutMs): Promise<HarnessOutcome> => {
+      const runner = runners[holding.getStore() ?? 0] ?? runners[0];
+      if (runner === undefined) throw new RangeError("no lane");
+      return runner(command, timeoutMs);
+    },
+    async noted(work) {
+      const note: { lane: number | null } = { lane: null };
+      const value = await noting.run(note, work);
+      const entry = note.lane === null ? undefined : use[note.lane];
+      if (entry !== undefined) entry.evaluated += 1;
+      return { value, gpu: entry?.gpu ?? null };
+    },
+    use: () => use.map((entry) => ({ ...entry, busySeconds: round(entry.busySeconds) })),
+  };
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds * 1000) / 1000;
+}
