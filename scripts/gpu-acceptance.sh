@@ -152,6 +152,16 @@ suggestion_from() { # DIR
 }
 
 app_e2e() { # the app end to end: an optimizing review's comment, a /bench command, a night
+  # The app's local runner runs as a user of its own (EVOKERNEL_RUNNER_UID, 60998): as an
+  # operator would (docs/APP.md), the folders above the checkout, Node and the data are made
+  # searchable by others (a checkout under /root, mode 0700, fails every job, naming the folder)
+  local dir
+  for dir in "$root" "$(dirname "$(command -v node)")" "$data"; do
+    while [ "$dir" != / ] && [ -n "$dir" ]; do
+      [ -d "$dir" ] && chmod o+x "$dir" 2>/dev/null
+      dir=$(dirname "$dir")
+    done
+  done
   node "$root/scripts/e2e-local.mjs" --out "$out/e2e" --timeout-min 7 \
     --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 6\n  minutes: 2\n' \
     --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" \

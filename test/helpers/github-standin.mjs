@@ -95,6 +95,48 @@ export async function startStandin(state = {}) {
     }
     return gitOut(["cat-file", "blob", `${commit}:${path}`], "buffer");
   }
+  /**
+   * One level of a tree, as GitHub lists it (a commit's sha names its tree): one the app wrote
+   * (its entries, whose paths may name subfolders, over its base tree's) or the clone's; null
+   * where there is none.
+   */
+  function treeListing(sha) {
+    const written = objects.get(sha);
+    if (written?.type === "commit") return treeListing(written.tree);
+    if (written?.type !== "tree") {
+      const listing = gitOut(["ls-tree", "-z", "--full-tree", sha]);
+      if (listing === null) return null;
+      return listing
+        .split("\0")
+        .filter((line) => line !== "")
+        .map((line) => {
+          const [meta, path] = line.split("\t");
+          const [mode, type, entrySha] = meta.split(" ");
+          return { path, mode, type, sha: entrySha };
+        });
+    }
+    const byName = new Map(
+      (written.base === undefined ? [] : (treeListing(written.base) ?? [])).map((e) => [e.path, e]),
+    );
+    const nested = new Map();
+    for (const entry of written.entries) {
+      const [first, ...rest] = entry.path.split("/");
+      if (rest.length === 0) {
+        if (entry.sha === null) byName.delete(first);
+        else byName.set(first, { path: first, mode: entry.mode, type: entry.type, sha: entry.sha });
+      } else {
+        if (!nested.has(first)) nested.set(first, []);
+        nested.get(first).push({ ...entry, path: rest.join("/") });
+      }
+    }
+    for (const [name, entries] of nested) {
+      const prior = byName.get(name);
+      const base = prior?.type === "tree" ? prior.sha : undefined;
+      const sub = putObject({ type: "tree", ...(base === undefined ? {} : { base }), entries });
+      byName.set(name, { path: name, mode: "040000", type: "tree", sha: sub });
+    }
+    return [...byName.values()];
+  }
   function putBlob(bytes) {
     const sha = gitBlobSha(bytes);
     objects.set(sha, { type: "blob", bytes });
@@ -390,24 +432,19 @@ export async function startStandin(state = {}) {
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/trees\/([0-9a-f]+)$/,
       (m) => {
-        const listing = gitOut(["ls-tree", "-z", "--full-tree", m[3]]);
-        if (listing === null) return [404, { message: "Not Found" }];
-        const tree = listing
-          .split("\0")
-          .filter((line) => line !== "")
-          .map((line) => {
-            const [meta, path] = line.split("\t");
-            const [mode, type, sha] = meta.split(" ");
-            return { path, mode, type, sha };
-          });
-        return [200, { sha: m[3], tree, truncated: false }];
+        const tree = treeListing(m[3]);
+        return tree === null
+          ? [404, { message: "Not Found" }]
+          : [200, { sha: m[3], tree, truncated: false }];
       },
     ],
     [
       "GET",
       /^\/repos\/([^/]+)\/([^/]+)\/git\/blobs\/([0-9a-f]+)$/,
       (m) => {
-        const bytes = gitOut(["cat-file", "blob", m[3]], "buffer");
+        const written = objects.get(m[3]);
+        const bytes =
+          written?.type === "blob" ? written.bytes : gitOut(["cat-file", "blob", m[3]], "buffer");
         if (bytes === null) return [404, { message: "Not Found" }];
         return [200, { sha: m[3], content: bytes.toString("base64"), encoding: "base64" }];
       },
