@@ -44,6 +44,9 @@ path() {
   [ "$code" -eq 77 ] && verdict=SKIP
   local said
   said=$(grep -a '^ACCEPT: ' "$out/$name.log" | tail -n 1 | cut -c9-)
+  local note
+  note=$(grep -a '^ACCEPT-NOTE: ' "$out/$name.log" | cut -c14- | tr '\n' ' ')
+  [ -z "$note" ] || said="$said [${note% }]"
   printf '%-4s %-22s %4ss  %s\n' "$verdict" "$name" "$took" "${said:-exit $code}" | tee -a "$summary"
 }
 
@@ -162,7 +165,19 @@ app_e2e() { # the app end to end: an optimizing review's comment, a /bench comma
       dir=$(dirname "$dir")
     done
   done
-  node "$root/scripts/e2e-local.mjs" --out "$out/e2e" --timeout-min 7 \
+  # Its build cache of its own: the app hands the cache it is given to the runner's user,
+  # and the other lanes' sandboxes (another user) write theirs beside it
+  local cache
+  cache=$(mktemp -d /tmp/evk-acceptance-app-cache-XXXX)
+  # That user's sandbox nests a user namespace: where the kernel refuses one, the lane runs
+  # the runner as the app's user and says so (docs/SECURITY.md)
+  local runner_uid=${EVOKERNEL_RUNNER_UID:-}
+  if [ "$(id -u)" = 0 ] && ! setpriv --reuid 60998 --regid 60998 --clear-groups unshare --user --map-root-user true 2>/dev/null; then
+    echo "ACCEPT-NOTE: uid 60998 cannot make a user namespace here: the runner runs as the app's user"
+    runner_uid=off
+  fi
+  env EVOKERNEL_CACHE="$cache" ${runner_uid:+EVOKERNEL_RUNNER_UID=$runner_uid} \
+    node "$root/scripts/e2e-local.mjs" --out "$out/e2e" --timeout-min 7 \
     --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 6\n  minutes: 2\n' \
     --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" \
     --change "kernels/layernorm/kernel.cu=$fixtures/layernorm_touched.cu" \
