@@ -203,7 +203,13 @@ function optimizeSection(
   const lines: string[] = [];
   const gain = result.speedup.baseline;
   if (result.win && gain !== null) {
-    const suggested = task.suggestion === null ? "" : " — suggested below as a change to the PR";
+    const flags = result.best?.flags ?? [];
+    const suggested =
+      task.suggestion !== null
+        ? " — suggested below as a change to the PR"
+        : flags.length > 0
+          ? `, built with nvcc ${flags.map((flag) => codeSpan(flag)).join(" ")}: not suggested, since a change to the kernel file cannot carry nvcc flags (build the kernel with them to get this speed)`
+          : "";
     const floor =
       result.speedup.lowerBound === null
         ? ""
@@ -299,6 +305,8 @@ function evolvedDiff(result: Result, task: TaskReview): string {
   }
   const best = result.best;
   if (best === null || best.diff === "") return "";
+  // a kernel that differs only in how it is built (nvcc flags) has no change to show
+  if (parsePatch(best.diff).every((patch) => patch.hunks.length === 0)) return "";
   const path = task.kernel ?? best.file;
   const patches = parsePatch(best.diff).map((patch) => ({
     ...patch,

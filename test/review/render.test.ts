@@ -184,6 +184,32 @@ describe("renderComment", () => {
     );
   });
 
+  it("a win built with nvcc flags is said as such: no suggestion, no empty diff", () => {
+    const base = optimizeResult();
+    const flagged = optimizeResult({
+      best:
+        base.best === null
+          ? null
+          : {
+              ...base.best,
+              defines: {},
+              flags: ["-maxrregcount=32"],
+              source: "#define BLOCK_SIZE 256\n",
+              diff: "--- a/kernel.cu\n+++ b/kernel.cu\n",
+            },
+    });
+    const task = passedTask("softmax", [timing("8192x8192", 1, 1)], {
+      optimize: flagged,
+      suggestion: null,
+    });
+    const text = renderComment(review([task]));
+    expect(text).toContain(
+      "built with nvcc `-maxrregcount=32`: not suggested, since a change to the kernel file cannot carry nvcc flags",
+    );
+    expect(text).not.toContain("suggested below");
+    expect(text).not.toContain("The evolved kernel's diff");
+  });
+
   it("a torch.compile column only where torch.compile was measured", () => {
     const header = (task: ReturnType<typeof passedTask>) =>
       tokens(renderComment(review([task])))

@@ -18,7 +18,7 @@ export const optimizeCommand: Command = {
   usage: `usage: evokernel optimize <task> [--config free|insight|full] [--proposer NAME] [--model M]
                           [--candidates N] [--minutes M] [--usd D] [--population N]
                           [--parallel N] [--gpus LIST] [--seed N] [--archive FILE]
-                          [--out DIR] [--candidate FILE] [--json]
+                          [--out DIR] [--candidate FILE] [--no-nvcc-flags] [--json]
 
 Evolves the task's kernel (EvoEngineer): a population of verified candidates, parents
 drawn by rank, survivors by fitness (geometric-mean speedup over the task's kernel on the
@@ -48,6 +48,8 @@ again to resume. Needs a CUDA GPU. Method and defaults: docs/OPTIMIZE.md.
       --archive FILE  the run's archive (default .evokernel/<task>/archive.jsonl)
       --out DIR       write result.json there, and the winner as best.cu (or best.py)
   -c, --candidate F   start from this kernel instead of the task's own
+      --no-nvcc-flags the tuner leaves nvcc flags alone (as a pull request's search does: its
+                      winner is suggested as a change to the kernel file, which cannot carry them)
       --json          print the result (one JSON document)
 
 Ctrl-C stops after the candidates in flight (their cost is kept in the archive) and skips
@@ -69,6 +71,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
     archive: { type: "string" },
     out: { type: "string" },
     candidate: { type: "string", short: "c" },
+    "no-nvcc-flags": { type: "boolean" },
     json: { type: "boolean" },
   },
   async run(parsed, io) {
@@ -82,6 +85,7 @@ exit: 0 a faster kernel found and verified, 1 none (or the task invalid), 2 usag
       candidate: stringOption(parsed, "candidate"),
       archive: stringOption(parsed, "archive"),
       out: stringOption(parsed, "out"),
+      ...(flag(parsed, "no-nvcc-flags") ? { nvccFlags: false } : {}),
       env: process.env,
       say: (line) => io.stderr(`${clear}${line}\n`),
       onEvaluation: io.stderrIsTTY

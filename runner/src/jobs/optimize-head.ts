@@ -45,6 +45,8 @@ export const optimizeHead: Optimizer = async function optimizeHead(request) {
       seed: request.seed,
       // The tuner asks no model: a model named for the llm does not pass to it.
       model: request.proposer === "tuner" ? undefined : request.model,
+      // its winner is suggested as a change to the kernel file, which cannot carry nvcc flags
+      nvccFlags: false,
       env: process.env,
       say: (text) => {
         for (const line of text.split("\n")) if (line.trim() !== "") request.say(line);

@@ -181,10 +181,13 @@ function withOptimize(
   // a win smaller than the minimum the config sets for this task is reported, not suggested
   const lowerBound = result.speedup.lowerBound;
   const bigEnough = lowerBound !== null && lowerBound >= 1 + winPercent / 100;
+  // a kernel timed with nvcc flags is only that fast with them: its source alone is not it
+  const flags = result.best?.flags ?? [];
   const suggestion =
     kernel !== null &&
     result.win &&
     bigEnough &&
+    flags.length === 0 &&
     result.best !== null &&
     result.best.source !== source
       ? { path: kernel, before: source, after: result.best.source }
@@ -192,7 +195,9 @@ function withOptimize(
   const summary =
     result.win && !bigEnough
       ? `${review.summary}; the evolved kernel is not suggested: its gain is under the ${winPercent} % the config's thresholds ask for a win`
-      : review.summary;
+      : result.win && flags.length > 0
+        ? `${review.summary}; the evolved kernel is not suggested: it was built with nvcc ${flags.join(" ")}, which a change to the kernel file cannot carry`
+        : review.summary;
   return { ...review, summary, timings, optimize: result, suggestion };
 }
 

@@ -68,6 +68,12 @@ export type OptimizeOptions = {
    * `env`), else one. With several, each is a lane (gpu/lanes.ts); the final checks run on the first.
    */
   gpus?: string | undefined;
+  /**
+   * false: the tuner leaves nvcc flags alone (a job whose winner becomes a suggestion: a change
+   * to the kernel file cannot carry them). Absent: a .cu kernel's precision-keeping flags are
+   * searched too.
+   */
+  nvccFlags?: boolean | undefined;
   /** Where the proposer looks for its API key. */
   env: NodeJS.ProcessEnv;
   /** One line per step of the search (each candidate, the final checks). */
@@ -124,7 +130,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
     taskPath: target.task.path,
     baselineSource,
     ...tuningOf(target),
-    compiled: extname(start) !== ".py",
+    compiled: extname(start) !== ".py" && options.nvccFlags !== false,
     ...(settings.model === undefined ? {} : { model: settings.model }),
     env: options.env,
   });

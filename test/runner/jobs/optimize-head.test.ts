@@ -1,5 +1,5 @@
 // A job's optimize step calls optimize's pipeline as a function (no command, no flags, no
-// stdout parsed back) and searches as `evokernel optimize` does with the same settings:
+// stdout parsed back) and searches as `evokernel optimize --no-nvcc-flags` does with the same settings:
 // both against the stand-in for the harness on a GPU machine.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -66,6 +66,7 @@ describe("a job's optimize step", () => {
         "1",
         "--archive",
         join(dir, "cli", "archive.jsonl"),
+        "--no-nvcc-flags",
         "--json",
       ],
       {
@@ -82,5 +83,12 @@ describe("a job's optimize step", () => {
     expect(ids(outcome.result)).toEqual(ids(printed));
     expect({ ...outcome.result.search, seconds: 0 }).toEqual({ ...printed.search, seconds: 0 });
     expect(outcome.result.win).toBe(printed.win);
+    // a job's winner becomes a change to the kernel file: nothing it cannot carry is searched
+    const archived = (await readFile(join(work, "archive.jsonl"), "utf8"))
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map((line) => JSON.parse(line) as { flags?: string[] });
+    expect(archived.length).toBeGreaterThan(0);
+    expect(archived.every((entry) => (entry.flags ?? []).length === 0)).toBe(true);
   });
 });
