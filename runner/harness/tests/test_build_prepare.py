@@ -61,6 +61,10 @@ CANDIDATE = textwrap.dedent(
 
 class BuildPrepareTest(unittest.TestCase):
     def setUp(self):
+        # build() sets the extension's environment (CXX wrappers in the cache, its folder) in
+        # this process, as it does in the build's own child: kept from the tests that follow
+        self.environ = dict(os.environ)
+        self.addCleanup(self.restore_environ)
         self.tmp = tempfile.mkdtemp()
         self.marks = os.path.join(self.tmp, "marks.jsonl")
         problem = os.path.join(self.tmp, "1_Scale.py")
@@ -68,6 +72,10 @@ class BuildPrepareTest(unittest.TestCase):
             f.write(PROBLEM)
         self.task = load_task(problem)
         self.cache = os.path.join(self.tmp, "cache")
+
+    def restore_environ(self):
+        os.environ.clear()
+        os.environ.update(self.environ)
 
     def tearDown(self):
         import shutil

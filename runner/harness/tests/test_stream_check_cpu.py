@@ -122,7 +122,8 @@ class TailWitnessTest(unittest.TestCase):
 
     def check(self, trace, tail):
         with (
-            mock.patch.object(streams, "profile_call", lambda fn, *a: trace),
+            # a trace whose head start covered the call's launches (trace_call's second value)
+            mock.patch.object(streams, "trace_call", lambda fn, *a: (trace, True)),
             mock.patch.object(streams, "_least_tail", lambda fn, h, runs: tail),
         ):
             return streams.check(lambda: None)
