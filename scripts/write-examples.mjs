@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// npm run examples: writes docs/examples/pr-*.md from the reviews in test/review/examples.ts
+// npm run examples: writes docs/examples/pr-*.md from the reviews in test/helpers/review-examples.ts
 // through the same renderers the app posts with (bundled here with esbuild, as the tests
-// bundle the CLI). Never edit those files by hand; test/review/examples.test.ts fails when
+// bundle the CLI). Never edit those files by hand; test/report/index.examples.test.ts fails when
 // they are stale. `npm run screenshots` then renders them as GitHub would, to PNG.
 import { build } from "esbuild";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -14,7 +14,7 @@ const dir = await mkdtemp(join(tmpdir(), "evokernel-examples-"));
 try {
   const outfile = join(dir, "examples.mjs");
   await build({
-    entryPoints: [join(root, "test/review/examples.ts")],
+    entryPoints: [join(root, "test/helpers/review-examples.ts")],
     outfile,
     bundle: true,
     platform: "node",

@@ -1,5 +1,5 @@
 // npm run contract: writes runner/harness/evokernel_harness/contract/*.json from the zod
-// contract (src/shared/contract), never by hand; test/contract.test.ts fails on drift.
+// contract (src/shared/contract), never by hand; test/shared/contract/contract.test.ts fails on drift.
 import { mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { contractFileText, contractJsonSchemas } from "#shared/contract/json-schemas.js";

@@ -29,7 +29,7 @@ import {
   startHarness,
   strictNock,
 } from "../helpers/app-harness.js";
-import { passedTask, timing } from "../review/fixtures.js";
+import { passedTask, timing } from "../helpers/review-fixtures.js";
 
 const HEAD = "h".repeat(40);
 const spread = (ms: number) => ({ medianMs: ms, p20Ms: ms * 0.98, p80Ms: ms * 1.02 });

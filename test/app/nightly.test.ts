@@ -26,7 +26,7 @@ import {
   workflowRunPayload,
 } from "../helpers/app-harness.js";
 import { writeZip } from "../helpers/zip-writer.js";
-import { optimizeResult, passedTask, timing } from "../review/fixtures.js";
+import { optimizeResult, passedTask, timing } from "../helpers/review-fixtures.js";
 import { headTree } from "../helpers/git-tree.js";
 
 const R = `/repos/${OWNER}/${REPO}`;

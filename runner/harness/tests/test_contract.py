@@ -228,7 +228,7 @@ class ListsTest(unittest.TestCase):
 
 class ExpressionGrammarTest(unittest.TestCase):
     """task.json's arithmetic is the contract's grammar (expression-grammar.json): exprs.py
-    gives what the runner's parser gives (test/contract.test.ts) on every shared case."""
+    gives what the runner's parser gives (test/shared/contract/contract.test.ts) on every shared case."""
 
     def test_each_case_gives_its_value_or_an_error(self):
         for case in schema("expression-cases.json")["cases"]:

@@ -3,7 +3,7 @@
 // run side by side; a later job of the same group supersedes the earlier (the app cancels
 // it before dispatching the new one, and the example workflow's `concurrency` group, built
 // from the same spec fields, cancels it on Actions too); a push supersedes every job of the
-// old head (jobs/stop.ts). test/app/concurrency.test.ts checks the workflow against this.
+// old head (jobs/stop.ts). test/app/jobs/concurrency.test.ts checks the workflow against this.
 import type { JobSpec } from "../../shared/job.js";
 import type { ActiveJob } from "../job-registry.js";
 

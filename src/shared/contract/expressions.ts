@@ -2,7 +2,7 @@
 // bounds, the flops/bytes estimates), declared once: the runner parses it with this grammar
 // (runner/src/tasks/expression.ts), the harness reads the same grammar from the generated
 // expression-grammar.json (evokernel_harness/exprs.py), and both are held to
-// EXPRESSION_CASES (test/contract.test.ts, runner/harness/tests/test_contract.py).
+// EXPRESSION_CASES (test/shared/contract/contract.test.ts, runner/harness/tests/test_contract.py).
 
 /**
  * Tokens (regular expressions both languages read alike: ASCII classes only) and operators.

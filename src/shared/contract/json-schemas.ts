@@ -1,5 +1,5 @@
 // The contract as JSON Schemas for the harness (runner/harness/evokernel_harness/contract/,
-// written by `npm run contract`, checked against these by test/contract.test.ts): file name →
+// written by `npm run contract`, checked against these by test/shared/contract/contract.test.ts): file name →
 // schema. Records are described as the harness writes them (io "input": fields with a
 // default may be absent).
 import { z } from "zod";

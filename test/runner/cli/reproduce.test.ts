@@ -8,7 +8,7 @@ import { benchCommand } from "../../../runner/src/cli/bench.js";
 import { verifyCommand } from "../../../runner/src/cli/verify.js";
 import { benchLine, shellWord, verifyConfigs, verifyLine } from "../../../src/shared/reproduce.js";
 import { reproductionOf } from "../../../src/shared/review.js";
-import { passedTask, wrongTask } from "../../review/fixtures.js";
+import { passedTask, wrongTask } from "../../helpers/review-fixtures.js";
 import { runCli } from "../../helpers/cli.js";
 import { skipWithoutPython } from "../../helpers/python.js";
 

@@ -2,7 +2,7 @@
 // it three times (the target, the tunables, the reference), a job's task five (its target,
 // its tolerance, then optimize's three). Every read of the runner goes through
 // node:fs/promises, which counts them here; the stand-in harness (a process of its own)
-// plays the GPU, as in test/review/review-cli.test.ts.
+// plays the GPU, as in test/runner/cli/review.test.ts.
 import { execa } from "execa";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
