@@ -374,14 +374,17 @@ const [gate, runner, ...args] = process.argv.slice(2);
     "one job and one reply that it runs",
   );
   await writeFile(gate, "");
+  // The job's check run ends either way; a job that failed says why here at once, rather
+  // than after the wait for its comment runs out.
   await standin.waitFor(
     () =>
       bench()[0]?.status === "completed" &&
-      (standin?.checkRuns.every((run) => run.status === "completed") ?? false) &&
-      standin?.comments.length === 2,
+      (standin?.checkRuns.every((run) => run.status === "completed") ?? false),
     600_000,
-    "the job to be reported",
+    "the job's check run to end",
   );
+  expect(bench()[0]?.output).toMatchObject({ title: "2 kernels: 1 wrong, 1 improvement" });
+  await standin.waitFor(() => standin?.comments.length === 2, 600_000, "the job's comment");
   for (const app of apps.splice(0)) await app.stop();
 
   expect(bench()).toHaveLength(1);
