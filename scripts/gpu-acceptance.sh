@@ -6,6 +6,10 @@
 #
 #   bash scripts/gpu-prep.sh            # here: the bundles, Node packed, the public data, the commit
 #   bash scripts/gpu-acceptance.sh      # there, with node on PATH; OUT=DIR for the files
+#   bash scripts/gpu-acceptance.sh selftest app-e2e   # only those paths (names as printed)
+#
+# Named paths run alone (in their lanes), so a run can be split over calls shorter than the
+# whole; the summary says which paths it left out, and a run is whole only when none was.
 #
 # Public tasks (a KernelBench problem, a robust-kbench task) are read under
 # $EVOKERNEL_SHARED_DATA (kernelbench/…, robust-kbench/…); where they are absent those paths
@@ -13,6 +17,22 @@
 # through the machine-wide GPU lock). Exit 0 when every path met its expectation.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+all_paths=(selftest app-e2e review action readme verify-builtin kernelbench robust-kbench optimize-tuner)
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    echo "paths: ${all_paths[*]}"
+    exit 0
+    ;;
+esac
+wanted=" $* "
+for name in "$@"; do
+  case " ${all_paths[*]} " in
+    *" $name "*) ;;
+    *) echo "gpu-acceptance: no path named '$name'; the paths are: ${all_paths[*]}" >&2; exit 2 ;;
+  esac
+done
+chosen() { [ "$wanted" = "  " ] || [[ "$wanted" == *" $1 "* ]]; }
 out=${OUT:-/tmp/evk-acceptance}/acceptance
 mkdir -p "$out"
 cli="$root/dist/evokernel.mjs"
@@ -35,6 +55,7 @@ summary="$out/summary.txt"
 path() {
   local name=$1 start code
   shift
+  chosen "$name" || return 0
   start=$(date +%s)
   ("$@") >"$out/$name.log" 2>&1
   code=$?
@@ -234,5 +255,7 @@ started=$(date +%s)
 (path review review; path action action) &
 (path readme readme; path verify-builtin verify_builtin; path kernelbench kernelbench; path robust-kbench robust_kbench; path optimize-tuner optimize_tuner) &
 wait
-echo "acceptance: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed, $(grep -c '^SKIP' "$summary") skipped in $(($(date +%s) - started)) s" | tee -a "$summary"
+left=()
+for name in "${all_paths[@]}"; do chosen "$name" || left+=("$name"); done
+echo "acceptance: $(grep -c '^PASS' "$summary") passed, $(grep -c '^FAIL' "$summary") failed, $(grep -c '^SKIP' "$summary") skipped in $(($(date +%s) - started)) s${left:+; not run here: ${left[*]}}" | tee -a "$summary"
 ! grep -q '^FAIL' "$summary"
