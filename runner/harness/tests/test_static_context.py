@@ -5,8 +5,10 @@ candidate formats, native tasks) and the public formats' fixtures, without impor
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 from evokernel_harness.commands.static import cmd_static, cmd_static_context
@@ -71,14 +73,18 @@ class StaticContextTest(unittest.TestCase):
 
     def test_the_static_check_with_a_context_imports_no_torch(self):
         env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "runner", "harness")}
+        # a file of its own, never /dev/null: a test that wrote there broke every other test
+        # on the machine the day the harness renamed its record over it
+        out_file = os.path.join(tempfile.mkdtemp(), "static.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(out_file), True)
         code = (
             "import sys, json; from evokernel_harness.cli import main; "
             "rc = main(['static', '--candidate', sys.argv[1], '--reference-ops', '[\"softmax\"]', '--out', "
-            "'/dev/null']); "
+            "sys.argv[2]]); "
             "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
         )
         out = subprocess.run(
-            [sys.executable, "-c", code, os.path.join(REPO, "kernels", "softmax", "kernel.cu")],
+            [sys.executable, "-c", code, os.path.join(REPO, "kernels", "softmax", "kernel.cu"), out_file],
             capture_output=True,
             text=True,
             env=env,

@@ -34,6 +34,12 @@ let written = 0;
  * candidate format") on the H100, 2026-11-26.
  */
 export async function writeData(path: string, data: string | Uint8Array): Promise<void> {
+  if (await isStream(path)) {
+    // `--out /dev/stdout`, /dev/null, a FIFO: written into, never renamed over (as root, a
+    // rename over /dev/null left the machine a regular file there)
+    await writeFile(path, data);
+    return;
+  }
   const partial = `${path}.${process.pid}-${(written += 1)}.partial`;
   try {
     await writeFile(partial, data);
@@ -42,6 +48,15 @@ export async function writeData(path: string, data: string | Uint8Array): Promis
     await rm(partial, { force: true });
     throw error;
   }
+}
+
+/** A device, FIFO or socket, or a link to one (/dev/stdout). */
+async function isStream(path: string): Promise<boolean> {
+  const found = await stat(path).catch(() => undefined);
+  return (
+    found !== undefined &&
+    (found.isCharacterDevice() || found.isFIFO() || found.isSocket() || found.isBlockDevice())
+  );
 }
 
 /** `mkdir -p`. */

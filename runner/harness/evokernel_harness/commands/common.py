@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 
 from ..record import Record
@@ -15,7 +16,13 @@ SCHEMA = 1
 
 def write_record(record: Record, out: str | None) -> None:
     text = json.dumps(record, allow_nan=False, default=str)
-    if out:
+    if out and _is_stream(out):
+        # `--out /dev/null`, a FIFO, a socket: written into, never renamed over (as root, a
+        # rename replaced the machine's /dev/null with a regular file, and every process that
+        # then wrote to it as another user failed)
+        with open(out, "w") as f:
+            f.write(text)
+    elif out:
         tmp = out + ".tmp"
         try:  # whatever is there (a symlink a candidate left) goes; the record is a new file
             os.unlink(tmp)
@@ -27,6 +34,15 @@ def write_record(record: Record, out: str | None) -> None:
         os.replace(tmp, out)  # a reader never sees half a record
     else:
         print(text)
+
+
+def _is_stream(path: str) -> bool:
+    """A device, FIFO or socket itself (not a link to one: a link a candidate left is replaced)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)
 
 
 def log(msg: str) -> None:
