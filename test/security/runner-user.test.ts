@@ -1,6 +1,6 @@
 // Issue 34.1: a local job's runner is untrusted too. Where the app is root it runs, by default,
-// as a user of its own (60998), in PID, mount, IPC, UTS and (unless the job runs the LLM)
-// network namespaces of its own, with the app's key file, job records and kept results covered
+// as a user of its own (60998), in PID, mount, IPC, UTS and network namespaces of its own (an
+// LLM job reaches its API host through the job's egress proxy, and nothing else), with the app's key file, job records and kept results covered
 // in its mount namespace: code running as the runner reads none of them, even where their
 // mode would let any user read them. The runner's folder, home and build cache are its own;
 // what it cannot reach (a clone below a folder of mode 0700) fails the job naming the folder.
@@ -8,7 +8,8 @@
 import { execa } from "execa";
 import { once } from "node:events";
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -115,18 +116,22 @@ describe("how a local job's runner is confined", () => {
     const off = await confinedCommand(
       "true",
       [],
-      { network: false, hide: [] },
+      { hide: [] },
       {
         EVOKERNEL_JOB_PIDNS: "off",
       },
     );
-    expect(off).toMatchObject({ pidNamespace: false, unconfined: "EVOKERNEL_JOB_PIDNS=off" });
+    expect(off).toMatchObject({
+      pidNamespace: false,
+      network: true,
+      unconfined: "EVOKERNEL_JOB_PIDNS=off",
+    });
     expect(off.uid).toBeUndefined();
     await expect(
       confinedCommand(
         "true",
         [],
-        { network: false, hide: [] },
+        { hide: [] },
         {
           EVOKERNEL_JOB_PIDNS: "off",
           EVOKERNEL_RUNNER_UID: "60998",
@@ -136,18 +141,16 @@ describe("how a local job's runner is confined", () => {
       "EVOKERNEL_RUNNER_UID is set but cannot be honoured (EVOKERNEL_JOB_PIDNS=off)",
     );
     await expect(
-      confinedCommand("true", [], { network: false, hide: [] }, { EVOKERNEL_RUNNER_UID: "root" }),
+      confinedCommand("true", [], { hide: [] }, { EVOKERNEL_RUNNER_UID: "root" }),
     ).rejects.toThrow("EVOKERNEL_RUNNER_UID=root is not a uid");
   });
 
   it.skipIf(!ownUser)(
-    "gives the runner no network unless asked, and 60998 by default",
+    "gives every runner a network namespace of its own, and 60998 by default",
     async () => {
-      const without = await confinedCommand("true", [], { network: false, hide: [] }, {});
-      expect(without).toMatchObject({ uid: 60998, network: false });
-      expect(without.args).toContain("--net");
-      const llm = await confinedCommand("true", [], { network: true, hide: [] }, {});
-      expect(llm.args).not.toContain("--net");
+      const confined = await confinedCommand("true", [], { hide: [] }, {});
+      expect(confined).toMatchObject({ uid: 60998, network: false });
+      expect(confined.args).toContain("--net");
     },
   );
 });
@@ -187,33 +190,79 @@ describe.skipIf(!ownUser)("a local job's runner, by default", () => {
     expect(notices).toEqual([]);
   });
 
-  it("reaches no network in a job without the LLM, the machine's network in one with it", async () => {
-    const server = createServer((socket) => {
-      // the runner exits as soon as it connects: its end may reset the connection
+  it("reaches no network in a job without the LLM; in one with it, the LLM's API host through the job's proxy and nothing else", async () => {
+    // The API stand-in (ANTHROPIC_BASE_URL) and another host beside it on the same machine.
+    const api = createHttpServer((_request, response) => response.end("the API stand-in\n"));
+    let otherReached = 0;
+    const other = createServer((socket) => {
+      otherReached += 1;
       socket.on("error", () => undefined);
-      socket.end("hello\n");
+      socket.end("another host\n");
     });
-    server.listen(0, "127.0.0.1");
-    await once(server, "listening");
-    const address = server.address();
-    const port = typeof address === "object" && address !== null ? address.port : 0;
+    api.listen(0, "127.0.0.1");
+    other.listen(0, "127.0.0.1");
+    await Promise.all([once(api, "listening"), once(other, "listening")]);
+    const portOf = (server: { address(): unknown }) => (server.address() as AddressInfo).port;
+    setEnv("ANTHROPIC_BASE_URL", `http://127.0.0.1:${portOf(api)}`);
+    setEnv("ANTHROPIC_API_KEY", "sk-ant-standin-not-a-key");
+    // Each line: a direct connection to each host, then a CONNECT to each through the socket
+    // the job was given (and, where it answers 200, a request through the tunnel).
     const probe = [
       process.execPath,
       "-e",
-      `require("node:net").connect(${port}, "127.0.0.1").on("connect", () => { console.log("REACHED"); process.exit(1); }).on("error", (e) => { console.log("UNREACHABLE " + e.code); process.exit(1); })`,
+      `const net = require("node:net");
+const direct = (port) => new Promise((done) => net.connect(port, "127.0.0.1")
+  .on("connect", function () { this.destroy(); done("REACHED"); })
+  .on("error", (e) => done("UNREACHABLE " + e.code)));
+const via = (target) => new Promise((done) => {
+  const path = process.env.EVOKERNEL_LLM_PROXY_SOCKET;
+  if (!path) return done("NO PROXY");
+  let text = "", sent = false;
+  const socket = net.connect(path);
+  socket.on("connect", () => socket.write("CONNECT " + target + " HTTP/1.1\\r\\nHost: " + target + "\\r\\n\\r\\n"));
+  socket.on("data", (chunk) => {
+    text += chunk;
+    if (!sent && /^HTTP\\/1\\.1 200 [^\\r]*\\r\\n\\r\\n$/.test(text)) {
+      sent = true;
+      socket.write("GET / HTTP/1.1\\r\\nHost: api\\r\\nConnection: close\\r\\n\\r\\n");
+    }
+  });
+  socket.on("end", () => done(text.replace(/\\r?\\n/g, " | ")));
+  socket.on("error", (e) => done("ERROR " + e.code));
+});
+(async () => {
+  console.log("direct api: " + await direct(${portOf(api)}));
+  console.log("direct other: " + await direct(${portOf(other)}));
+  console.log("proxy api: " + await via("127.0.0.1:${portOf(api)}"));
+  console.log("proxy other: " + await via("127.0.0.1:${portOf(other)}"));
+  process.exit(1);
+})();`,
       "--",
     ];
     try {
-      const bench = await runJob(probe);
-      expect(said(bench.outcome)).toContain("UNREACHABLE");
-      const llm = await runJob(probe, {
-        id: "optimize-7-aaaaaaa-000002",
-        kind: "optimize",
-        tasks: ["kernels/softmax"],
-      });
-      expect(said(llm.outcome)).toContain("REACHED");
+      const bench = said((await runJob(probe)).outcome);
+      expect(bench).toContain("direct api: UNREACHABLE");
+      expect(bench).toContain("direct other: UNREACHABLE");
+      expect(bench).toContain("proxy api: NO PROXY");
+      const llm = said(
+        (
+          await runJob(probe, {
+            id: "optimize-7-aaaaaaa-000002",
+            kind: "optimize",
+            tasks: ["kernels/softmax"],
+          })
+        ).outcome,
+      );
+      expect(llm).toContain("direct api: UNREACHABLE");
+      expect(llm).toContain("direct other: UNREACHABLE");
+      expect(llm).toMatch(/proxy api: HTTP\/1\.1 200 Connection established \| .*the API stand-in/);
+      expect(llm).toMatch(
+        /proxy other: HTTP\/1\.1 403 Forbidden \| .*reaches only the LLM's API host 127\.0\.0\.1:\d+/,
+      );
+      expect(otherReached).toBe(0);
     } finally {
-      server.close();
+      api.close();
+      other.close();
     }
   });
 
