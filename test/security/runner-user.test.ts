@@ -107,6 +107,38 @@ function said(outcome: JobOutcome | undefined): string {
   return outcome?.kind === "failed" ? outcome.message : JSON.stringify(outcome);
 }
 
+/**
+ * A repository whose base and head commits hold the small softmax task (the head's kernel
+ * twice as fast to the stand-in harness), and the settings for the real runner on the CPU.
+ */
+async function forTheRealRunner(): Promise<{ repo: string; base: string; head: string }> {
+  const fixture = fileURLToPath(new URL("../fixtures/tasks/small_softmax", import.meta.url));
+  const fakeGpu = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
+  const repo = join(dir, "repo");
+  await mkdir(join(repo, "kernels"), { recursive: true });
+  await cp(fixture, join(repo, "kernels", "small_softmax"), { recursive: true });
+  const git = (...args: string[]) => execa("git", ["-C", repo, ...args]);
+  const kernel = join(repo, "kernels", "small_softmax", "kernel.cu");
+  const commit = async (marker: string) => {
+    await writeFile(
+      kernel,
+      `${(await readFile(kernel, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n")}\n// ${marker}\n`,
+    );
+    await git("add", "-A");
+    await git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", marker);
+    return (await git("rev-parse", "HEAD")).stdout.trim();
+  };
+  await git("init", "-q", "-b", "main");
+  const base = await commit("speed=1.0");
+  const head = await commit("speed=0.5");
+  setEnv("EVOKERNEL_RUNNER_UID", undefined);
+  setEnv("EVOKERNEL_PYTHON", fakeGpu);
+  setEnv("EVOKERNEL_SANDBOX", "off");
+  setEnv("EVOKERNEL_ROOT", fileURLToPath(new URL("../..", import.meta.url)));
+  setEnv("EVOKERNEL_CACHE", undefined);
+  return { repo, base, head };
+}
+
 // A runner of its own uid needs the app to be root with util-linux unshare and setpriv.
 const confined = await confinedCommand("true", []);
 const ownUser = confined.uid !== undefined;
@@ -143,6 +175,21 @@ describe("how a local job's runner is confined", () => {
     await expect(
       confinedCommand("true", [], { hide: [] }, { EVOKERNEL_RUNNER_UID: "root" }),
     ).rejects.toThrow("EVOKERNEL_RUNNER_UID=root is not a uid");
+  });
+
+  it("without namespaces keeps the machine's network for the runner, with no proxy, and tells the operator", async () => {
+    setEnv("EVOKERNEL_JOB_PIDNS", "off");
+    setEnv("EVOKERNEL_RUNNER_UID", undefined);
+    const { outcome, notices } = await runJob(
+      ["sh", "-c", 'echo "proxy [${EVOKERNEL_LLM_PROXY_SOCKET-}]"; exit 1'],
+      { id: "optimize-7-aaaaaaa-000005", kind: "optimize", tasks: ["kernels/softmax"] },
+    );
+    expect(said(outcome)).toContain("proxy []");
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toContain("because EVOKERNEL_JOB_PIDNS=off");
+    expect(notices[0]).toContain(
+      "the runner also shares the machine's network: a job reaches any host, an LLM job not only the LLM's API host",
+    );
   });
 
   it.skipIf(!ownUser)(
@@ -289,39 +336,7 @@ const via = (target) => new Promise((done) => {
   });
 
   it("runs the real runner: `evokernel job` gets through git, the plan and the harness to a result", async () => {
-    const fixture = fileURLToPath(new URL("../fixtures/tasks/small_softmax", import.meta.url));
-    const fakeGpu = fileURLToPath(new URL("../helpers/fake-gpu-harness.mjs", import.meta.url));
-    const repo = join(dir, "repo");
-    await mkdir(join(repo, "kernels"), { recursive: true });
-    await cp(fixture, join(repo, "kernels", "small_softmax"), { recursive: true });
-    const git = (...args: string[]) => execa("git", ["-C", repo, ...args]);
-    const kernel = join(repo, "kernels", "small_softmax", "kernel.cu");
-    const commit = async (marker: string) => {
-      await writeFile(
-        kernel,
-        `${(await readFile(kernel, "utf8")).replace(/\n\/\/ speed=.*\n$/, "\n")}\n// ${marker}\n`,
-      );
-      await git("add", "-A");
-      await git(
-        "-c",
-        "user.email=t@example.com",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-q",
-        "-m",
-        marker,
-      );
-      return (await git("rev-parse", "HEAD")).stdout.trim();
-    };
-    await git("init", "-q", "-b", "main");
-    const base = await commit("speed=1.0");
-    const head = await commit("speed=0.5");
-    setEnv("EVOKERNEL_RUNNER_UID", undefined);
-    setEnv("EVOKERNEL_PYTHON", fakeGpu);
-    setEnv("EVOKERNEL_SANDBOX", "off");
-    setEnv("EVOKERNEL_ROOT", fileURLToPath(new URL("../..", import.meta.url)));
-    setEnv("EVOKERNEL_CACHE", undefined);
+    const { repo, base, head } = await forTheRealRunner();
     const { outcome } = await runJob(
       [process.execPath, inject("cliBundle"), "job"],
       {
@@ -339,6 +354,60 @@ const via = (target) => new Promise((done) => {
     expect(review?.ok).toBe(true);
     if (review?.ok)
       expect(review.result.tasks[0]).toMatchObject({ status: "passed", improvement: true });
+  });
+
+  it("runs the real runner's LLM proposer with no network but the job's proxy: its search reaches the API stand-in", async () => {
+    const { repo, base, head } = await forTheRealRunner();
+    // Anthropic's Messages API, standing in: each request is counted, and refused as invalid
+    // (the proposer records that and the search ends; no retry).
+    const requests: { path?: string; key?: string }[] = [];
+    const api = createHttpServer((request, response) => {
+      request.resume();
+      request.on("end", () => {
+        requests.push({
+          ...(request.url === undefined ? {} : { path: request.url }),
+          ...(typeof request.headers["x-api-key"] === "string"
+            ? { key: request.headers["x-api-key"] }
+            : {}),
+        });
+        response.writeHead(400, { "content-type": "application/json" });
+        response.end(
+          JSON.stringify({
+            type: "error",
+            error: { type: "invalid_request_error", message: "the stand-in answers no prompt" },
+          }),
+        );
+      });
+    });
+    api.listen(0, "127.0.0.1");
+    await once(api, "listening");
+    setEnv("ANTHROPIC_BASE_URL", `http://127.0.0.1:${(api.address() as AddressInfo).port}`);
+    setEnv("ANTHROPIC_API_KEY", "sk-ant-standin-not-a-key");
+    try {
+      const { outcome } = await runJob(
+        [process.execPath, inject("cliBundle"), "job"],
+        {
+          id: "review-7-aaaaaaa-000004",
+          kind: "review",
+          sha: head,
+          baseSha: base,
+          pr: 7,
+          tasks: ["kernels/small_softmax"],
+          optimize: true,
+          proposer: "llm",
+          budget: { candidates: 1, minutes: 10, usd: 1 },
+        },
+        { repoDir: repo },
+      );
+      expect(outcome?.kind, said(outcome)).toBe("result");
+      expect(requests.length, said(outcome)).toBeGreaterThan(0);
+      expect(requests[0]).toEqual({
+        path: expect.stringMatching(/^\/v1\/messages/) as unknown,
+        key: "sk-ant-standin-not-a-key",
+      });
+    } finally {
+      api.close();
+    }
   });
 
   it.skipIf(skipWithoutPython)(
