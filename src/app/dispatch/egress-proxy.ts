@@ -6,7 +6,7 @@
 // line says what is allowed. An allowed CONNECT is piped, byte for byte, to that host (the TLS
 // is the runner's, end to end: the app sees neither the requests nor the key). The socket is
 // the runner's user's alone (mode 0600), and it closes with the job, its connections with it.
-import { chmod, chown } from "node:fs/promises";
+import { chmod, lchown } from "node:fs/promises";
 import { connect, createServer, type Socket } from "node:net";
 
 /** The LLM's API host and port, as a CONNECT names them ("api.anthropic.com:443"). */
@@ -56,7 +56,10 @@ export interface EgressProxy {
 }
 
 export interface EgressProxyOptions {
-  /** Where the socket is made (a path no file holds yet, in a folder the runner can reach). */
+  /**
+   * Where the socket is made: a path no file holds yet, in a folder the runner will reach and
+   * no other user can write in while the proxy starts (the job's folder before it is given).
+   */
   readonly path: string;
   readonly allow: ApiHost;
   /** The runner's uid (and gid), where it is not the app's: the socket is given to it. */
@@ -93,7 +96,8 @@ export async function startEgressProxy(options: EgressProxyOptions): Promise<Egr
       for (const socket of open) socket.destroy();
     });
   try {
-    if (options.uid !== undefined) await chown(options.path, options.uid, options.uid);
+    // never through a link (the folder should be the app's alone while this runs)
+    if (options.uid !== undefined) await lchown(options.path, options.uid, options.uid);
     await chmod(options.path, 0o600);
   } catch (error) {
     await close();

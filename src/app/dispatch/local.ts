@@ -243,15 +243,10 @@ async function runInWorktree(
             ? "; without namespaces the runner also shares the machine's network: a job reaches any host, an LLM job not only the LLM's API host"
             : ""),
       );
-    // A runner of its own uid owns the job's folder, a home and a build cache in it, and
-    // nothing of the app's: what else it needs is checked before it starts.
-    const own =
-      confined.uid === undefined ? undefined : await prepareRunnerUser(confined.uid, dir, options);
-    if (typeof own === "string") return { kind: "failed", message: own };
-    // After the folder is the runner's: this file stays root's, empty, unreadable.
-    await writeFile(cover, "", { mode: 0o400 });
     // In a network namespace of its own, an LLM job's runner reaches the LLM's API host, and
-    // nothing else, through this job's proxy; closed with the job (the finally below).
+    // nothing else, through this job's proxy; closed with the job (the finally below). Made
+    // while the folder is still the app's alone (mkdtemp: 0700), so that no other job's
+    // runner (the same uid) can swap the socket for a link before it is given to this one.
     if (llm && !confined.network) {
       try {
         proxy = await startEgressProxy({
@@ -263,6 +258,14 @@ async function runInWorktree(
         return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
       }
     }
+    // A runner of its own uid owns the job's folder, a home and a build cache in it, and
+    // nothing of the app's: what else it needs is checked before it starts.
+    const own =
+      confined.uid === undefined ? undefined : await prepareRunnerUser(confined.uid, dir, options);
+    if (typeof own === "string") return { kind: "failed", message: own };
+    // After the folder is the runner's: this file stays root's, empty, unreadable. Made new
+    // ("wx": never through a link another job's runner, of the same uid, put there).
+    await writeFile(cover, "", { mode: 0o400, flag: "wx" });
     // The runner's own settings (an allowlist), and the proxy's socket only where it is this job's.
     const env = runnerEnv(process.env, { llm });
     delete env["EVOKERNEL_LLM_PROXY_SOCKET"];
