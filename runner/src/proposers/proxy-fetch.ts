@@ -8,7 +8,6 @@
 import { request as httpRequest } from "node:http";
 import { connect as netConnect, isIP, type Socket } from "node:net";
 import { Readable } from "node:stream";
-import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls";
 
 /** The longest CONNECT answer (status line, headers and a refusal's text) read. */
@@ -62,10 +61,11 @@ export function fetchThroughProxy(
           const empty = NO_BODY.has(status) || request.method === "HEAD";
           if (empty) response.resume();
           resolve(
-            new Response(
-              empty ? null : (Readable.toWeb(response) as NodeReadableStream as ReadableStream),
-              { status, statusText: response.statusMessage ?? "", headers: answer },
-            ),
+            new Response(empty ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), {
+              status,
+              statusText: response.statusMessage ?? "",
+              headers: answer,
+            }),
           );
         },
       );
@@ -147,7 +147,7 @@ function tunnel(
         wrapped.removeAllListeners("error");
         resolve(wrapped);
       });
-      wrapped.once("error", (error) =>
+      wrapped.once("error", (error: Error) =>
         fail(`TLS to ${authority} through the LLM proxy failed: ${error.message}`, error),
       );
     };

@@ -87,7 +87,7 @@ describe("the LLM client's fetch through the job's proxy", () => {
       });
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toBe("text/event-stream");
-      const reader = response.body!.getReader();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       const decoder = new TextDecoder();
       const first = await reader.read();
       expect(decoder.decode(first.value)).toBe("event: first\n\n");
