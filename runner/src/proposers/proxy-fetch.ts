@@ -35,6 +35,9 @@ export function fetchThroughProxy(
     const headers: Record<string, string> = Object.fromEntries(request.headers);
     headers["host"] = url.host;
     headers["accept-encoding"] ??= "identity";
+    // one tunnel a request: closed once its response ends (nothing held open at exit)
+    headers["connection"] = "close";
+    delete headers["keep-alive"];
     if (body !== undefined) headers["content-length"] = String(body.length);
     return await new Promise<Response>((resolve, reject) => {
       const req = httpRequest(
