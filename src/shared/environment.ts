@@ -55,6 +55,9 @@ export const RUNNER_SETTINGS = [
   // the LLM proposer's; the runner never hands them to a harness child
   "ANTHROPIC_API_KEY",
   "ANTHROPIC_BASE_URL",
+  // the Unix socket of the job's egress proxy (src/app/dispatch/egress-proxy.ts), set by the
+  // local backend for an LLM job whose runner has no network of its own
+  "EVOKERNEL_LLM_PROXY_SOCKET",
 ] as const;
 
 /** The tests' stand-in harnesses take settings named so (never a secret's name). */
@@ -78,7 +81,11 @@ export function pickEnv(parent: Env, names: readonly string[]): Record<string, s
 }
 
 /** The LLM proposer's settings: only a job that runs it gets them. */
-export const LLM_SETTINGS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"] as const;
+export const LLM_SETTINGS = [
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_BASE_URL",
+  "EVOKERNEL_LLM_PROXY_SOCKET",
+] as const;
 
 /**
  * The environment the local backend gives the runner it starts for a job: the LLM's key only

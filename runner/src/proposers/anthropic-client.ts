@@ -8,11 +8,15 @@
 //   backoff, honouring the server's retry-after; `maxRetryWaitMs` caps how long one such
 //   wait may be (a test sets it to a few milliseconds).
 // - Each attempt has a timeout; an AbortSignal ends a request at once.
+// - Where the local backend gives the runner no network, every request goes through the
+//   job's egress proxy, a Unix socket (`proxySocket`: EVOKERNEL_LLM_PROXY_SOCKET) that
+//   reaches the API host alone (proxy-fetch.ts).
 import Anthropic from "@anthropic-ai/sdk";
 import type {
   Message,
   MessageCreateParamsNonStreaming,
 } from "@anthropic-ai/sdk/resources/messages";
+import { fetchThroughProxy } from "./proxy-fetch.js";
 
 export type AnthropicClientOptions = {
   apiKey: string;
@@ -24,6 +28,8 @@ export type AnthropicClientOptions = {
   timeoutMs?: number;
   /** The longest wait before a retry, whatever the server's retry-after asks. */
   maxRetryWaitMs?: number;
+  /** The job's egress proxy (EVOKERNEL_LLM_PROXY_SOCKET): every request goes through it. */
+  proxySocket?: string;
 };
 
 export type CreateMessage = (
@@ -58,7 +64,12 @@ export function createAnthropicClient(options: AnthropicClientOptions): LlmClien
     defaultHeaders: { "x-api-key": options.apiKey },
     maxRetries: options.maxRetries ?? CLIENT_DEFAULTS.maxRetries,
     timeout: options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs,
-    fetch: capRetryAfter(maxRetryWaitMs),
+    fetch: capRetryAfter(
+      maxRetryWaitMs,
+      options.proxySocket === undefined
+        ? (input, init) => globalThis.fetch(input, init)
+        : fetchThroughProxy(options.proxySocket),
+    ),
     logLevel: "off",
   });
   return {
@@ -74,9 +85,9 @@ export function createAnthropicClient(options: AnthropicClientOptions): LlmClien
  * fetch, with the wait a 429 or 5xx response asks for (retry-after) capped at `maxWaitMs`.
  * The SDK reads `retry-after-ms` before `retry-after`, so the cap is written there.
  */
-function capRetryAfter(maxWaitMs: number): typeof globalThis.fetch {
+function capRetryAfter(maxWaitMs: number, fetch: typeof globalThis.fetch): typeof globalThis.fetch {
   return async function fetchWithCap(input, init) {
-    const response = await globalThis.fetch(input, init);
+    const response = await fetch(input, init);
     if (response.status !== 429 && response.status < 500) return response;
     const header = response.headers.get("retry-after-ms") ?? response.headers.get("retry-after");
     if (header === null) return response;

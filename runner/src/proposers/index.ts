@@ -83,7 +83,13 @@ function createLlm(options: ProposerOptions): Proposer {
     );
   }
   const baseURL = options.env["ANTHROPIC_BASE_URL"]?.trim();
-  const client = createAnthropicClient({ apiKey, ...(baseURL ? { baseURL } : {}) });
+  // Set by the local backend where the runner has no network but a socket to the API host.
+  const proxySocket = options.env["EVOKERNEL_LLM_PROXY_SOCKET"]?.trim();
+  const client = createAnthropicClient({
+    apiKey,
+    ...(baseURL ? { baseURL } : {}),
+    ...(proxySocket ? { proxySocket } : {}),
+  });
   return createLlmProposer({ client, model, price });
 }
 

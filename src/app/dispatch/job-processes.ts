@@ -1,7 +1,7 @@
 // A local job's processes, from the runner's start to the end of the last thing it started:
 // the runner is started in a process group of its own (and, where the app is root, as the
-// first process of PID, mount, IPC, UTS and (unless the job runs the LLM) network namespaces
-// of its own with its own /proc, util-linux `unshare --pid --fork --kill-child --mount-proc`,
+// first process of PID, mount, IPC, UTS and network namespaces of its own (no link: a job
+// that runs the LLM reaches its API host through egress-proxy.ts only) with its own /proc, util-linux `unshare --pid --fork --kill-child --mount-proc`,
 // the app's secrets covered, as a user of its own: EVOKERNEL_RUNNER_UID, by default 60998),
 // and at every end of the job (success, failure, timeout, cancel, the PR closed) the whole
 // group is killed and waited for. In the namespace nothing escapes: when
@@ -44,7 +44,12 @@ export interface Confined {
   readonly pidNamespace: boolean;
   /** The uid (and gid) the runner runs as, where not the app's. */
   readonly uid?: number;
-  /** Whether the runner reaches the network (false: a network namespace of its own, no link). */
+  /**
+   * Whether the runner shares the machine's network: only where it has no namespaces (the
+   * app not root, no util-linux `unshare`, EVOKERNEL_JOB_PIDNS=off). Otherwise it is in a
+   * network namespace of its own with no link, and an LLM job reaches its API host through
+   * the job's egress proxy (egress-proxy.ts) alone.
+   */
   readonly network: boolean;
   /** Why the runner runs as the app's own user, for the operator's log (unset: it does not). */
   readonly unconfined?: string;
@@ -52,8 +57,6 @@ export interface Confined {
 
 /** What a job's runner may reach besides its own folder. */
 export interface ConfineOptions {
-  /** The network (only a job that runs the LLM proposer: jobUsesLlm). */
-  readonly network: boolean;
   /**
    * The app's paths covered in the runner's mount namespace (its .env, key files, state and
    * result folders): a folder by an empty read-only tmpfs, a file by `cover`. The runner's
@@ -69,8 +72,8 @@ export interface ConfineOptions {
  * The runner's command as started. Where the app may (root, util-linux `unshare` found;
  * EVOKERNEL_JOB_PIDNS=off turns it off): the first process of PID, mount, IPC and UTS
  * namespaces of its own, with a /proc of its own (`--mount-proc`: the app's processes, their
- * environment among them, are not in it), a network namespace of its own with no link unless
- * `options.network`, the app's secrets covered (`options.hide`), and as a user of its own
+ * environment among them, are not in it), a network namespace of its own with no link (an
+ * LLM job's runner reaches its API host through a Unix socket: egress-proxy.ts), the app's secrets covered (`options.hide`), and as a user of its own
  * (EVOKERNEL_RUNNER_UID, by default 60998; util-linux `setpriv`, no capabilities, no
  * groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
  * namespace. EVOKERNEL_RUNNER_UID=off keeps the namespaces and runs the runner as the app's
@@ -79,7 +82,7 @@ export interface ConfineOptions {
 export async function confinedCommand(
   file: string,
   args: readonly string[],
-  options: ConfineOptions = { network: true, hide: [] },
+  options: ConfineOptions = { hide: [] },
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<Confined> {
   const setting = runnerUid(env);
@@ -117,7 +120,7 @@ export async function confinedCommand(
       "--mount-proc",
       "--ipc",
       "--uts",
-      ...(options.network ? [] : ["--net"]),
+      "--net",
       "--propagation",
       "private",
       "--",
@@ -133,7 +136,7 @@ export async function confinedCommand(
       ...args,
     ],
     pidNamespace: true,
-    network: options.network,
+    network: false,
     ...(uid === undefined ? {} : { uid }),
     ...unconfined,
   };

@@ -1,7 +1,8 @@
 // The local backend, for a single GPU box and development: the app runs the runner itself,
 // in a git worktree of the job's commit, one job at a time per GPU, in a process group (and
 // namespaces) of its own that is killed whole when the job ends, as a user of its own that
-// sees none of the app's secrets (job-processes.ts, runner-access.ts). The runner's command is
+// sees none of the app's secrets (job-processes.ts, runner-access.ts), with no network but,
+// for a job that runs the LLM, a socket to the LLM's API host (egress-proxy.ts). The runner's command is
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
 import { readdirSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -24,6 +25,7 @@ import {
   killGroup,
 } from "./job-processes.js";
 import { giveFolder, runnerCannotReach } from "./runner-access.js";
+import { type EgressProxy, llmApiHost, startEgressProxy } from "./egress-proxy.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
 
@@ -194,6 +196,8 @@ async function runInWorktree(
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
   const worktree = join(dir, "checkout");
+  const llm = jobUsesLlm(spec);
+  let proxy: EgressProxy | undefined;
   // Every git command of the job: the safe arguments and environment, cancelled with the job.
   const git = (args: string[], reject = true) =>
     spawnProcess("git", [...GIT_SAFE_ARGS, "-C", options.repoDir, ...args], {
@@ -222,7 +226,6 @@ async function runInWorktree(
     let confined: Confined;
     try {
       confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile], {
-        network: jobUsesLlm(spec),
         hide: hiddenFromRunner(options, [dir, ...options.runnerCommand]),
         cover,
       });
@@ -235,22 +238,45 @@ async function runInWorktree(
           "code running as the runner can read what that user can (the app's .env and key among them). " +
           (confined.unconfined === "EVOKERNEL_RUNNER_UID=off"
             ? "Unset EVOKERNEL_RUNNER_UID for a runner of its own uid (60998)"
-            : "Run the app as root with util-linux `unshare` and `setpriv` for a runner of its own uid (EVOKERNEL_RUNNER_UID, by default 60998)"),
+            : "Run the app as root with util-linux `unshare` and `setpriv` for a runner of its own uid (EVOKERNEL_RUNNER_UID, by default 60998)") +
+          (confined.network
+            ? "; without namespaces the runner also shares the machine's network: a job reaches any host, an LLM job not only the LLM's API host"
+            : ""),
       );
+    // In a network namespace of its own, an LLM job's runner reaches the LLM's API host, and
+    // nothing else, through this job's proxy; closed with the job (the finally below). Made
+    // while the folder is still the app's alone (mkdtemp: 0700), so that no other job's
+    // runner (the same uid) can swap the socket for a link before it is given to this one.
+    if (llm && !confined.network) {
+      try {
+        proxy = await startEgressProxy({
+          path: join(dir, "llm-proxy.sock"),
+          allow: llmApiHost(process.env),
+          ...(confined.uid === undefined ? {} : { uid: confined.uid }),
+        });
+      } catch (error) {
+        return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
+      }
+    }
     // A runner of its own uid owns the job's folder, a home and a build cache in it, and
     // nothing of the app's: what else it needs is checked before it starts.
     const own =
       confined.uid === undefined ? undefined : await prepareRunnerUser(confined.uid, dir, options);
     if (typeof own === "string") return { kind: "failed", message: own };
-    // After the folder is the runner's: this file stays root's, empty, unreadable.
-    await writeFile(cover, "", { mode: 0o400 });
+    // After the folder is the runner's: this file stays root's, empty, unreadable. Made new
+    // ("wx": never through a link another job's runner, of the same uid, put there).
+    await writeFile(cover, "", { mode: 0o400, flag: "wx" });
+    // The runner's own settings (an allowlist), and the proxy's socket only where it is this job's.
+    const env = runnerEnv(process.env, { llm });
+    delete env["EVOKERNEL_LLM_PROXY_SOCKET"];
+    if (proxy !== undefined) env["EVOKERNEL_LLM_PROXY_SOCKET"] = proxy.path;
     const runner = spawnProcess(confined.file, confined.args, {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
       // so none of the app's credentials, nor any other service's, reaches it.
       // The LLM's key only for a job that runs the LLM proposer.
       env: {
-        ...runnerEnv(process.env, { llm: jobUsesLlm(spec) }),
+        ...env,
         CUDA_VISIBLE_DEVICES: gpu,
         ...(own === undefined ? {} : own.env),
         ...(own === undefined
@@ -307,6 +333,7 @@ async function runInWorktree(
       };
     return await readOutcome(outFile, run.exitCode, run.all ?? "");
   } finally {
+    await proxy?.close();
     await removeJobDir(options.repoDir, dir);
   }
 }
