@@ -33,8 +33,15 @@ const GONE_WITHIN_MS = 30_000;
 
 let unshareWorks: boolean | undefined;
 
-/** The uid a local runner runs as by default (EVOKERNEL_RUNNER_UID): the harness sandbox's is 60999. */
+/**
+ * The first uid of local runners by default (EVOKERNEL_RUNNER_UID): each job that runs at once
+ * has a uid of its own (runnerUids), so one job's runner cannot read, write or signal
+ * another's.
+ */
 export const DEFAULT_RUNNER_UID = 60998;
+
+/** The uid a root runner's harness sandbox becomes by default (EVOKERNEL_SANDBOX_UID). */
+export const DEFAULT_SANDBOX_UID = 60999;
 
 /** How a job's runner is confined: what confinedCommand made of it. */
 export interface Confined {
@@ -63,6 +70,8 @@ export interface ConfineOptions {
   readonly hide: readonly string[];
   /** An empty file of root's, mode 0400, bound read-only over each file hidden. */
   readonly cover?: string;
+  /** Which of the jobs that run at once this is (0 up): its runner's uid is the slot's. */
+  readonly slot?: number;
 }
 
 /**
@@ -74,7 +83,8 @@ export interface ConfineOptions {
  * (EVOKERNEL_RUNNER_UID, by default 60998; util-linux `setpriv`, no capabilities, no
  * groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
  * namespace. EVOKERNEL_RUNNER_UID=off keeps the namespaces and runs the runner as the app's
- * own user. Throws where EVOKERNEL_RUNNER_UID names a uid that cannot be honoured.
+ * own user. The uid is the slot's (`options.slot`, runnerUids). Throws where
+ * EVOKERNEL_RUNNER_UID names a uid that cannot be honoured.
  */
 export async function confinedCommand(
   file: string,
@@ -103,7 +113,10 @@ export async function confinedCommand(
   const unconfined = noUid === undefined ? {} : { unconfined: noUid };
   if (noNamespace !== undefined)
     return { file, args: [...args], pidNamespace: false, network: true, ...unconfined };
-  const uid = setting === "off" || noUid !== undefined ? undefined : setting.uid;
+  const uid =
+    setting === "off" || noUid !== undefined
+      ? undefined
+      : slotUids(setting.uid, (options.slot ?? 0) + 1, env)[options.slot ?? 0];
   const as =
     uid === undefined
       ? []
@@ -174,6 +187,45 @@ function runnerUid(
   return { uid, explicit: true };
 }
 
+/**
+ * The uids of local runners, one for each of `slots` jobs that run at once: from
+ * EVOKERNEL_RUNNER_UID (60998) up, passing over the uid a root runner's sandbox becomes
+ * (EVOKERNEL_SANDBOX_UID, 60999: a CLI run as root on the same machine uses it). "off": the
+ * runners run as the app's own user. None of them may belong to another user, service or app
+ * on the machine (docs/INSTALL.md).
+ */
+export function runnerUids(
+  slots: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): number[] | "off" {
+  const setting = runnerUid(env);
+  return setting === "off" ? "off" : slotUids(setting.uid, slots, env);
+}
+
+function slotUids(
+  base: number,
+  slots: number,
+  env: Readonly<Record<string, string | undefined>>,
+): number[] {
+  const sandbox = Number(env["EVOKERNEL_SANDBOX_UID"] ?? DEFAULT_SANDBOX_UID);
+  const uids: number[] = [];
+  for (let uid = base; uids.length < slots; uid += 1) if (uid !== sandbox) uids.push(uid);
+  return uids;
+}
+
+/**
+ * The uid the harness sandbox of slot `slot` becomes where its runner is root (the runner as
+ * the app's own user, EVOKERNEL_RUNNER_UID=off): EVOKERNEL_SANDBOX_UID (60999) plus the slot,
+ * so two jobs' sandboxes never share one. A runner of its own uid makes its sandbox in a user
+ * namespace of that uid instead (runner/src/sandbox/sandbox.ts).
+ */
+export function sandboxUidOf(
+  slot: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): number {
+  return Number(env["EVOKERNEL_SANDBOX_UID"] ?? DEFAULT_SANDBOX_UID) + slot;
+}
+
 let setprivFound: boolean | undefined;
 
 async function hasSetpriv(): Promise<boolean> {
@@ -240,6 +292,44 @@ export async function killGroup(group: JobGroup): Promise<number[]> {
     signal();
     await sleep(20);
   }
+}
+
+/**
+ * Kills every process that runs as `uid` (real, effective or saved), and waits until none is
+ * left; resolves to those still alive after the wait. For a runner's uid only (one no other
+ * user, service or app has: docs/INSTALL.md), never root's or the app's own.
+ */
+export async function killUser(uid: number): Promise<number[]> {
+  if (uid === 0 || uid === process.getuid?.()) return [];
+  const signal = (pids: readonly number[]) => {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    }
+  };
+  const until = Date.now() + GONE_WITHIN_MS;
+  for (;;) {
+    const left = await processesOf(uid);
+    if (left.length === 0 || Date.now() > until) return left;
+    signal(left);
+    await sleep(20);
+  }
+}
+
+/** Live (not zombie) processes whose real, effective or saved uid is `uid`. */
+export async function processesOf(uid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
+    const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)?.slice(1).map(Number) ?? [];
+    const state = /^State:\s+(\S)/m.exec(status)?.[1];
+    if (uids.includes(uid) && state !== "Z") found.push(Number(name));
+  }
+  return found;
 }
 
 /** Live (not zombie) processes whose process group is `pgid`. */

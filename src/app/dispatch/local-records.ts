@@ -3,14 +3,15 @@
 // app needs to conclude the job's check run and, once the runner runs, its process group.
 // At start-up the groups of files left over are killed whole (job-processes.ts: a group whose
 // leader the system gave to another process since, or one from before a reboot, is left
-// alone) and their folders removed; the app
+// alone), and so is every process of the uid the job's runner ran as (each job that runs at
+// once has its own: one left over is that job's), and their folders removed; the app
 // then concludes those jobs' check runs (jobs/recover.ts), and only then are the files
 // deleted. A runner's outcome is written down before it is reported, so a job whose report a
 // restart cut short is concluded with what it came to.
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { killGroup } from "./job-processes.js";
+import { killGroup, killUser } from "./job-processes.js";
 
 export const localRecordSchema = z.object({
   jobId: z.string().regex(/^[a-z]+-[\w]+-[0-9a-f]{7}-[0-9a-f]{6}$/),
@@ -31,6 +32,8 @@ export const localRecordSchema = z.object({
       bootId: z.string(),
     })
     .optional(),
+  /** The uid the job's runner ran as (job-processes.ts: runnerUids), where its own. */
+  uid: z.number().int().positive().optional(),
   /** The job's spec file, on the runner's command line. */
   specFile: z.string().optional(),
   /** The job's temporary folder (its worktree inside). */
@@ -49,11 +52,15 @@ export interface LocalRecords {
   write(record: LocalRecord): Promise<void>;
   remove(jobId: string): Promise<void>;
   /**
-   * Every record an earlier process left: its runner's process tree killed, its folder
-   * handed to `removeDir`. The file stays until `remove` (its check run concluded), so a
-   * start-up that cannot reach GitHub leaves the job to the next.
+   * Every record an earlier process left: its runner's process tree killed (and every
+   * process of its runner's uid, where `mayKillUser` says that uid is still the runners'
+   * alone), its folder handed to `removeDir`. The file stays until `remove` (its check run
+   * concluded), so a start-up that cannot reach GitHub leaves the job to the next.
    */
-  reap(removeDir: (dir: string) => Promise<void>): Promise<LocalRecord[]>;
+  reap(
+    removeDir: (dir: string) => Promise<void>,
+    mayKillUser?: (uid: number) => Promise<boolean>,
+  ): Promise<LocalRecord[]>;
 }
 
 export function createLocalRecords(stateDir: string): LocalRecords {
@@ -69,7 +76,7 @@ export function createLocalRecords(stateDir: string): LocalRecords {
     async remove(jobId) {
       await rm(fileOf(jobId), { force: true });
     },
-    async reap(removeDir) {
+    async reap(removeDir, mayKillUser = () => Promise.resolve(false)) {
       const names = await readdir(stateDir).catch(() => [] as string[]);
       const found: LocalRecord[] = [];
       for (const name of names) {
@@ -91,6 +98,8 @@ export function createLocalRecords(stateDir: string): LocalRecords {
         if (record.group !== undefined) await killGroup(record.group);
         else if (record.pid !== undefined && record.specFile !== undefined)
           await killTree(record.pid, record.specFile);
+        // What left the group and its namespace, if anything did, still runs as its uid.
+        if (record.uid !== undefined && (await mayKillUser(record.uid))) await killUser(record.uid);
         if (record.dir !== undefined) await removeDir(record.dir);
         found.push(record);
       }
