@@ -55,7 +55,8 @@ class ProcessLimitTest(unittest.TestCase):
     def test_a_refused_fork_or_thread_names_the_process_count_limit(self):
         from evokernel_harness import limits
 
-        for err in (BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable"), RuntimeError("can't start new thread")):
+        refused = BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        for err in (refused, RuntimeError("can't start new thread")):
             said = limits.over_resource_limit("the harness's verify", err)
             self.assertIsNotNone(said)
             assert said is not None
