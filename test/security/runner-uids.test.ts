@@ -2,7 +2,8 @@
 // and write each other's folders and signal each other's processes; here two jobs on a 2-GPU
 // local dispatcher run side by side, each reads the other's job folder, and neither can (each
 // runs as its slot's uid, EVOKERNEL_RUNNER_UID up). Both lock both GPUs' lock files (root's,
-// read-only for every uid), and a restarted app kills what a job's uid left. Real processes,
+// read-only for every uid), each builds in a cache folder of its uid's under the operator's
+// (root's: none plants another's), and a restarted app kills what a job's uid left. Real processes,
 // a real git repository, the app root (as in runner-user.test.ts).
 import { execa } from "execa";
 import { spawn } from "node:child_process";
@@ -107,7 +108,8 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
     const locks = join(dir, "locks");
     setEnv("EVOKERNEL_RUNNER_UID", "61200");
     setEnv("EVOKERNEL_GPU_LOCKS", locks);
-    setEnv("EVOKERNEL_CACHE", undefined);
+    const cache = join(dir, "cache");
+    setEnv("EVOKERNEL_CACHE", cache);
     // Each says where its folder is, waits for the other's, reads it, locks both GPUs, and
     // stays until the other has read too (so the folder read is there to read).
     const lock =
@@ -121,6 +123,9 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
       'echo "spec [$(cat "$other/spec.json" 2>&1 | head -c 300)]"',
       'echo "list [$(ls "$other" 2>&1)]"',
       'if touch "$other/planted" 2>/dev/null; then echo PLANTED; fi',
+      // the operator's build cache: a folder of this uid's, in a folder none can plant in
+      'echo "cache $(basename "$EVOKERNEL_CACHE")"; touch "$EVOKERNEL_CACHE/mine"',
+      'if mkdir "$(dirname "$EVOKERNEL_CACHE")/runner-99" 2>/dev/null; then echo PLANTED; fi',
       `python3 -c "${lock}" ${locks} 2>&1`,
       `touch ${meet}/done-$me`,
       `while [ "$(ls ${meet} | grep -c done-)" -lt 2 ]; do sleep 0.05; done`,
@@ -159,6 +164,11 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
       expect(text).not.toContain("PLANTED");
       expect(text).toContain("locked both");
     }
+    for (const uid of [61200, 61201]) {
+      expect(texts.join("\n")).toContain(`cache runner-${uid}`);
+      expect((await stat(join(cache, `runner-${uid}`, "mine"))).uid).toBe(uid);
+    }
+    expect((await stat(cache)).uid).toBe(0);
     // The locks are root's, every uid's to open read-only, none's to remove.
     const folder = await stat(locks);
     expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);

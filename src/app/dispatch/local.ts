@@ -30,7 +30,7 @@ import {
 } from "./job-processes.js";
 import {
   accessProblem,
-  giveFolder,
+  giveCacheFolder,
   prepareGpuLocks,
   runnerCannotReach,
   usersOf,
@@ -454,15 +454,18 @@ async function prepareRunnerUser(
   const home = join(dir, "home");
   await mkdir(home);
   const shared = process.env["EVOKERNEL_CACHE"];
-  const cache = shared === undefined ? join(dir, "cache") : join(shared, `runner-${uid}`);
-  if (shared === undefined) await mkdir(cache);
-  else {
-    await giveFolder(uid, cache);
-    const problem = await accessProblem(uid, cache, "write");
-    if (problem !== undefined) return problem;
-  }
   const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
-  if (locks !== "off") await prepareGpuLocks(locks, options.gpus);
+  let cache = join(dir, "cache");
+  try {
+    if (shared === undefined) await mkdir(cache);
+    else cache = await giveCacheFolder(uid, shared);
+    if (locks !== "off") await prepareGpuLocks(locks, options.gpus);
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  // The job's folder is given to it below; a cache of the operator's must be reachable.
+  const unreachable = shared === undefined ? undefined : await accessProblem(uid, cache, "write");
+  if (unreachable !== undefined) return unreachable;
   await spawnProcess("chown", ["-R", `${uid}:${uid}`, dir], {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
     extendEnv: false,

@@ -4,7 +4,18 @@
 // every job from inside with a permission error (issue 32's root cause, there for the
 // sandbox's user): here the job fails first, naming the folder and what to change.
 import { constants } from "node:fs";
-import { chmod, chown, lstat, mkdir, open, readFile, realpath, rm, stat } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  realpath,
+  rm,
+  stat,
+} from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { spawnProcess } from "../../process/spawn.js";
 
@@ -108,6 +119,25 @@ export async function giveFolder(uid: number, path: string): Promise<void> {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
     extendEnv: false,
   });
+}
+
+/**
+ * The build cache of a runner of `uid` where the operator names one (EVOKERNEL_CACHE):
+ * `runner-UID` in it, the uid's; the folder itself root's, so no runner can plant a link or
+ * a folder of its own where another uid's cache goes (a cache shared by uids would let one
+ * job's runner put its objects in another's build). Resolves to the folder, or says why not.
+ */
+export async function giveCacheFolder(uid: number, shared: string): Promise<string> {
+  await mkdir(shared, { recursive: true, mode: 0o755 });
+  const info = await lstat(shared);
+  if (!info.isDirectory())
+    throw new Error(
+      `EVOKERNEL_CACHE=${shared} is not a folder (a link or a file): remove it or point EVOKERNEL_CACHE elsewhere`,
+    );
+  if (info.uid !== 0) await lchown(shared, 0, 0);
+  const cache = join(shared, `runner-${uid}`);
+  await giveFolder(uid, cache);
+  return cache;
 }
 
 /**
