@@ -2,7 +2,8 @@
 // the runner is started in a process group of its own (and, where the app is root, as the
 // first process of PID, mount, IPC, UTS and (unless the job runs the LLM) network namespaces
 // of its own with its own /proc, util-linux `unshare --pid --fork --kill-child --mount-proc`,
-// the app's secrets covered, as a user of its own: EVOKERNEL_RUNNER_UID, by default 60998),
+// the app's secrets covered, as a user of its own: one uid for each job that runs at once,
+// from EVOKERNEL_RUNNER_UID up, by default 60998, 61000, …: runnerUids),
 // and at every end of the job (success, failure, timeout, cancel, the PR closed) the whole
 // group is killed and waited for. In the namespace nothing escapes: when
 // its first process dies the kernel kills every process in it, those that left the group
