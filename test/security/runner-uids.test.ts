@@ -179,6 +179,36 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
     }
   }, 600_000);
 
+  it("with the runner as the app's own (root) user, gives each job's sandbox a uid of its own", async () => {
+    const { repo: clone, sha } = await repo();
+    setEnv("EVOKERNEL_RUNNER_UID", "off");
+    setEnv("EVOKERNEL_SANDBOX_UID", undefined);
+    setEnv("EVOKERNEL_GPU_LOCKS", join(dir, "locks"));
+    const outcomes: JobOutcome[] = [];
+    const dispatcher = createLocalDispatcher({
+      repoDir: clone,
+      runnerCommand: ["sh", "-c", 'echo "sandbox uid $EVOKERNEL_SANDBOX_UID"; exit 1'],
+      gpus: 2,
+      timeoutMs: 600_000,
+      onDone: (_, outcome) => {
+        outcomes.push(outcome);
+        return Promise.resolve();
+      },
+      onError: () => undefined,
+      onNotice: () => undefined,
+    });
+    for (const n of [1, 2])
+      await dispatcher.start({
+        spec: spec(sha, n),
+        github,
+        workflow: "evokernel.yml",
+        ref: "main",
+      });
+    await dispatcher.idle?.();
+    const uids = outcomes.map((outcome) => /sandbox uid (\d+)/.exec(said(outcome))?.[1]);
+    expect(uids.sort()).toEqual(["60999", "61000"]);
+  }, 600_000);
+
   it("at the next start, kills what a job's uid left, and nothing of a uid not the runners'", async () => {
     const { repo: clone } = await repo();
     setEnv("EVOKERNEL_RUNNER_UID", "61210");

@@ -138,6 +138,20 @@ export function allowWrite(path: string): void {
   own(path);
 }
 
+/**
+ * Lets the sandbox open the GPU locks' folder (read-write, as the harness's lock needs). A
+ * folder of root's that the app's local backend prepared for the runners of every uid (a
+ * lock file of root's, mode 0644, for each GPU: src/app/dispatch/runner-access.ts) stays
+ * root's: given to this sandbox's user, that user could remove and replace the lock files
+ * the sandboxes of other jobs lock. Any other folder is given to the sandbox's user.
+ */
+export function allowLocks(path: string): void {
+  mkdirSync(path, { recursive: true });
+  const info = statSync(path);
+  if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) view.writable.add(real(path));
+  else allowWrite(path);
+}
+
 let scratch: string | undefined;
 
 /**
