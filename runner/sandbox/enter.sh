@@ -126,8 +126,13 @@ if [ "$uid" = - ]; then
 else
   user="--reuid=$uid --regid=$gid --clear-groups"
 fi
-# Limits first (lowering needs no privilege), then the user and the capabilities go.
+# Limits first (lowering needs no privilege), then the user and the capabilities go. The
+# process count and file size are sized from the machine by runner/src/sandbox/sandbox.ts
+# (sandboxLimits: EVOKERNEL_SANDBOX_NPROC and EVOKERNEL_SANDBOX_FSIZE win), which always sets
+# both; the harness inside names them when one is hit (evokernel_harness/limits.py).
+case ${EVOKERNEL_SANDBOX_NPROC:-}:${EVOKERNEL_SANDBOX_FSIZE:-} in
+  *[!0-9:]* | :* | *:) fail "EVOKERNEL_SANDBOX_NPROC and EVOKERNEL_SANDBOX_FSIZE must be numbers (runner/src/sandbox/sandbox.ts sets them)" ;;
+esac
 # shellcheck disable=SC2086 # $user is a list of options
-exec prlimit --core=0 --nproc="${EVOKERNEL_SANDBOX_NPROC:-8192}" \
-  --fsize="${EVOKERNEL_SANDBOX_FSIZE:-17179869184}" -- \
+exec prlimit --core=0 --nproc="$EVOKERNEL_SANDBOX_NPROC" --fsize="$EVOKERNEL_SANDBOX_FSIZE" -- \
   setpriv $user --inh-caps=-all --bounding-set=-all --no-new-privs -- "$@"

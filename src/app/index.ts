@@ -71,6 +71,7 @@ export function createEvokernelApp(settings: AppSettings = appSettings(process.e
           ...settings.local,
           onError,
           onNotice: (message) => log.warn(message),
+          onInfo: (message) => log.info(message),
           onDone: (spec, outcome) => finishLocal(spec, outcome),
         })
       : undefined;

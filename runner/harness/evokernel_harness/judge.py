@@ -87,9 +87,12 @@ def run_candidate(fn: Callable[[], Record], claim_path: str) -> tuple[int, float
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
         except BaseException as err:  # the harness failed in the candidate's process
+            doing = "the task's inputs or reference (made in the candidate's process)"
             if limits.out_of_memory(err):  # the task's inputs or reference, past the memory limit
-                doing = "the task's inputs or reference (made in the candidate's process)"
                 print(f"MemoryLimitError: {limits.over_limit(limits.memory_limit_mb(), doing, err)}", file=sys.stderr)
+                code = 3
+            elif (said := limits.over_resource_limit(doing, err)) is not None:
+                print(said, file=sys.stderr)  # the sandbox's file-size or process-count limit
                 code = 3
             else:
                 traceback.print_exc()

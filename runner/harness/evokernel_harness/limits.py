@@ -6,16 +6,21 @@ raises, Python raises MemoryError, a compiler exits), said as a MemoryLimitError
 limit and the allocation, exit 3: never the kernel's OOM killer choosing among the machine's
 processes (a probe of KernelBench's 19_ReLU reached 23.6 GB on a 23 GB machine). The process
 count and file size are capped where the sandbox starts the process (runner/sandbox/enter.sh:
-prlimit), the wall time by each request's timeout (the runner's client, the fork server).
+prlimit, sized from the machine by runner/src/sandbox/sandbox.ts unless $EVOKERNEL_SANDBOX_NPROC
+and $EVOKERNEL_SANDBOX_FSIZE say), and a hit is said here too, exit 3 (over_resource_limit); the
+wall time by each request's timeout (the runner's client, the fork server).
 
 RLIMIT_DATA counts private writable memory, what tensors on the CPU take; not the address
 space CUDA reserves (RLIMIT_AS would refuse that), nor GPU memory."""
 
+import errno
 import os
 import re
 import resource
 
 MEM_ENV = "EVOKERNEL_MEM_LIMIT_MB"
+FSIZE_ENV = "EVOKERNEL_SANDBOX_FSIZE"
+NPROC_ENV = "EVOKERNEL_SANDBOX_NPROC"
 DEFAULT_FALLBACK_MB = 16384
 
 _applied: "int | None" = None
@@ -102,3 +107,30 @@ def over_limit(mb: int, doing: str, err: BaseException) -> str:
         f"machine's memory) in {doing}: give the task smaller configurations, or raise {MEM_ENV} "
         "on a machine that has the memory"
     )
+
+
+def _limit(which: int) -> str:
+    soft, _ = resource.getrlimit(which)
+    return "none" if soft == resource.RLIM_INFINITY else str(soft)
+
+
+def over_resource_limit(doing: str, err: BaseException) -> "str | None":
+    """The line to print when err is the sandbox's file-size or process-count limit refusing
+    (a write past RLIMIT_FSIZE: EFBIG, Python ignores SIGXFSZ; a process or thread past
+    RLIMIT_NPROC: EAGAIN), naming the limit in force and its setting; None for anything else."""
+    if isinstance(err, OSError) and err.errno == errno.EFBIG:
+        size = _limit(resource.RLIMIT_FSIZE)
+        shown = f"{size} bytes ({int(size) / 2**20:.0f} MiB)" if size.isdigit() else size
+        return (
+            f"FileSizeLimitError: a write went past the file-size limit of {shown} ({FSIZE_ENV}; by "
+            "default half the free space of the runner's temporary folder, 256 MiB to 16 GiB) in "
+            f"{doing}: write smaller files, or raise {FSIZE_ENV} on a machine that has the disk"
+        )
+    fork_refused = isinstance(err, BlockingIOError) and err.errno == errno.EAGAIN
+    if fork_refused or (isinstance(err, RuntimeError) and "can't start new thread" in str(err)):
+        return (
+            f"ProcessLimitError: a new process or thread was refused ({type(err).__name__}: {err}): "
+            f"the process-count limit of {_limit(resource.RLIMIT_NPROC)} ({NPROC_ENV}; by default 64 "
+            f"a CPU, 512 to 8192) in {doing}: start fewer processes or threads, or raise {NPROC_ENV}"
+        )
+    return None

@@ -12,6 +12,7 @@ import { EnvironmentError } from "../errors.js";
 import { cacheDir, harnessDir } from "../paths.js";
 import {
   DESCRIBE_PYTHON,
+  allowLocks,
   allowWrite,
   sandboxMode,
   sandboxed,
@@ -126,7 +127,7 @@ export async function pythonInvocation(
   allowWrite(env["EVOKERNEL_CACHE"] ?? cacheDir());
   // One GPU lock for every sandbox on the machine (each has its own /tmp).
   env["EVOKERNEL_GPU_LOCKS"] ??= join(tmpdir(), "evokernel-gpu-locks");
-  if (env["EVOKERNEL_GPU_LOCKS"] !== "off") allowWrite(env["EVOKERNEL_GPU_LOCKS"]);
+  if (env["EVOKERNEL_GPU_LOCKS"] !== "off") allowLocks(env["EVOKERNEL_GPU_LOCKS"]);
   await requireSandbox(python);
   const install = await describePython(python);
   const inside = sandboxed({ file: install.executable, args, python: install, env });

@@ -51,10 +51,12 @@ export function failureOf(
   if (outcome.exitCode === null) {
     return { status: "crash", message: `${stage}: the harness process vanished${because}`, log };
   }
-  // Exit 3 with the harness's MemoryLimitError: an allocation past the command's memory limit
-  // (runner/harness/evokernel_harness/limits.py), said as such, reason `resources`.
-  if (outcome.exitCode === 3 && cause?.startsWith(MEMORY_LIMIT) === true) {
-    const said = cause.slice(MEMORY_LIMIT.length).trim();
+  // Exit 3 with the harness's MemoryLimitError (an allocation past the command's memory limit),
+  // FileSizeLimitError or ProcessLimitError (the sandbox's prlimit): limits.py, said as such,
+  // reason `resources`.
+  const limit = LIMIT_HIT.find((prefix) => cause?.startsWith(prefix) === true);
+  if (outcome.exitCode === 3 && cause !== null && limit !== undefined) {
+    const said = cause.slice(limit.length).trim();
     return { status: "error", reason: "resources", message: `${stage}: ${said}`, log };
   }
   if (outcome.exitCode !== 0) {
@@ -68,7 +70,7 @@ export function failureOf(
   return null;
 }
 
-const MEMORY_LIMIT = "MemoryLimitError:";
+const LIMIT_HIT = ["MemoryLimitError:", "FileSizeLimitError:", "ProcessLimitError:"];
 
 /** The end of a run's output as a failure keeps it: the last lines, capped, secrets redacted. */
 export function logTail(log: string): string {
@@ -109,6 +111,11 @@ export function signalName(signal: string): string {
     ? Object.keys(signals).find((key) => signals[key] === number)
     : signal;
   if (name === undefined) return `signal ${signal}`;
-  const hint = name === "SIGKILL" ? ", often the machine's out-of-memory killer" : "";
+  const hint =
+    name === "SIGKILL"
+      ? ", often the machine's out-of-memory killer"
+      : name === "SIGXFSZ"
+        ? ", a file past the sandbox's file-size limit, EVOKERNEL_SANDBOX_FSIZE"
+        : "";
   return number === undefined ? name : `${name} (signal ${number}${hint})`;
 }

@@ -18,10 +18,11 @@ import {
   readdirSync,
   realpathSync,
   rmSync,
+  statfsSync,
   statSync,
 } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { repoRoot } from "../paths.js";
@@ -137,6 +138,20 @@ export function allowWrite(path: string): void {
   own(path);
 }
 
+/**
+ * Lets the sandbox open the GPU locks' folder (read-write, as the harness's lock needs). A
+ * folder of root's that the app's local backend prepared for the runners of every uid (a
+ * lock file of root's, mode 0644, for each GPU: src/app/dispatch/runner-access.ts) stays
+ * root's: given to this sandbox's user, that user could remove and replace the lock files
+ * the sandboxes of other jobs lock. Any other folder is given to the sandbox's user.
+ */
+export function allowLocks(path: string): void {
+  mkdirSync(path, { recursive: true });
+  const info = statSync(path);
+  if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) view.writable.add(real(path));
+  else allowWrite(path);
+}
+
 let scratch: string | undefined;
 
 /**
@@ -249,6 +264,71 @@ export type SandboxSpec = {
 
 export type Invocation = { file: string; args: string[]; env: Record<string, string> };
 
+/** What the sandbox's caps are sized from: the machine's CPUs, the free space of its scratch. */
+export type Machine = { cpus: number; freeBytes: number | undefined };
+
+const MIB = 2 ** 20;
+const GIB = 2 ** 30;
+
+/**
+ * The sandbox's caps on processes and on a file's size (prlimit in enter.sh), sized from the
+ * machine unless set (EVOKERNEL_SANDBOX_NPROC, EVOKERNEL_SANDBOX_FSIZE, bytes).
+ *
+ * Processes: 64 a CPU, at least 512, at most 8192. RLIMIT_NPROC counts every process and
+ * thread of the sandbox's user, and a runner of its own uid (the local backend) is that user:
+ * torch starts a pool of about one thread a CPU in each process, a build one compiler a job
+ * (EVOKERNEL_BUILD_JOBS, about one a CPU), and a command a few processes (fork server, its
+ * worker, a candidate's process); 64 a CPU leaves room for all of them several times over,
+ * while a fork bomb stops at a few thousand. 512 keeps a small machine's torch and builds
+ * working; 8192 was the fixed cap and stays the most.
+ *
+ * File size: half the free space of the filesystem that holds the scratch folder (the
+ * writable folder on disk: records, candidates' sources, the build cache beside it), at
+ * least 256 MiB, at most 16 GiB: one file can never fill that disk, and a build's objects and
+ * a task's saved tensors (hundreds of MiB at most) fit. Where the free space cannot be read,
+ * 16 GiB. (The sandbox's /tmp is a tmpfs of half the memory: its own size caps it.)
+ */
+export function sandboxLimits(
+  machine: Machine,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): { nproc: number; fsize: number } {
+  const clamp = (value: number, low: number, high: number) =>
+    Math.min(high, Math.max(low, Math.floor(value)));
+  const nproc = setting(env, "EVOKERNEL_SANDBOX_NPROC") ?? clamp(64 * machine.cpus, 512, 8192);
+  const fsize =
+    setting(env, "EVOKERNEL_SANDBOX_FSIZE") ??
+    (machine.freeBytes === undefined
+      ? 16 * GIB
+      : clamp(machine.freeBytes / 2, 256 * MIB, 16 * GIB));
+  return { nproc, fsize };
+}
+
+function setting(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+): number | undefined {
+  const text = env[name]?.trim();
+  if (text === undefined || text === "") return undefined;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new EnvironmentError(
+      `${name}=${text} is not a whole number above 0: unset it (sized from the machine: docs/SECURITY.md) or set a number`,
+    );
+  return value;
+}
+
+/** This machine as sandboxLimits reads it: its CPUs, the free space where scratch lives. */
+function thisMachine(): Machine {
+  let freeBytes: number | undefined;
+  try {
+    const fs = statfsSync(scratchDir());
+    freeBytes = fs.bavail * fs.bsize;
+  } catch {
+    freeBytes = undefined;
+  }
+  return { cpus: availableParallelism(), freeBytes };
+}
+
 /** `spec` wrapped in the sandbox (or as it is where EVOKERNEL_SANDBOX=off). */
 export function sandboxed(spec: SandboxSpec): Invocation {
   const { python } = spec;
@@ -284,8 +364,12 @@ export function sandboxed(spec: SandboxSpec): Invocation {
     spec.file,
     ...spec.args,
   ];
+  // enter.sh applies them; the harness inside names them when one is hit (limits.py).
+  const limits = sandboxLimits(thisMachine(), spec.env);
   const env = {
     ...spec.env,
+    EVOKERNEL_SANDBOX_NPROC: String(limits.nproc),
+    EVOKERNEL_SANDBOX_FSIZE: String(limits.fsize),
     HOME: "/tmp",
     TMPDIR: "/tmp",
     USER: "evokernel",

@@ -1,8 +1,10 @@
 // A local job's processes, from the runner's start to the end of the last thing it started:
 // the runner is started in a process group of its own (and, where the app is root, as the
 // first process of PID, mount, IPC, UTS and network namespaces of its own (no link: a job
-// that runs the LLM reaches its API host through egress-proxy.ts only) with its own /proc, util-linux `unshare --pid --fork --kill-child --mount-proc`,
-// the app's secrets covered, as a user of its own: EVOKERNEL_RUNNER_UID, by default 60998),
+// that runs the LLM reaches its API host through egress-proxy.ts only) with its own /proc,
+// util-linux `unshare --pid --fork --kill-child --mount-proc`, the app's secrets covered, as a
+// user of its own: one uid for each job that runs at once, from EVOKERNEL_RUNNER_UID up, by
+// default 60998, 61000, …: runnerUids),
 // and at every end of the job (success, failure, timeout, cancel, the PR closed) the whole
 // group is killed and waited for. In the namespace nothing escapes: when
 // its first process dies the kernel kills every process in it, those that left the group
@@ -33,8 +35,15 @@ const GONE_WITHIN_MS = 30_000;
 
 let unshareWorks: boolean | undefined;
 
-/** The uid a local runner runs as by default (EVOKERNEL_RUNNER_UID): the harness sandbox's is 60999. */
+/**
+ * The first uid of local runners by default (EVOKERNEL_RUNNER_UID): each job that runs at once
+ * has a uid of its own (runnerUids), so one job's runner cannot read, write or signal
+ * another's.
+ */
 export const DEFAULT_RUNNER_UID = 60998;
+
+/** The uid a root runner's harness sandbox becomes by default (EVOKERNEL_SANDBOX_UID). */
+export const DEFAULT_SANDBOX_UID = 60999;
 
 /** How a job's runner is confined: what confinedCommand made of it. */
 export interface Confined {
@@ -66,6 +75,8 @@ export interface ConfineOptions {
   readonly hide: readonly string[];
   /** An empty file of root's, mode 0400, bound read-only over each file hidden. */
   readonly cover?: string;
+  /** Which of the jobs that run at once this is (0 up): its runner's uid is the slot's. */
+  readonly slot?: number;
 }
 
 /**
@@ -77,7 +88,8 @@ export interface ConfineOptions {
  * (EVOKERNEL_RUNNER_UID, by default 60998; util-linux `setpriv`, no capabilities, no
  * groups). `--kill-child`: the runner dies with `unshare`, so killing the group kills the
  * namespace. EVOKERNEL_RUNNER_UID=off keeps the namespaces and runs the runner as the app's
- * own user. Throws where EVOKERNEL_RUNNER_UID names a uid that cannot be honoured.
+ * own user. The uid is the slot's (`options.slot`, runnerUids). Throws where
+ * EVOKERNEL_RUNNER_UID names a uid that cannot be honoured.
  */
 export async function confinedCommand(
   file: string,
@@ -106,7 +118,10 @@ export async function confinedCommand(
   const unconfined = noUid === undefined ? {} : { unconfined: noUid };
   if (noNamespace !== undefined)
     return { file, args: [...args], pidNamespace: false, network: true, ...unconfined };
-  const uid = setting === "off" || noUid !== undefined ? undefined : setting.uid;
+  const uid =
+    setting === "off" || noUid !== undefined
+      ? undefined
+      : slotUids(setting.uid, (options.slot ?? 0) + 1, env)[options.slot ?? 0];
   const as =
     uid === undefined
       ? []
@@ -177,6 +192,45 @@ function runnerUid(
   return { uid, explicit: true };
 }
 
+/**
+ * The uids of local runners, one for each of `slots` jobs that run at once: from
+ * EVOKERNEL_RUNNER_UID (60998) up, passing over the uid a root runner's sandbox becomes
+ * (EVOKERNEL_SANDBOX_UID, 60999: a CLI run as root on the same machine uses it). "off": the
+ * runners run as the app's own user. None of them may belong to another user, service or app
+ * on the machine (docs/INSTALL.md).
+ */
+export function runnerUids(
+  slots: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): number[] | "off" {
+  const setting = runnerUid(env);
+  return setting === "off" ? "off" : slotUids(setting.uid, slots, env);
+}
+
+function slotUids(
+  base: number,
+  slots: number,
+  env: Readonly<Record<string, string | undefined>>,
+): number[] {
+  const sandbox = Number(env["EVOKERNEL_SANDBOX_UID"] ?? DEFAULT_SANDBOX_UID);
+  const uids: number[] = [];
+  for (let uid = base; uids.length < slots; uid += 1) if (uid !== sandbox) uids.push(uid);
+  return uids;
+}
+
+/**
+ * The uid the harness sandbox of slot `slot` becomes where its runner is root (the runner as
+ * the app's own user, EVOKERNEL_RUNNER_UID=off): EVOKERNEL_SANDBOX_UID (60999) plus the slot,
+ * so two jobs' sandboxes never share one. A runner of its own uid makes its sandbox in a user
+ * namespace of that uid instead (runner/src/sandbox/sandbox.ts).
+ */
+export function sandboxUidOf(
+  slot: number,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): number {
+  return Number(env["EVOKERNEL_SANDBOX_UID"] ?? DEFAULT_SANDBOX_UID) + slot;
+}
+
 let setprivFound: boolean | undefined;
 
 async function hasSetpriv(): Promise<boolean> {
@@ -243,6 +297,19 @@ export async function killGroup(group: JobGroup): Promise<number[]> {
     signal();
     await sleep(20);
   }
+}
+
+/** Live (not zombie) processes whose real, effective or saved uid is `uid`. */
+export async function processesOf(uid: number): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
+    const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)?.slice(1).map(Number) ?? [];
+    const state = /^State:\s+(\S)/m.exec(status)?.[1];
+    if (uids.includes(uid) && state !== "Z") found.push(Number(name));
+  }
+  return found;
 }
 
 /** Live (not zombie) processes whose process group is `pgid`. */

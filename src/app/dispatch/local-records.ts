@@ -3,7 +3,9 @@
 // app needs to conclude the job's check run and, once the runner runs, its process group.
 // At start-up the groups of files left over are killed whole (job-processes.ts: a group whose
 // leader the system gave to another process since, or one from before a reboot, is left
-// alone) and their folders removed; the app
+// alone; in the job's PID namespace, nothing it started left the group's reach), and their
+// folders removed. (Not every process of the job's runner uid: another app or test run on
+// the machine given the same uids would lose its jobs; the namespace is the guarantee.) The app
 // then concludes those jobs' check runs (jobs/recover.ts), and only then are the files
 // deleted. A runner's outcome is written down before it is reported, so a job whose report a
 // restart cut short is concluded with what it came to.
@@ -31,6 +33,8 @@ export const localRecordSchema = z.object({
       bootId: z.string(),
     })
     .optional(),
+  /** The uid the job's runner ran as (job-processes.ts: runnerUids), where its own. */
+  uid: z.number().int().positive().optional(),
   /** The job's spec file, on the runner's command line. */
   specFile: z.string().optional(),
   /** The job's temporary folder (its worktree inside). */
@@ -49,9 +53,9 @@ export interface LocalRecords {
   write(record: LocalRecord): Promise<void>;
   remove(jobId: string): Promise<void>;
   /**
-   * Every record an earlier process left: its runner's process tree killed, its folder
-   * handed to `removeDir`. The file stays until `remove` (its check run concluded), so a
-   * start-up that cannot reach GitHub leaves the job to the next.
+   * Every record an earlier process left: its runner's process group killed, its folder
+   * handed to `removeDir`. The file stays until `remove` (its check run
+   * concluded), so a start-up that cannot reach GitHub leaves the job to the next.
    */
   reap(removeDir: (dir: string) => Promise<void>): Promise<LocalRecord[]>;
 }

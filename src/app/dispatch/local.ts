@@ -1,8 +1,10 @@
 // The local backend, for a single GPU box and development: the app runs the runner itself,
 // in a git worktree of the job's commit, one job at a time per GPU, in a process group (and
 // namespaces) of its own that is killed whole when the job ends, as a user of its own that
-// sees none of the app's secrets (job-processes.ts, runner-access.ts), with no network but,
-// for a job that runs the LLM, a socket to the LLM's API host (egress-proxy.ts). The runner's command is
+// sees none of the app's secrets (job-processes.ts, runner-access.ts): each job that runs at
+// once (a slot: a GPU group) under a uid of its own, so no job reads, writes or signals
+// another's (runnerUids); with no network but, for a job that runs the LLM, a socket to the
+// LLM's API host (egress-proxy.ts). The runner's command is
 // configurable (EVOKERNEL_RUNNER_CMD) so tests can put a recorded result in its place.
 import { readdirSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -23,8 +25,17 @@ import {
   groupOf,
   type JobGroup,
   killGroup,
+  processesOf,
+  runnerUids,
+  sandboxUidOf,
 } from "./job-processes.js";
-import { giveFolder, runnerCannotReach } from "./runner-access.js";
+import {
+  accessProblem,
+  giveCacheFolder,
+  prepareGpuLocks,
+  runnerCannotReach,
+  usersOf,
+} from "./runner-access.js";
 import { type EgressProxy, llmApiHost, startEgressProxy } from "./egress-proxy.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
@@ -61,11 +72,25 @@ export interface LocalOptions {
    * util-linux, EVOKERNEL_RUNNER_UID=off): what it can then read.
    */
   readonly onNotice?: (message: string) => void;
+  /** Said once, for the operator, before the first job: the uids the runners run as. */
+  readonly onInfo?: (message: string) => void;
 }
 
 export function createLocalDispatcher(options: LocalOptions): Dispatcher {
-  const freeGpus = gpuGroups(options.gpus, options.gpusPerJob ?? 1);
-  const queue = createWorkQueue(freeGpus.length, options.onError);
+  // A slot a job at a time: its GPUs and (where the runner has a uid of its own) its uid.
+  const freeSlots = gpuGroups(options.gpus, options.gpusPerJob ?? 1).map((gpu, slot) => ({
+    gpu,
+    slot,
+  }));
+  const queue = createWorkQueue(freeSlots.length, options.onError);
+  // A setting that is not a uid fails each job, saying so (confinedCommand): none here.
+  const uids = () => {
+    try {
+      return runnerUids(freeSlots.length);
+    } catch {
+      return "off";
+    }
+  };
   const running = new Map<string, AbortController>();
   const cancelled = new Set<string>();
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
@@ -75,16 +100,27 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
     noticed = true;
     options.onNotice?.(message);
   };
-
+  // Jobs wait while the last process's are killed.
+  let reaping: Promise<unknown> = Promise.resolve();
+  let uidsChecked: Promise<string | undefined> | undefined;
   async function runJob(spec: JobSpec, record: LocalRecord | undefined): Promise<void> {
     let settled = true;
     try {
       if (cancelled.delete(spec.id)) return;
-      const gpu = freeGpus.shift() ?? "0";
+      await reaping;
+      uidsChecked ??= checkUids(uids(), options);
+      const taken = await uidsChecked;
+      const { gpu, slot } = freeSlots.shift() ?? { gpu: "0", slot: 0 };
       const abort = new AbortController();
       running.set(spec.id, abort);
       try {
-        const onSpawn = async (pid: number, specFile: string, dir: string, group?: JobGroup) => {
+        const onSpawn = async (
+          pid: number,
+          specFile: string,
+          dir: string,
+          group?: JobGroup,
+          uid?: number,
+        ) => {
           if (record)
             await records?.write({
               ...record,
@@ -92,9 +128,13 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
               specFile,
               dir,
               ...(group === undefined ? {} : { group }),
+              ...(uid === undefined ? {} : { uid }),
             });
         };
-        const outcome = await runInWorktree(spec, gpu, abort.signal, options, onSpawn, notice);
+        const outcome: JobOutcome =
+          taken === undefined
+            ? await runInWorktree(spec, { gpu, slot }, abort.signal, options, onSpawn, notice)
+            : { kind: "failed", message: taken };
         if (abort.signal.aborted) return;
         // What it came to, before it is reported: a restart in between concludes it with this.
         if (record)
@@ -110,7 +150,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         settled = (await options.onDone(spec, outcome)) !== false;
       } finally {
         running.delete(spec.id);
-        freeGpus.push(gpu);
+        freeSlots.push({ gpu, slot });
       }
     } finally {
       if (record && settled) await records?.remove(spec.id);
@@ -137,10 +177,12 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
     async recover() {
       if (!records) return [];
       // Only a folder this backend makes (mkdtemp below) is removed, whatever a record says.
-      const left = await records.reap(async (dir) => {
+      const reaped = records.reap(async (dir) => {
         if (dirname(dir) === tmpdir() && basename(dir).startsWith(JOB_DIR_PREFIX))
           await removeJobDir(options.repoDir, dir);
       });
+      reaping = reaped.catch(() => undefined);
+      const left = await reaped;
       return left.map((record) => ({
         jobId: record.jobId,
         installationId: record.installationId,
@@ -186,12 +228,53 @@ export function gpuGroups(gpus: number, perJob: number): string[] {
   );
 }
 
+/**
+ * Said once before the first job: the uids the runners run as. A uid a user of the machine
+ * has fails every job (its runner could read that user's files): the message says which.
+ * Processes already running as one (another app, a person) are logged.
+ */
+async function checkUids(
+  uids: number[] | "off",
+  options: LocalOptions,
+): Promise<string | undefined> {
+  if (uids === "off") return undefined;
+  // Only where the runner does run as a uid of its own (the app root, util-linux found).
+  if ((await confinedCommand("true", []).catch(() => undefined))?.uid === undefined)
+    return undefined;
+  const range = `${uids.join(", ")} (one for each job that runs at once, from EVOKERNEL_RUNNER_UID up)`;
+  const users = await usersOf(uids);
+  if (users.size > 0) {
+    const named = [...users].map(([uid, name]) => `uid ${uid} is the user ${name}`).join(", ");
+    return (
+      `local jobs: the runners' uids are ${range}, but ${named} on the app's machine: ` +
+      `a runner would reach that user's files. Set EVOKERNEL_RUNNER_UID to the first of ${uids.length} uids no user, service or other app has`
+    );
+  }
+  options.onInfo?.(
+    `local jobs: the runners run as uids ${range}; no other user, service or app on this machine may have them`,
+  );
+  for (const uid of uids) {
+    const pids = await processesOf(uid);
+    if (pids.length > 0)
+      options.onNotice?.(
+        `local jobs: processes ${pids.join(", ")} already run as uid ${uid}, one of the runners' uids: another app or a person uses it; give each its own range (EVOKERNEL_RUNNER_UID)`,
+      );
+  }
+  return undefined;
+}
+
 async function runInWorktree(
   spec: JobSpec,
-  gpu: string,
+  { gpu, slot }: { gpu: string; slot: number },
   signal: AbortSignal,
   options: LocalOptions,
-  onSpawn: (pid: number, specFile: string, dir: string, group?: JobGroup) => Promise<void>,
+  onSpawn: (
+    pid: number,
+    specFile: string,
+    dir: string,
+    group?: JobGroup,
+    uid?: number,
+  ) => Promise<void>,
   notice: (message: string) => void,
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
@@ -228,6 +311,7 @@ async function runInWorktree(
       confined = await confinedCommand(command, [...args, "--spec", specFile, "--out", outFile], {
         hide: hiddenFromRunner(options, [dir, ...options.runnerCommand]),
         cover,
+        slot,
       });
     } catch (error) {
       return { kind: "failed", message: error instanceof Error ? error.message : String(error) };
@@ -263,8 +347,12 @@ async function runInWorktree(
     const own =
       confined.uid === undefined ? undefined : await prepareRunnerUser(confined.uid, dir, options);
     if (typeof own === "string") return { kind: "failed", message: own };
+    // A root runner's sandboxes: a uid of the slot's too, and the GPU locks every uid's.
+    const rootRunner = confined.uid === undefined && process.getuid?.() === 0;
+    const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
+    if (rootRunner && locks !== "off") await prepareGpuLocks(locks, options.gpus);
     // After the folder is the runner's: this file stays root's, empty, unreadable. Made new
-    // ("wx": never through a link another job's runner, of the same uid, put there).
+    // ("wx": never through a link another job's runner put there).
     await writeFile(cover, "", { mode: 0o400, flag: "wx" });
     // The runner's own settings (an allowlist), and the proxy's socket only where it is this job's.
     const env = runnerEnv(process.env, { llm });
@@ -278,6 +366,7 @@ async function runInWorktree(
       env: {
         ...env,
         CUDA_VISIBLE_DEVICES: gpu,
+        ...(rootRunner ? { EVOKERNEL_SANDBOX_UID: String(sandboxUidOf(slot)) } : {}),
         ...(own === undefined ? {} : own.env),
         ...(own === undefined
           ? {}
@@ -306,7 +395,7 @@ async function runInWorktree(
     signal.addEventListener("abort", stop);
     let run: Awaited<typeof runner>;
     try {
-      if (runner.pid !== undefined) await onSpawn(runner.pid, specFile, dir, group);
+      if (runner.pid !== undefined) await onSpawn(runner.pid, specFile, dir, group, confined.uid);
       if (signal.aborted) stop();
       run = await runner;
     } finally {
@@ -370,9 +459,9 @@ function hiddenFromRunner(options: LocalOptions, needed: readonly string[]): str
 }
 
 /**
- * Readies what a runner of `uid` needs: the job's folder, a home and (unless the operator
- * names one, then given to it) a build cache in it, the GPU locks' folder; or says what it
- * cannot reach.
+ * Readies what a runner of `uid` needs: the job's folder, a home and a build cache in it (or,
+ * where the operator names one, EVOKERNEL_CACHE/runner-UID: another uid's cache is not its to
+ * write), the GPU locks' folder (every uid's: prepareGpuLocks); or says what it cannot reach.
  */
 async function prepareRunnerUser(
   uid: number,
@@ -383,11 +472,19 @@ async function prepareRunnerUser(
   if (problem !== undefined) return problem;
   const home = join(dir, "home");
   await mkdir(home);
-  const cache = process.env["EVOKERNEL_CACHE"];
-  if (cache === undefined) await mkdir(join(dir, "cache"));
-  else await giveFolder(uid, cache);
+  const shared = process.env["EVOKERNEL_CACHE"];
   const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
-  if (locks !== "off") await giveFolder(uid, locks);
+  let cache = join(dir, "cache");
+  try {
+    if (shared === undefined) await mkdir(cache);
+    else cache = await giveCacheFolder(uid, shared);
+    if (locks !== "off") await prepareGpuLocks(locks, options.gpus);
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  // The job's folder is given to it below; a cache of the operator's must be reachable.
+  const unreachable = shared === undefined ? undefined : await accessProblem(uid, cache, "write");
+  if (unreachable !== undefined) return unreachable;
   await spawnProcess("chown", ["-R", `${uid}:${uid}`, dir], {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
     extendEnv: false,
@@ -396,7 +493,7 @@ async function prepareRunnerUser(
     env: {
       HOME: home,
       XDG_CACHE_HOME: join(home, ".cache"),
-      EVOKERNEL_CACHE: cache ?? join(dir, "cache"),
+      EVOKERNEL_CACHE: cache,
       EVOKERNEL_GPU_LOCKS: locks,
     },
   };

@@ -3,7 +3,19 @@
 // (a temporary folder holding the clone, the runner's bundle, a Python under /root) failed
 // every job from inside with a permission error (issue 32's root cause, there for the
 // sandbox's user): here the job fails first, naming the folder and what to change.
-import { lstat, mkdir, realpath, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import {
+  chmod,
+  chown,
+  lchown,
+  lstat,
+  mkdir,
+  open,
+  readFile,
+  realpath,
+  rm,
+  stat,
+} from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
 import { spawnProcess } from "../../process/spawn.js";
 
@@ -90,7 +102,7 @@ export async function runnerCannotReach(
 }
 
 /**
- * A folder shared by every job's runner (the build cache's base, the GPU locks), made where
+ * A folder of one runner uid's (its build cache, EVOKERNEL_CACHE/runner-UID), made where
  * missing and given to `uid` with what is in it. Never through a link: a folder planted as
  * a link to another place would hand that place to the runner.
  */
@@ -107,4 +119,83 @@ export async function giveFolder(uid: number, path: string): Promise<void> {
     env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin" },
     extendEnv: false,
   });
+}
+
+/**
+ * The build cache of a runner of `uid` where the operator names one (EVOKERNEL_CACHE):
+ * `runner-UID` in it, the uid's; the folder itself root's, so no runner can plant a link or
+ * a folder of its own where another uid's cache goes (a cache shared by uids would let one
+ * job's runner put its objects in another's build). Resolves to the folder, or says why not.
+ */
+export async function giveCacheFolder(uid: number, shared: string): Promise<string> {
+  await mkdir(shared, { recursive: true, mode: 0o755 });
+  const info = await lstat(shared);
+  if (!info.isDirectory())
+    throw new Error(
+      `EVOKERNEL_CACHE=${shared} is not a folder (a link or a file): remove it or point EVOKERNEL_CACHE elsewhere`,
+    );
+  if (info.uid !== 0) await lchown(shared, 0, 0);
+  const cache = join(shared, `runner-${uid}`);
+  await giveFolder(uid, cache);
+  return cache;
+}
+
+/**
+ * The GPU locks' folder (EVOKERNEL_GPU_LOCKS), shared by the runners of every uid (and a root
+ * CLI's sandbox): root's, mode 0755, with a lock file for each of the machine's `gpus`, root's,
+ * mode 0644. The harness opens a lock file read-only (flock needs no more), so every uid locks
+ * the same files, and none can remove, replace or close one to another (a folder given to one
+ * runner's uid let it, and a second uid could not make its lock file there). A lock file is
+ * never followed through a link, and one that is not a plain file is replaced.
+ */
+export async function prepareGpuLocks(path: string, gpus: number): Promise<void> {
+  await mkdir(path, { recursive: true, mode: 0o755 });
+  const info = await lstat(path);
+  if (!info.isDirectory())
+    throw new Error(
+      `${path} is not a folder (a link or a file): the GPU locks cannot be kept there; remove it or point EVOKERNEL_GPU_LOCKS elsewhere`,
+    );
+  if (info.uid !== 0 || info.gid !== 0) await chown(path, 0, 0);
+  if ((info.mode & 0o7777) !== 0o755) await chmod(path, 0o755);
+  for (let gpu = 0; gpu < gpus; gpu += 1) await rootLockFile(join(path, `gpu-${gpu}.lock`));
+}
+
+async function rootLockFile(file: string): Promise<void> {
+  const flags =
+    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const handle = await open(file, flags, 0o644).catch(() => undefined);
+    if (handle !== undefined) {
+      try {
+        const info = await handle.stat();
+        // A plain file of its own (not a hard link to another): kept, so a lock held on it holds.
+        if (info.isFile() && info.nlink === 1) {
+          if (info.uid !== 0 || info.gid !== 0) await handle.chown(0, 0);
+          if ((info.mode & 0o7777) !== 0o644) await handle.chmod(0o644);
+          return;
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    await rm(file, { force: true, recursive: true });
+  }
+  throw new Error(
+    `cannot make the GPU lock file ${file}: remove it, or point EVOKERNEL_GPU_LOCKS elsewhere`,
+  );
+}
+
+/** The users /etc/passwd names for any of `uids` (uid → name): a runner's uid must have none. */
+export async function usersOf(
+  uids: readonly number[],
+  passwd = "/etc/passwd",
+): Promise<Map<number, string>> {
+  const found = new Map<number, string>();
+  const text = await readFile(passwd, "utf8").catch(() => "");
+  for (const line of text.split("\n")) {
+    const [name, , uid] = line.split(":");
+    if (name !== undefined && uid !== undefined && uids.includes(Number(uid)) && uid !== "")
+      found.set(Number(uid), name);
+  }
+  return found;
 }

@@ -15,15 +15,20 @@ import type { JobSpec } from "../../../src/shared/job.js";
 
 let dir: string;
 const started: number[] = [];
+const runnerUid = process.env["EVOKERNEL_RUNNER_UID"];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "evk-local-restart-"));
-  // A local job's runner runs as a user of its own (60998 where the app is root): it reads
-  // the clone and the runner here, and writes its markers.
+  // A local job's runner runs as a user of its own (where the app is root): it reads the
+  // clone and the runner here, and writes its markers. A restart kills every process of a
+  // lost job's uid: a uid of these tests' own, not the 60998 other tests on the machine use.
   await chmod(dir, 0o1777);
+  process.env["EVOKERNEL_RUNNER_UID"] = "61230";
 });
 
 afterEach(async () => {
+  if (runnerUid === undefined) delete process.env["EVOKERNEL_RUNNER_UID"];
+  else process.env["EVOKERNEL_RUNNER_UID"] = runnerUid;
   for (const pid of started) {
     try {
       process.kill(pid, "SIGKILL");

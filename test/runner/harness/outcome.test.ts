@@ -71,8 +71,22 @@ describe("failureOf", () => {
     expect(failureOf(ended({ memKilled: true }), 1, "verification")?.message).toBe(
       "verification: killed: over the memory limit",
     );
+    expect(failureOf(ended({ exitCode: null, signal: "SIGXFSZ" }), 1, "build")?.message).toBe(
+      "build: the harness was killed by SIGXFSZ (signal 25, a file past the sandbox's file-size limit, EVOKERNEL_SANDBOX_FSIZE)",
+    );
     expect(failureOf(ended({ exitCode: null }), 1, "verification")?.status).toBe("crash");
     expect(failureOf(ended({ exitCode: 0 }), 1, "verification")).toBeNull();
+  });
+
+  it("the sandbox's file-size and process-count limits: exit 3, reason resources, the limit named", () => {
+    for (const line of [
+      "FileSizeLimitError: a write went past the file-size limit of 1048576 bytes (1 MiB) (EVOKERNEL_SANDBOX_FSIZE; …)",
+      "ProcessLimitError: a new process or thread was refused (…): the process-count limit of 512 (EVOKERNEL_SANDBOX_NPROC; …)",
+    ]) {
+      const failure = failureOf(ended({ exitCode: 3, log: `${line}\n` }), 1, "verification");
+      expect(failure).toMatchObject({ status: "error", reason: "resources" });
+      expect(failure?.message).toBe(`verification: ${line.slice(line.indexOf(":") + 2)}`);
+    }
   });
 
   it("keeps the tail, capped, whatever the output's size", () => {

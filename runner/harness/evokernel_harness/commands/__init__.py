@@ -44,7 +44,8 @@ OUT_OF_MEMORY = (
 def run(args: argparse.Namespace) -> int:
     """The command args names, its record written to --out (or stdout): exit 0, 3 when an
     allocation went past the command's memory limit outside a candidate's call (limits.py: a
-    MemoryLimitError line naming the limit and the allocation), or 4 when the harness itself
+    MemoryLimitError line naming the limit and the allocation; a FileSizeLimitError or
+    ProcessLimitError line for the sandbox's other limits), or 4 when the harness itself
     failed (its traceback on stderr). SystemExit passes through. The command runs in a private
     working folder (workdir.py): candidate code writes there."""
     try:
@@ -58,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
             doing = f"the harness's {args.command} (the task's inputs, its reference, or a build)"
             said = limits.over_limit(limits.memory_limit_mb(), doing, err)
             print(f"MemoryLimitError: {said}", file=sys.stderr, flush=True)
+            return 3
+        said = limits.over_resource_limit(f"the harness's {args.command}", err)
+        if said is not None:  # the sandbox's file-size or process-count limit
+            print(said, file=sys.stderr, flush=True)
             return 3
         traceback.print_exc()
         if type(err).__name__ == "OutOfMemoryError":  # torch's, raised outside a candidate's call

@@ -1,0 +1,33 @@
+// The GPU locks' folder as the sandbox is given it (sandbox.ts, allowLocks): one the app's
+// local backend prepared for the runners of every uid (root's, a lock file of root's for each
+// GPU) stays root's, so no job's sandbox user can remove or replace the lock files the other
+// jobs' sandboxes lock; any other folder is the sandbox user's, as before.
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { allowLocks } from "../../../runner/src/sandbox/sandbox.js";
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "evk-locks-"));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(process.getuid?.() !== 0)("allowLocks, for a root runner", () => {
+  it("leaves a folder prepared for every uid root's", async () => {
+    await writeFile(join(dir, "gpu-0.lock"), "", { mode: 0o644 });
+    allowLocks(dir);
+    expect((await stat(dir)).uid).toBe(0);
+  });
+
+  it("gives any other folder to the sandbox's user", async () => {
+    const fresh = join(dir, "locks");
+    allowLocks(fresh);
+    expect((await stat(fresh)).uid).toBe(Number(process.env["EVOKERNEL_SANDBOX_UID"] ?? 60999));
+  });
+});
