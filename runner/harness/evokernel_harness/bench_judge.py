@@ -42,7 +42,7 @@ from . import judge, outputs
 from .bench import AFTER_TIMING_SEED, BELOW_FLOOR, MESSAGES, TINY_MS, JudgedSide
 from .compare import compare
 from .env import dtype_name
-from .record import Record
+from .record import BenchRecord, Record
 from .schemas import enum
 from .tasks.base import Config, Task
 from .timing import MAX_ITERS, MIN_ITERS
@@ -84,14 +84,16 @@ class Judging:
 
 # JudgeSide: after the candidate's process has ended, the judge's own bench() of the reference
 # alone (or a record without configurations that says why there is none) and what it knows.
-JudgeSide = Callable[[], tuple[Record, "Judging | None"]]
+JudgeSide = Callable[[], tuple[BenchRecord, "Judging | None"]]
 
 
 def _log(msg: str) -> None:
     judge._log(msg)
 
 
-def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record], judge_side: JudgeSide) -> Record:
+def bench_judged(
+    task_name: str, candidate_side: Callable[[JudgedSide], BenchRecord], judge_side: JudgeSide
+) -> BenchRecord:
     """cmd_bench: candidate_side(side) (bench() with the JudgedSide, the claim) runs in a forked
     process; judge_side() here once it has ended; the record returned is the judge's."""
     started = time.perf_counter()
@@ -104,7 +106,7 @@ def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record],
         os.mkdir(folder, 0o700)
         read_end, write_end = os.pipe()
 
-        def in_process() -> Record:
+        def in_process() -> BenchRecord:
             os.close(read_end)  # the marks are the judge's to read
             return candidate_side(JudgedSide(outputs.Dump(folder), _marker(write_end)))
 
@@ -134,11 +136,12 @@ def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record],
             return own
         checked = time.perf_counter()
         rec = decide(claim, own, judging, windows(marks), folder)
-        rec["phases"]["judge"] = round(time.perf_counter() - checked, 4)
+        phases = {**rec.get("phases", {}), "judge": round(time.perf_counter() - checked, 4)}
         # the judge's own bench (the ceilings, eager and torch.compile's warm-up and timing):
         # where a final timing's seconds went that the candidate's process never saw
         for name, seconds in (own.get("phases") or {}).items():
-            rec["phases"][f"judge {name}"] = seconds
+            phases[f"judge {name}"] = seconds
+        rec["phases"] = phases
         rec["seconds"] = time.perf_counter() - started
         _log(
             f"judge: {'timings accepted' if rec['ok'] else 'refused: ' + str(rec['reason'])} "
@@ -200,7 +203,9 @@ def windows(marks: list[tuple[float, bytes]]) -> dict[int, float] | None:
 
 
 # --- the verdict ----------------------------------------------------------------------
-def decide(claim: Record, own: Record, judging: Judging, spans: dict[int, float] | None, folder: str) -> Record:
+def decide(
+    claim: Record, own: BenchRecord, judging: Judging, spans: dict[int, float] | None, folder: str
+) -> BenchRecord:
     """The record: the judge's own rows (eager, torch.compile, cost, floor, launch-bound) with
     the claimed kernel times that hold, and the reason of the first configuration that fails."""
     task = judging.task
@@ -215,11 +220,11 @@ def decide(claim: Record, own: Record, judging: Judging, spans: dict[int, float]
     for mine in own["configs"]:
         name = mine["name"]
         row = {**mine, "baseline": None, "candidate": None, "reason": None}
-        near = mine["eagerDeviceMs"] is not None and mine["eagerDeviceMs"] < PROBE_NOISE * TINY_MS
-        if name not in claimed and configs[name].derived and near:
+        probe_ms = mine["eagerDeviceMs"]
+        if name not in claimed and configs[name].derived and probe_ms is not None and probe_ms < PROBE_NOISE * TINY_MS:
             notes.append(
                 f"{name}: not timed: a derived configuration the candidate's process found launch-bound "
-                f"(the judge's probe: {mine['eagerDeviceMs'] * 1e3:.1f} µs a call)"
+                f"(the judge's probe: {probe_ms * 1e3:.1f} µs a call)"
             )
             continue
         reason, detail, note = judge_row(row, claimed.get(name), judging, configs[name], index[name], spans, folder)
@@ -396,7 +401,7 @@ def after_timing(
 
 
 # --- what the claim may carry into the record -------------------------------------------
-def failure(task_name: str, reason: str, message: str) -> Record:
+def failure(task_name: str, reason: str, message: str) -> BenchRecord:
     """A bench record that timed nothing."""
     from .env import device_info
 

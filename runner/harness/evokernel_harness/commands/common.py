@@ -7,13 +7,13 @@ import json
 import os
 import sys
 
-from ..record import Record
+from typing import Any, Mapping
 
 
 SCHEMA = 1
 
 
-def write_record(record: Record, out: str | None) -> None:
+def write_record(record: Mapping[str, Any], out: str | None) -> None:
     text = json.dumps(record, allow_nan=False, default=str)
     if out:
         tmp = out + ".tmp"
