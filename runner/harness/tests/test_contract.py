@@ -23,7 +23,8 @@ import unittest
 
 import jsonschema
 
-from evokernel_harness import command_request, env, exprs, inputs, options, record, verify
+from evokernel_harness import command_request, env, exprs, inputs, options, verify
+from evokernel_harness import record as records
 from evokernel_harness.candidates import CandidateError, detect_format
 from evokernel_harness.command_request import (
     REQUESTS,
@@ -215,20 +216,20 @@ class RecordTypesTest(unittest.TestCase):
     key the schema does not declare is never required. Each command returns its kind."""
 
     RETURNS = {
-        "device": record.DeviceRecord,
-        "static": record.StaticRecord,
-        "static-context": record.StaticContextRecord,
-        "build": record.BuildRecord,
-        "inspect": record.TaskRecord,
-        "verify": record.VerifyRecord,
-        "bench": record.BenchRecord,
-        "ceilings": record.CeilingsRecord,
+        "device": records.DeviceRecord,
+        "static": records.StaticRecord,
+        "static-context": records.StaticContextRecord,
+        "build": records.BuildRecord,
+        "inspect": records.TaskRecord,
+        "verify": records.VerifyRecord,
+        "bench": records.BenchRecord,
+        "ceilings": records.CeilingsRecord,
         "evaluate": type(None),  # it writes a verify and a bench record per stage itself
     }
 
     def test_each_record_kind_has_its_schemas_fields(self):
-        self.assertEqual(len(record.SCHEMAS), 7)
-        for name, kind in record.SCHEMAS.items():
+        self.assertEqual(len(records.SCHEMAS), 7)
+        for name, kind in records.SCHEMAS.items():
             with self.subTest(schema=name):
                 declared = schema(name)
                 keys = set(typing.get_type_hints(kind))

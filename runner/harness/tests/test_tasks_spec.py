@@ -2,7 +2,7 @@
 and each request carries it (`taskSpec`), so the harness's commands take it instead of reading
 the file again. What the harness checks of a task.json it checks of a given one as well.
 
-Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_task_spec -v
+Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_tasks_spec -v
 """
 
 import builtins
