@@ -227,7 +227,9 @@ def decide(
                 f"(the judge's probe: {probe_ms * 1e3:.1f} µs a call)"
             )
             continue
-        reason, detail, note = judge_row(row, claimed.get(name), judging, configs[name], index[name], spans, folder)
+        row, reason, detail, note = judge_row(
+            row, claimed.get(name), judging, configs[name], index[name], spans, folder
+        )
         row["reason"] = reason
         if reason:
             reasons.append((name, reason))
@@ -286,15 +288,18 @@ def judge_row(
     index: int,
     spans: dict[int, float] | None,
     folder: str,
-) -> tuple[str | None, str | None, str | None]:
-    """Fills the row's kernel times from the claim; returns (reason, what was wrong, a note)."""
+) -> tuple[Record, str | None, str | None, str | None]:
+    """The row with its kernel times from the claim (a new row: the caller's stays as it was),
+    and (reason, what was wrong, a note)."""
+    row = dict(row)
     name = config.name
     if claimed is None:
-        return "verdict-forged", f"the candidate's process reported no timing of configuration {name}", None
+        return row, "verdict-forged", f"the candidate's process reported no timing of configuration {name}", None
     for kernel, asked in (("baseline", judging.baseline), ("candidate", judging.candidate)):
         got = claimed.get(kernel)
         if (got is None) != (asked is None):
             return (
+                row,
                 "record-invalid",
                 f"the candidate's process {'left out' if got is None else 'added'} the {kernel}'s times",
                 None,
@@ -302,11 +307,12 @@ def judge_row(
         if got is not None:
             problem = stat_problem(got)
             if problem:
-                return "record-invalid", f"the {kernel}'s claimed times {problem}", None
+                return row, "record-invalid", f"the {kernel}'s claimed times {problem}", None
             row[kernel] = {k: got[k] for k in ("medianMs", "p20Ms", "p80Ms", "minMs", "meanMs", "n")}
     span = None if spans is None else spans.get(index)
     if span is None:
         return (
+            row,
             "verdict-forged",
             "the judge saw no timing of it by the candidate's process (no start and end marks in order)",
             None,
@@ -314,6 +320,7 @@ def judge_row(
     spent = sum(implied_ms(row[k]) for k in ("baseline", "candidate") if row[k] is not None)
     if spent > (WALL_FACTOR * span + WALL_SLACK_S) * 1e3:
         return (
+            row,
             "verdict-forged",
             f"the candidate's process claims {spent:.1f} ms of timed calls in a timing the judge saw take "
             f"{span * 1e3:.1f} ms: its times are forged (hack 6)",
@@ -321,18 +328,23 @@ def judge_row(
         )
     said = claimed.get("reason")
     if said is not None and said not in REASONS:
-        return "record-invalid", f"the candidate's process gave the reason {_text(said)[:60]!r}, which is none", None
+        return (
+            row,
+            "record-invalid",
+            f"the candidate's process gave the reason {_text(said)[:60]!r}, which is none",
+            None,
+        )
     if said == "side-stream" and not os.path.exists(os.path.join(folder, f"{outputs.key(index, 0)}.json")):
-        return said, None, None  # the wall against the event time, which precedes the floor
+        return row, said, None, None  # the wall against the event time, which precedes the floor
     cand = row["candidate"]
     if cand is not None and cand["medianMs"] < BELOW_FLOOR * row["floorMs"]:
-        return "below-floor", None, None
+        return row, "below-floor", None, None
     if cand is not None:
         reason, detail, note = after_timing(judging, config, index, folder)
         if reason:
-            return reason, detail, None
-        return said, None, note
-    return said, None, None
+            return row, reason, detail, None
+        return row, said, None, note
+    return row, said, None, None
 
 
 def stat_problem(s: Any) -> str | None:

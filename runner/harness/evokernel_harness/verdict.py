@@ -13,6 +13,7 @@ its code raised and handled (evidence.py), the backend flags it set (backend_fla
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from . import evidence as _evidence
@@ -35,8 +36,9 @@ def fallback_message(handled: list[dict[str, Any]], detail: str) -> str:
 def after_verification(
     rec: VerifyRecord, task: Task, cand: Candidate, backend: str, own: dict[str, Any] | None
 ) -> VerifyRecord:
-    """Update a passed verify record `rec` from the run's evidence. own: check_own_kernel's
-    result (None where it did not run: the CPU, evk candidates)."""
+    """A passed verify record `rec`, updated from the run's evidence (a new record: rec stays as
+    it was). own: check_own_kernel's result (None where it did not run: the CPU, evk candidates)."""
+    rec = copy.deepcopy(rec)
     handled = cand.evidence.handled()
     in_calls = [e for e in handled if e["phase"] != "load"]
     rec["evidence"] = {
@@ -95,7 +97,8 @@ def _short(names: list[str], limit: int = 3) -> str:
 
 def check_streams(rec: VerifyRecord, task: Task, cand: Candidate, seed: int, device: str = "cuda") -> VerifyRecord:
     """On the GPU: one call placed as the timer places it (streams.py); work outside the timed
-    window refuses it as side-stream, naming the work, its stream and its time."""
+    window refuses it as side-stream, naming the work, its stream and its time. Returns the
+    record with that check (a new record: rec stays as it was)."""
     import torch
 
     from . import streams
@@ -108,6 +111,7 @@ def check_streams(rec: VerifyRecord, task: Task, cand: Candidate, seed: int, dev
         # runs once (autograd frees its graph); a backward call stages its forward on the
         # caller's stream, inside the window, where it hides nothing
         result = streams.check(lambda: cand.run(case))
+    rec = copy.deepcopy(rec)
     rec["checks"].append({"name": "all-work-timed", "ok": result["ok"], "detail": f"{config.name}: {result['detail']}"})
     rec["evidence"] = {**rec.get("evidence", {}), "streams": result["streams"]}
     if not result["ok"]:

@@ -262,12 +262,12 @@ def verify_loaded(
     if rec["ok"]:
         from ..verdict import after_verification
 
-        after_verification(rec, task, cand, backend, own)
+        rec = after_verification(rec, task, cand, backend, own)
         if rec["ok"] and backend == "cuda" and not quick:  # the full verification's, once
             from ..verdict import check_streams
 
             profiled = time.perf_counter()
-            check_streams(rec, task, cand, seed)
+            rec = check_streams(rec, task, cand, seed)
             rec["phases"]["profiler"] = round(rec["phases"].get("profiler", 0.0) + time.perf_counter() - profiled, 4)
     elif cand is not None:
         from ..evidence import summary
