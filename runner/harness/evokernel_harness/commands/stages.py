@@ -49,8 +49,8 @@ class Loaded:
 
 @dataclass(frozen=True)
 class Begun:
-    """A verification started on a machine that can run it: its backend, its record so far, and
-    when loading starts."""
+    """A verification started on a machine that can run it: its backend, its record so far, when
+    loading starts, and its seed (the record's, never None here)."""
 
     backend: str
     rec: VerifyRecord
