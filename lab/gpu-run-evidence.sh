@@ -26,7 +26,7 @@ export EVOKERNEL_SHARED_DATA=${EVOKERNEL_SHARED_DATA:-$PWD/.device/data}
 export EVOKERNEL_CACHE=${EVOKERNEL_CACHE:-/tmp/evokernel-cache}
 echo "# $(date -u +%H:%M:%S) $($py --version) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)"
 
-(cd runner/harness && PYTHONPATH=. "$py" -m unittest tests.test_run_evidence -v) >"$out/issue18-evidence.txt" 2>&1
+(cd runner/harness && PYTHONPATH=. "$py" -m unittest tests.test_evidence -v) >"$out/issue18-evidence.txt" 2>&1
 echo "evidence tests: exit $? ($(tail -1 "$out/issue18-evidence.txt"))"
 
 rc=0

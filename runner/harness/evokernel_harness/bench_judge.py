@@ -42,7 +42,7 @@ from . import judge, outputs
 from .bench import AFTER_TIMING_SEED, BELOW_FLOOR, MESSAGES, TINY_MS, JudgedSide
 from .compare import compare
 from .env import dtype_name
-from .record import Record
+from .record import BenchRecord, Record
 from .schemas import enum
 from .tasks.base import Config, Task
 from .timing import MAX_ITERS, MIN_ITERS
@@ -84,14 +84,16 @@ class Judging:
 
 # JudgeSide: after the candidate's process has ended, the judge's own bench() of the reference
 # alone (or a record without configurations that says why there is none) and what it knows.
-JudgeSide = Callable[[], tuple[Record, "Judging | None"]]
+JudgeSide = Callable[[], tuple[BenchRecord, "Judging | None"]]
 
 
 def _log(msg: str) -> None:
     judge._log(msg)
 
 
-def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record], judge_side: JudgeSide) -> Record:
+def bench_judged(
+    task_name: str, candidate_side: Callable[[JudgedSide], BenchRecord], judge_side: JudgeSide
+) -> BenchRecord:
     """cmd_bench: candidate_side(side) (bench() with the JudgedSide, the claim) runs in a forked
     process; judge_side() here once it has ended; the record returned is the judge's."""
     started = time.perf_counter()
@@ -104,7 +106,7 @@ def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record],
         os.mkdir(folder, 0o700)
         read_end, write_end = os.pipe()
 
-        def in_process() -> Record:
+        def in_process() -> BenchRecord:
             os.close(read_end)  # the marks are the judge's to read
             return candidate_side(JudgedSide(outputs.Dump(folder), _marker(write_end)))
 
@@ -134,11 +136,12 @@ def bench_judged(task_name: str, candidate_side: Callable[[JudgedSide], Record],
             return own
         checked = time.perf_counter()
         rec = decide(claim, own, judging, windows(marks), folder)
-        rec["phases"]["judge"] = round(time.perf_counter() - checked, 4)
+        phases = {**rec.get("phases", {}), "judge": round(time.perf_counter() - checked, 4)}
         # the judge's own bench (the ceilings, eager and torch.compile's warm-up and timing):
         # where a final timing's seconds went that the candidate's process never saw
         for name, seconds in (own.get("phases") or {}).items():
-            rec["phases"][f"judge {name}"] = seconds
+            phases[f"judge {name}"] = seconds
+        rec["phases"] = phases
         rec["seconds"] = time.perf_counter() - started
         _log(
             f"judge: {'timings accepted' if rec['ok'] else 'refused: ' + str(rec['reason'])} "
@@ -200,7 +203,9 @@ def windows(marks: list[tuple[float, bytes]]) -> dict[int, float] | None:
 
 
 # --- the verdict ----------------------------------------------------------------------
-def decide(claim: Record, own: Record, judging: Judging, spans: dict[int, float] | None, folder: str) -> Record:
+def decide(
+    claim: Record, own: BenchRecord, judging: Judging, spans: dict[int, float] | None, folder: str
+) -> BenchRecord:
     """The record: the judge's own rows (eager, torch.compile, cost, floor, launch-bound) with
     the claimed kernel times that hold, and the reason of the first configuration that fails."""
     task = judging.task
@@ -215,14 +220,16 @@ def decide(claim: Record, own: Record, judging: Judging, spans: dict[int, float]
     for mine in own["configs"]:
         name = mine["name"]
         row = {**mine, "baseline": None, "candidate": None, "reason": None}
-        near = mine["eagerDeviceMs"] is not None and mine["eagerDeviceMs"] < PROBE_NOISE * TINY_MS
-        if name not in claimed and configs[name].derived and near:
+        probe_ms = mine["eagerDeviceMs"]
+        if name not in claimed and configs[name].derived and probe_ms is not None and probe_ms < PROBE_NOISE * TINY_MS:
             notes.append(
                 f"{name}: not timed: a derived configuration the candidate's process found launch-bound "
-                f"(the judge's probe: {mine['eagerDeviceMs'] * 1e3:.1f} µs a call)"
+                f"(the judge's probe: {probe_ms * 1e3:.1f} µs a call)"
             )
             continue
-        reason, detail, note = judge_row(row, claimed.get(name), judging, configs[name], index[name], spans, folder)
+        row, reason, detail, note = judge_row(
+            row, claimed.get(name), judging, configs[name], index[name], spans, folder
+        )
         row["reason"] = reason
         if reason:
             reasons.append((name, reason))
@@ -281,15 +288,18 @@ def judge_row(
     index: int,
     spans: dict[int, float] | None,
     folder: str,
-) -> tuple[str | None, str | None, str | None]:
-    """Fills the row's kernel times from the claim; returns (reason, what was wrong, a note)."""
+) -> tuple[Record, str | None, str | None, str | None]:
+    """The row with its kernel times from the claim (a new row: the caller's stays as it was),
+    and (reason, what was wrong, a note)."""
+    row = dict(row)
     name = config.name
     if claimed is None:
-        return "verdict-forged", f"the candidate's process reported no timing of configuration {name}", None
+        return row, "verdict-forged", f"the candidate's process reported no timing of configuration {name}", None
     for kernel, asked in (("baseline", judging.baseline), ("candidate", judging.candidate)):
         got = claimed.get(kernel)
         if (got is None) != (asked is None):
             return (
+                row,
                 "record-invalid",
                 f"the candidate's process {'left out' if got is None else 'added'} the {kernel}'s times",
                 None,
@@ -297,11 +307,12 @@ def judge_row(
         if got is not None:
             problem = stat_problem(got)
             if problem:
-                return "record-invalid", f"the {kernel}'s claimed times {problem}", None
+                return row, "record-invalid", f"the {kernel}'s claimed times {problem}", None
             row[kernel] = {k: got[k] for k in ("medianMs", "p20Ms", "p80Ms", "minMs", "meanMs", "n")}
     span = None if spans is None else spans.get(index)
     if span is None:
         return (
+            row,
             "verdict-forged",
             "the judge saw no timing of it by the candidate's process (no start and end marks in order)",
             None,
@@ -309,6 +320,7 @@ def judge_row(
     spent = sum(implied_ms(row[k]) for k in ("baseline", "candidate") if row[k] is not None)
     if spent > (WALL_FACTOR * span + WALL_SLACK_S) * 1e3:
         return (
+            row,
             "verdict-forged",
             f"the candidate's process claims {spent:.1f} ms of timed calls in a timing the judge saw take "
             f"{span * 1e3:.1f} ms: its times are forged (hack 6)",
@@ -316,18 +328,23 @@ def judge_row(
         )
     said = claimed.get("reason")
     if said is not None and said not in REASONS:
-        return "record-invalid", f"the candidate's process gave the reason {_text(said)[:60]!r}, which is none", None
+        return (
+            row,
+            "record-invalid",
+            f"the candidate's process gave the reason {_text(said)[:60]!r}, which is none",
+            None,
+        )
     if said == "side-stream" and not os.path.exists(os.path.join(folder, f"{outputs.key(index, 0)}.json")):
-        return said, None, None  # the wall against the event time, which precedes the floor
+        return row, said, None, None  # the wall against the event time, which precedes the floor
     cand = row["candidate"]
     if cand is not None and cand["medianMs"] < BELOW_FLOOR * row["floorMs"]:
-        return "below-floor", None, None
+        return row, "below-floor", None, None
     if cand is not None:
         reason, detail, note = after_timing(judging, config, index, folder)
         if reason:
-            return reason, detail, None
-        return said, None, note
-    return said, None, None
+            return row, reason, detail, None
+        return row, said, None, note
+    return row, said, None, None
 
 
 def stat_problem(s: Any) -> str | None:
@@ -396,7 +413,7 @@ def after_timing(
 
 
 # --- what the claim may carry into the record -------------------------------------------
-def failure(task_name: str, reason: str, message: str) -> Record:
+def failure(task_name: str, reason: str, message: str) -> BenchRecord:
     """A bench record that timed nothing."""
     from .env import device_info
 

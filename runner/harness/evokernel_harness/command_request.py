@@ -1,17 +1,209 @@
-"""A typed request (src/shared/contract/harness-request.ts, the generated
-contract/harness-command.schema.json) → the argparse.Namespace the command line gives for the
-same options, so the runner's requests and a person's command line reach the same command
-functions with the same values, defaults included. A request's fields are the command's options
-(options.py) camelCased: `{"command": "verify", "task": T, "heldout": true}` is
-`verify --task T --heldout`. What is not a request of a command raises BadRequest, never
-anything else; tests/test_contract.py holds the grammar and the schema to the same fields."""
+"""Each harness command's request, typed: one frozen dataclass per command, the Python side of
+src/shared/contract/harness-request.ts (the generated contract/harness-command.schema.json).
+The commands (commands/) and everything below them take one of these, or the fields they need.
 
-import argparse
+A request comes from the runner as JSON (parse_command: checked field by field against the
+dataclass, as the schema declares it) or from the command line (options.py, the only place that
+knows argparse). A request's fields are its dataclass's fields camelCased:
+`{"command": "verify", "task": T, "heldout": true}` is VerifyRequest(task=T, heldout=True), as is
+`verify --task T --heldout`; a field left out has the command line's default. What is not a
+request of a command raises BadRequest, never anything else; tests/test_contract.py holds these
+dataclasses, the command line, COMMANDS and the schema to the same commands and fields.
+
+The options the command line takes as JSON text (--task-spec, --static, --reference-ops,
+--race, --race-ceilings) are held as that text here too (json_field): a request's JSON value is
+written out to it, so a command reads both alike and says what is wrong with it in its own words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
 import json
 import re
-from typing import Any
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
 
-from .options import JSON_VALUED, commands
+from .schemas import enum
+
+_JSON = "json"
+# evaluate's cascade, in order (the contract's EVALUATE_STAGES): one record (--<stage>-out) each
+STAGES = tuple(enum("evaluate-stage.schema.json"))
+
+
+def json_field() -> Any:
+    """An option whose value is JSON text on the command line and a JSON value (a list or an
+    object) in a typed request: held as the text."""
+    return field(default=None, metadata={_JSON: True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What every command's request has: its name, and whether it is GPU work under the
+    machine's GPU lock from the start (gpulock.py)."""
+
+    command: ClassVar[str]
+
+    @property
+    def gpu_work(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Out:
+    out: str | None = None  # where the record goes (default: stdout)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceRequest(Request, _Out):
+    command: ClassVar[str] = "device"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaticRequest(Request, _Out):
+    command: ClassVar[str] = "static"
+    candidate: str
+    task: str | None = None
+    task_spec: str | None = json_field()
+    relaxed: bool = False
+    reference_ops: str | None = json_field()
+    libraries: Literal["allow", "deny"] = "allow"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StaticContextRequest(Request, _Out):
+    command: ClassVar[str] = "static-context"
+    task: str
+    task_spec: str | None = json_field()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRequest(Request, _Out):
+    command: ClassVar[str] = "build"
+    candidate: str
+    cache: str | None = None
+    defines: list[str] | None = None
+    nvcc_flags: list[str] | None = None
+    arch: str | None = None
+    timeout: int | None = None
+    task: str | None = None
+    task_spec: str | None = json_field()
+
+
+@dataclass(frozen=True, kw_only=True)
+class InspectRequest(Request, _Out):
+    command: ClassVar[str] = "inspect"
+    task: str
+    task_spec: str | None = json_field()
+    probe: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateRun:
+    """A candidate run on a task (verify, bench, evaluate): the task, the candidate and its
+    build, the seed and the configurations (harness-request.ts's `built`)."""
+
+    task: str
+    task_spec: str | None = json_field()
+    candidate: str | None = None
+    artifact: str | None = None
+    cache: str | None = None
+    defines: list[str] | None = None
+    nvcc_flags: list[str] | None = None
+    seed: int | None = None
+    config: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Checked:
+    """How a verification runs (verify, evaluate: harness-request.ts's `checked`)."""
+
+    static: str | None = json_field()
+    heldout: bool = False
+    device: Literal["cuda", "cpu"] = "cuda"
+    trials: int = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timed:
+    """How a timing runs (bench, evaluate: harness-request.ts's `timed`)."""
+
+    baseline: str | None = None
+    baseline_artifact: str | None = None
+    no_baseline: bool = False
+    no_compile: bool = False
+    ceilings: str | None = None
+    budget: float = 1.5
+    no_probe_cache: bool = False
+    race: str | None = json_field()
+    race_ceilings: str | None = json_field()
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyRequest(Request, _Out, CandidateRun, Checked):
+    command: ClassVar[str] = "verify"
+    quick: bool = False
+
+    @property
+    def gpu_work(self) -> bool:
+        return self.device != "cpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRequest(Request, _Out, CandidateRun, Timed):
+    command: ClassVar[str] = "bench"
+    warm_compile: bool = False
+    screen: bool = False
+
+    @property
+    def gpu_work(self) -> bool:
+        # --warm-compile compiles first and takes the lock itself, for its timing
+        return not self.warm_compile
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluateRequest(Request, CandidateRun, Checked, Timed):
+    """Three records, one file each (the contract's EVALUATE_STAGES): no out. Its candidate is
+    required."""
+
+    command: ClassVar[str] = "evaluate"
+    candidate: str = field()  # no default: the field() overrides the inherited one
+    quick_out: str
+    verify_out: str
+    bench_out: str
+
+    def outs(self) -> dict[str, str]:
+        """Each stage's record's file, by stage (STAGES)."""
+        return {"quick": self.quick_out, "verify": self.verify_out, "bench": self.bench_out}
+
+    @property
+    def gpu_work(self) -> bool:
+        return self.device != "cpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingsRequest(Request, _Out):
+    command: ClassVar[str] = "ceilings"
+
+    @property
+    def gpu_work(self) -> bool:
+        return True
+
+
+CommandRequest = Union[
+    DeviceRequest,
+    StaticRequest,
+    StaticContextRequest,
+    BuildRequest,
+    InspectRequest,
+    VerifyRequest,
+    BenchRequest,
+    EvaluateRequest,
+    CeilingsRequest,
+]
+# By command, in the command line's order (options.py).
+REQUESTS: dict[str, type[CommandRequest]] = {cls.command: cls for cls in typing.get_args(CommandRequest)}
 
 
 class BadRequest(ValueError):
@@ -19,69 +211,89 @@ class BadRequest(ValueError):
     required field missing."""
 
 
-def field_name(dest: str) -> str:
-    """An option's field in a typed request: its dest, camelCased (baseline_artifact → baselineArtifact)."""
-    return re.sub(r"_(\w)", lambda m: m.group(1).upper(), dest)
+def field_name(name: str) -> str:
+    """A dataclass field's name in a typed request, camelCased (baseline_artifact → baselineArtifact)."""
+    return re.sub(r"_(\w)", lambda m: m.group(1).upper(), name)
 
 
-def fields(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """A command's options, by their field in a typed request."""
-    return {field_name(a.dest): a for a in parser._actions if a.option_strings and a.dest != "help"}
+def request_fields(cls: type[CommandRequest]) -> dict[str, dataclasses.Field[Any]]:
+    """A command's fields, by their name in a typed request."""
+    return {field_name(f.name): f for f in dataclasses.fields(cls)}
 
 
-def _value(name: str, action: argparse.Action, value: Any) -> Any:
-    """The value the command line would have put in the Namespace for this field's value."""
-    if isinstance(action, argparse._StoreTrueAction):
-        if not isinstance(value, bool):
-            raise BadRequest(f"{name} must be true or false")
-        return value
-    if isinstance(action, argparse._AppendAction):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise BadRequest(f"{name} must be a list of strings")
-        return list(value) or None  # as when the flag is not given
-    if action.dest in JSON_VALUED:
+def required(f: dataclasses.Field[Any]) -> bool:
+    """A field a request must carry: one without a default."""
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def is_json_valued(f: dataclasses.Field[Any]) -> bool:
+    return bool(f.metadata.get(_JSON))
+
+
+def field_type(hint: Any) -> Any:
+    """The type a field holds, without its None (str | None → str)."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else hint
+    return hint
+
+
+def _value(name: str, f: dataclasses.Field[Any], hint: Any, value: Any) -> Any:
+    """The field's value for a request's JSON value: what the command line would give."""
+    kind = field_type(hint)
+    if is_json_valued(f):
         if not isinstance(value, (list, dict)):
             raise BadRequest(f"{name} must be a JSON list or object")
         return json.dumps(value)  # the command reads it as it reads the flag's text
-    if action.type is int:
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise BadRequest(f"{name} must be true or false")
+        return value
+    if typing.get_origin(kind) is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise BadRequest(f"{name} must be a list of strings")
+        return list(value) or None  # as when the flag is not given
+    if kind is int:
         if not isinstance(value, int) or isinstance(value, bool):
             raise BadRequest(f"{name} must be an integer")
-    elif action.type is float:
+        return value
+    if kind is float:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise BadRequest(f"{name} must be a number")
-        value = float(value)
-    elif not isinstance(value, str):
+        return float(value)
+    if typing.get_origin(kind) is Literal:
+        choices = typing.get_args(kind)
+        if value not in choices:
+            raise BadRequest(f"{name} must be one of {', '.join(map(str, choices))}")
+        return value
+    if not isinstance(value, str):
         raise BadRequest(f"{name} must be a string")
-    if action.choices is not None and value not in action.choices:
-        raise BadRequest(f"{name} must be one of {', '.join(map(str, action.choices))}")
     return value
 
 
-def parse_command(request: Any) -> argparse.Namespace:
-    """A typed request, validated, as the Namespace the command line gives; BadRequest when it
-    is not one."""
+def parse_command(request: Any) -> CommandRequest:
+    """A typed request, checked, as its command's dataclass; BadRequest when it is not one."""
     if not isinstance(request, dict):
         raise BadRequest("a request is a JSON object")
-    parsers = commands()
     name = request.get("command")
-    if not isinstance(name, str) or name not in parsers:
-        raise BadRequest(f"unknown command {name!r} (one of {', '.join(parsers)})")
-    options = fields(parsers[name])
-    unknown = sorted(set(request) - set(options) - {"command"})
+    if not isinstance(name, str) or name not in REQUESTS:
+        raise BadRequest(f"unknown command {name!r} (one of {', '.join(REQUESTS)})")
+    cls = REQUESTS[name]
+    known = request_fields(cls)
+    unknown = sorted(set(request) - set(known) - {"command"})
     if unknown:
         raise BadRequest(f"{name} takes no {', '.join(unknown)}")
-    args = argparse.Namespace(command=name)
-    for field, action in options.items():
-        if field in request:
-            setattr(args, action.dest, _value(field, action, request[field]))
-        elif action.required:
-            raise BadRequest(f"{name} needs {field}")
-        else:
-            setattr(args, action.dest, action.default)
-    return args
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for key, f in known.items():
+        if key in request:
+            values[f.name] = _value(key, f, hints[f.name], request[key])
+        elif required(f):
+            raise BadRequest(f"{name} needs {key}")
+    return cls(**values)
 
 
-def parse_command_json(text: str) -> argparse.Namespace:
+def parse_command_json(text: str) -> CommandRequest:
     """`request JSON`'s argument, parsed: BadRequest when it is not JSON or not a request."""
     try:
         request = json.loads(text)

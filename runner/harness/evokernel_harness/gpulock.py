@@ -8,10 +8,10 @@ when its holder dies, so a killed child never leaves the GPU locked.
 
 The folder is EVOKERNEL_GPU_LOCKS, else `<tmp>/evokernel-gpu-locks-<uid>`; EVOKERNEL_GPU_LOCKS=off
 turns the lock off. The index is the first entry of CUDA_VISIBLE_DEVICES (0 when unset).
-Imports nothing outside the standard library.
+Which commands are GPU work is their request's to say (command_request.py, gpu_work). Imports
+nothing outside the standard library.
 """
 
-import argparse
 import contextlib
 import fcntl
 import os
@@ -19,18 +19,7 @@ import tempfile
 import time
 from typing import Callable, Iterator
 
-GPU_COMMANDS = ("verify", "bench", "evaluate", "ceilings")
 HELD = "EVOKERNEL_GPU_LOCK_HELD"  # set in a child whose parent (the fork server) holds the lock
-
-
-def uses_gpu(args: argparse.Namespace) -> bool:
-    """A command's parsed options (options.py) ask for GPU work under the lock from the start
-    (bench --warm-compile compiles first and takes the lock itself, for its timing)."""
-    return (
-        args.command in GPU_COMMANDS
-        and getattr(args, "device", None) != "cpu"
-        and not getattr(args, "warm_compile", False)
-    )
 
 
 def lock_path() -> str | None:
@@ -45,17 +34,10 @@ def lock_path() -> str | None:
 
 
 @contextlib.contextmanager
-def held(args: argparse.Namespace, on_wait: Callable[[], object] | None = None) -> Iterator[float]:
-    """Hold the GPU's lock while the body runs, when args is a GPU command (and no parent
-    holds it for us); yields the seconds spent waiting. on_wait() is called once when
-    another process holds the lock."""
-    with held_for_gpu_work(uses_gpu(args), on_wait) as waited:
-        yield waited
-
-
-@contextlib.contextmanager
 def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | None = None) -> Iterator[float]:
-    """held() for a body that is GPU work (or not): the lock, unless a parent holds it for us."""
+    """Hold the GPU's lock while the body runs, when it is GPU work (a request's gpu_work) and no
+    parent holds it for us; yields the seconds spent waiting. on_wait() is called once when
+    another process holds the lock."""
     path = None if os.environ.get(HELD) == "1" or not gpu_work else lock_path()
     if path is None:
         yield 0.0

@@ -27,8 +27,8 @@ it imports everything it runs before the fork, so a candidate that rewrites file
 
 from __future__ import annotations
 
-import argparse
 import ctypes
+import dataclasses
 import json
 import os
 import random
@@ -39,14 +39,15 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable, cast
+from typing import Any, Callable, Mapping
 
 import torch
 
 from . import compare as _compare  # noqa: F401 — bound before the fork (see above)
 from . import limits, outputs
+from .command_request import VerifyRequest
 from .env import device_backend, device_info, precise_math
-from .record import Record
+from .record import Record, VerifyRecord
 from .tasks.base import Config, Task
 from .verify import REFILL_SEED, SCALAR_AS_ONE_ELEMENT, Reject, Verifier, trial_seed
 
@@ -69,7 +70,7 @@ def _prctl(option, value):
 
 
 # --- the candidate's process -----------------------------------------------------
-def run_candidate(fn: Callable[[], Record], claim_path: str) -> tuple[int, float, frozenset[int]]:
+def run_candidate(fn: Callable[[], Mapping[str, Any]], claim_path: str) -> tuple[int, float, frozenset[int]]:
     """Forks; the child runs fn() (its record, the claim) and ends with os._exit. Returns
     (pid, the parent's clock at the fork, the judge's children before it: not the candidate's)."""
     before = frozenset(p for p, (pp, _) in _processes().items() if pp == os.getpid())
@@ -190,13 +191,13 @@ def read_claim(path: str, kind: str = "verify") -> Record | None:
     return claim if isinstance(claim, dict) and claim.get("kind") == kind else None
 
 
-def base_record(args: argparse.Namespace, seed: int) -> Record:
+def base_record(task: str, candidate: str | None, seed: int) -> VerifyRecord:
     """A verify record that has decided nothing yet: where the command and the judge start."""
     return {
         "schema": SCHEMA,
         "kind": "verify",
-        "task": args.task,
-        "candidate": args.candidate or "",
+        "task": task,
+        "candidate": candidate or "",
         "format": "",
         "ok": False,
         "status": "error",
@@ -216,9 +217,9 @@ def base_record(args: argparse.Namespace, seed: int) -> Record:
     }
 
 
-def as_failure(claim: Record) -> Record:
+def as_failure(claim: Record) -> VerifyRecord:
     """A claim that is not a pass, held to that whatever its fields say."""
-    rec = {**claim, "schema": SCHEMA, "kind": "verify", "ok": False}
+    rec = VerifyRecord(**{**claim, "schema": SCHEMA, "kind": "verify", "ok": False})
     if rec.get("status") == "passed" or not isinstance(rec.get("status"), str):
         rec.update(
             status="rejected",
@@ -230,12 +231,15 @@ def as_failure(claim: Record) -> Record:
 
 
 # --- the judge ----------------------------------------------------------------------
-def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Namespace, outputs.Dump], Record]) -> Record:
-    """cmd_verify: in_process(args, dump) (the verification as it always ran, keeping its
+def verify_judged(
+    request: VerifyRequest, in_process: Callable[[VerifyRequest, outputs.Dump], VerifyRecord]
+) -> VerifyRecord:
+    """cmd_verify: in_process(request, dump) (the verification as it always ran, keeping its
     passing outputs in `dump`) runs in a forked process; the record returned is the judge's."""
     started = time.perf_counter()
-    if args.seed is None:  # the judge chooses the seed: the candidate's process is told it
-        args.seed = random.SystemRandom().randrange(1, 2**31)
+    # the judge chooses the seed: the candidate's process is told it
+    seed = request.seed if request.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    request = dataclasses.replace(request, seed=seed)
     _prctl(PR_SET_DUMPABLE, 0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     scratch = tempfile.mkdtemp(prefix="evk-verdict-")
@@ -243,13 +247,13 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         claim_path = os.path.join(scratch, "claim.json")
         folder = os.path.join(scratch, "outputs")
         os.mkdir(folder, 0o700)
-        pid, forked, keep = run_candidate(lambda: in_process(args, outputs.Dump(folder)), claim_path)
+        pid, forked, keep = run_candidate(lambda: in_process(request, outputs.Dump(folder)), claim_path)
         status = wait_and_stop(pid, keep)
         candidate_s = time.perf_counter() - forked
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             _log(f"the candidate's process was killed by signal {sig}")
-            died = died_after_passing(args, folder, sig)
+            died = died_after_passing(request, seed, folder, sig)
             if died is not None:
                 return died
             _end_like(sig)  # as the command's own process would have ended: a crash
@@ -258,7 +262,7 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         claim = read_claim(claim_path)
         if claim is None:
             return {
-                **base_record(args, args.seed),
+                **base_record(request.task, request.candidate, seed),
                 "reason": "no-record",
                 "hack": HACK,
                 "message": "the candidate's process ended (exit 0) without a readable record of its verification",
@@ -266,7 +270,7 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         if claim.get("ok") is not True:
             return as_failure(claim)
         checked = time.perf_counter()
-        rec = recheck(args, claim, folder)
+        rec = recheck(request, seed, claim, folder)
         phases = rec.get("phases")
         phases = phases if isinstance(phases, dict) else {}
         rec["phases"] = {**phases, "recheck": round(time.perf_counter() - checked, 4)}
@@ -279,7 +283,7 @@ def verify_judged(args: argparse.Namespace, in_process: Callable[[argparse.Names
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def died_after_passing(args: argparse.Namespace, folder: str, sig: int) -> Record | None:
+def died_after_passing(request: VerifyRequest, seed: int, folder: str, sig: int) -> VerifyRecord | None:
     """A candidate whose process a signal ended (a segfault, an abort) after other
     configurations passed only works for the shapes it was shown (issue 18.8): the record says
     so, with the signal. None when none had passed (a plain crash)."""
@@ -287,7 +291,7 @@ def died_after_passing(args: argparse.Namespace, folder: str, sig: int) -> Recor
     from .verify import HACKS
 
     try:
-        names = [c.name for c in task_from(args).configs]
+        names = [c.name for c in task_from(request.task, request.task_spec, request.config).configs]
     except Exception:  # the task is the caller's; a crash stays a crash
         return None
     passed = outputs.passed_before_death(folder, names)
@@ -298,7 +302,7 @@ def died_after_passing(args: argparse.Namespace, folder: str, sig: int) -> Recor
     except ValueError:
         name = f"signal {sig}"
     return {
-        **base_record(args, args.seed),
+        **base_record(request.task, request.candidate, seed),
         "status": "rejected",
         "reason": "shape-specific",
         "hack": HACKS.get("shape-specific"),
@@ -315,29 +319,28 @@ def _end_like(sig):
     os._exit(128 + sig)  # a signal that does not end a process by default
 
 
-def recheck(args: argparse.Namespace, claim: Record, folder: str) -> Record:
-    """The judge's own verdict on a claimed pass: the record."""
+def recheck(request: VerifyRequest, seed: int, claim: Record, folder: str) -> VerifyRecord:
+    """The judge's own verdict on a claimed pass (with the seed it chose): the record."""
     from .tasks import task_from
 
-    seed = args.seed
-    backend = device_backend(args.device)
+    backend = device_backend(request.device)
     if backend is None:
         return {
-            **base_record(args, seed),
+            **base_record(request.task, request.candidate, seed),
             "reason": "no-gpu",
             "device": device_info("cpu"),
             "message": "the candidate's process reported a pass, but the judge finds no CUDA GPU",
         }
     precise_math()
-    rec = {**claim, "schema": SCHEMA, "kind": "verify", "seed": seed, "device": device_info(backend)}
+    rec = VerifyRecord(**{**claim, "schema": SCHEMA, "kind": "verify", "seed": seed, "device": device_info(backend)})
     try:
-        task = task_from(args)
+        task = task_from(request.task, request.task_spec, request.config)
         task.prune(backend)
         if backend == "cuda":
             torch.cuda.set_per_process_memory_fraction(float(os.environ.get("EVOKERNEL_GPU_MEM_FRACTION", "0.9")))
-        v = Verifier(task, None, backend, seed, trials=args.trials, log=lambda _: None)
-        quick = bool(getattr(args, "quick", False))
-        configs = v.configs_to_run(include_heldout=args.heldout and not quick, quick=quick)
+        v = Verifier(task, None, backend, seed, trials=request.trials, log=lambda _: None)
+        quick = request.quick
+        configs = v.configs_to_run(include_heldout=request.heldout and not quick, quick=quick)
         v.check_task(configs[0])
         kept = {"bytes": 0}  # what the rule of outputs.required has kept so far, in its order
         entries = [check_config(v, task, config, folder, plan, kept) for config, plan in _planned(v, configs)]
@@ -375,7 +378,7 @@ def recheck(args: argparse.Namespace, claim: Record, folder: str) -> Record:
     }
 
 
-def refuse(rec: Record, reason: str, message: str, mismatch: dict[str, Any] | None = None) -> Record:
+def refuse(rec: VerifyRecord, reason: str, message: str, mismatch: dict[str, Any] | None = None) -> VerifyRecord:
     from .verify import HACKS
 
     return {
@@ -415,7 +418,7 @@ def check_config(
         if size is not None and not outputs.required(trial, size, kept["bytes"]):
             continue
         refill = trial == outputs.REFILL
-        number = 0 if refill else cast(int, trial)  # the refill is trial 0's
+        number = trial if isinstance(trial, int) else 0  # the refill is trial 0's
         init = inits[number]
         tseed = trial_seed(v.seed, config, 0) ^ REFILL_SEED if refill else trial_seed(v.seed, config, number)
         case = v.make_case(config, tseed, init=init)

@@ -1,15 +1,12 @@
-"""The harness's command line, its grammar only: argv → argparse.Namespace, what the commands
-take. A typed request (command_request.py: the runner's, and `request JSON` here) gives the same
-Namespace from the same grammar: its fields are these options, camelCased."""
+"""The harness's command line, its grammar only: argv → argparse.Namespace → the command's typed
+request (command_request.py), what the commands take. The only module (with cli.py) that knows
+argparse. A typed request (the runner's, and `request JSON` here) gives the same dataclass: its
+fields are these options' dests, camelCased."""
 
 import argparse
+import dataclasses
 
-from .schemas import enum
-
-# evaluate's cascade, in order (the contract's EVALUATE_STAGES): one record (--<stage>-out) each
-STAGES = tuple(enum("evaluate-stage.schema.json"))
-# Options whose value is JSON text on the command line and a JSON value in a typed request.
-JSON_VALUED = ("reference_ops", "race", "race_ceilings", "static", "task_spec")
+from .command_request import REQUESTS, STAGES, CommandRequest
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,6 +159,17 @@ NOT_REQUESTS = ("serve", "request")
 def parse(argv: list[str]) -> argparse.Namespace:
     """argv, parsed; a usage error exits 2 with argparse's message on stderr."""
     return build_parser().parse_args(argv)
+
+
+def request(args: argparse.Namespace) -> CommandRequest:
+    """A command's parsed options (not serve's, not request's) as its typed request."""
+    cls = REQUESTS[args.command]
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
+def parse_request(argv: list[str]) -> CommandRequest:
+    """A command's argv as its typed request; a usage error exits 2 as parse() does."""
+    return request(parse(argv))
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:

@@ -12,7 +12,6 @@ CUDA is initialised only in children (and the worker), so a candidate that ends 
 Requests and answers are JSON lines (docs/DESIGN.md, "The fork server").
 """
 
-import argparse
 import gc
 import json
 import os
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import gpulock, limits, worker
-from .command_request import BadRequest, parse_command
+from .command_request import BadRequest, CommandRequest, parse_command
 from .commands import run
 from .worker import Worker
 
@@ -38,11 +37,11 @@ MEM_LIMIT = (limits.memory_limit_mb() + 4096) << 20
 @dataclass(frozen=True)
 class Request:
     """One request line (src/shared/contract/harness-request.ts; the generated
-    contract/harness-request.schema.json): the harness command to run in a child, as the
-    command line would have parsed it (command_request.py), and the seconds it may take."""
+    contract/harness-request.schema.json): the harness command to run in a child, its typed
+    request (command_request.py), and the seconds it may take."""
 
     id: Optional[str]
-    args: argparse.Namespace
+    command: CommandRequest
     timeout_s: float
 
 
@@ -66,10 +65,10 @@ def parse_request(line: str) -> Request:
         raise ValueError("timeoutS must be a number") from None
     id = req.get("id")
     try:
-        args = parse_command(req.get("request"))
+        command = parse_command(req.get("request"))
     except BadRequest as err:
         raise BadCommand(id if isinstance(id, str) else None, str(err)) from None
-    return Request(id, args, timeout_s)
+    return Request(id, command, timeout_s)
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def _answer(
     }
 
 
-def _child(args: argparse.Namespace, log_path: str) -> None:
+def _child(command: CommandRequest, log_path: str) -> None:
     os.setsid()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
@@ -135,7 +134,7 @@ def _child(args: argparse.Namespace, log_path: str) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     code = 4
     try:
-        code = run(args)
+        code = run(command)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 2
     except BaseException:
@@ -152,8 +151,8 @@ def _run(req: Request, out: Any) -> dict[str, Any]:
     """One request; the GPU's machine-wide lock is taken before the child starts, so waiting
     for another process's GPU work never counts against the request's deadline. A line
     {"id", "started"} tells the client when the deadline starts."""
-    with gpulock.held(
-        req.args, on_wait=lambda: print(json.dumps({"id": req.id, "waiting": True}), file=out, flush=True)
+    with gpulock.held_for_gpu_work(
+        req.command.gpu_work, on_wait=lambda: print(json.dumps({"id": req.id, "waiting": True}), file=out, flush=True)
     ) as waited:
         print(json.dumps({"id": req.id, "started": True, "waitedS": round(waited, 3)}), file=out, flush=True)
         os.environ[gpulock.HELD] = "1"
@@ -170,16 +169,16 @@ WORKER = Worker(_rss_bytes, MEM_LIMIT)
 
 
 def _run_child(req: Request) -> dict[str, Any]:
-    args, timeout = req.args, req.timeout_s
+    command, timeout = req.command, req.timeout_s
     fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
     os.close(fd)
     start = time.perf_counter()
-    if worker.enabled(args):
-        answer = WORKER.run(args, timeout, log_path)
+    if worker.enabled(command):
+        answer = WORKER.run(command, timeout, log_path)
         return {"id": req.id, **answer, "seconds": round(time.perf_counter() - start, 3), "log": _log(log_path)}
     pid = os.fork()
     if pid == 0:
-        _child(args, log_path)
+        _child(command, log_path)
     timed_out = mem_killed = False
     status = None
     while True:
@@ -373,9 +372,10 @@ class CpuServer:
         except (ValueError, AttributeError) as err:
             self.say({"id": None, "error": f"bad request: {err}"})
             return
-        if req.args.command not in CPU_COMMANDS:
+        name = req.command.command
+        if name not in CPU_COMMANDS:
             runs = " and ".join(CPU_COMMANDS)
-            self.say(_bad_command(BadCommand(req.id, f"the CPU fork server runs {runs} only, not {req.args.command}")))
+            self.say(_bad_command(BadCommand(req.id, f"the CPU fork server runs {runs} only, not {name}")))
             return
         fd, log_path = tempfile.mkstemp(prefix="evk-child-", suffix=".log")
         os.close(fd)
@@ -383,7 +383,7 @@ class CpuServer:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(req.args, log_path)
+            _child(req.command, log_path)
         self.running[pid] = _Running(req, time.perf_counter(), log_path)
         self.say({"id": req.id, "started": True, "waitedS": 0.0})
 

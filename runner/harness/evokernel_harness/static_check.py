@@ -17,6 +17,8 @@ import ast
 import re
 from typing import Any
 
+from .record import StaticRecord
+
 Finding = dict[str, Any]  # one finding of the check: code, hack, line, text, message, severity
 
 # torch compute ops: calling these from a candidate is falling back to PyTorch (hack 12)
@@ -652,7 +654,7 @@ def check(
     ref_ops: frozenset[str] | set[str] = frozenset(),
     strict: bool = True,
     libraries: str = "allow",
-) -> dict[str, Any]:
+) -> StaticRecord:
     if fmt == "py":
         findings = check_py(source, ref_ops, strict, libraries)
     else:

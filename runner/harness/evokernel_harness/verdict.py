@@ -13,10 +13,11 @@ its code raised and handled (evidence.py), the backend flags it set (backend_fla
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from . import evidence as _evidence
-from .record import Record
+from .record import VerifyRecord
 from .verify import HACKS
 
 if TYPE_CHECKING:
@@ -32,9 +33,12 @@ def fallback_message(handled: list[dict[str, Any]], detail: str) -> str:
     return f"{'; '.join(ran)}; the fallback ran: {detail} (hack 12)"
 
 
-def after_verification(rec: Record, task: Task, cand: Candidate, backend: str, own: dict[str, Any] | None) -> Record:
-    """Update a passed verify record `rec` from the run's evidence. own: check_own_kernel's
-    result (None where it did not run: the CPU, evk candidates)."""
+def after_verification(
+    rec: VerifyRecord, task: Task, cand: Candidate, backend: str, own: dict[str, Any] | None
+) -> VerifyRecord:
+    """A passed verify record `rec`, updated from the run's evidence (a new record: rec stays as
+    it was). own: check_own_kernel's result (None where it did not run: the CPU, evk candidates)."""
+    rec = copy.deepcopy(rec)
     handled = cand.evidence.handled()
     in_calls = [e for e in handled if e["phase"] != "load"]
     rec["evidence"] = {
@@ -91,9 +95,10 @@ def _short(names: list[str], limit: int = 3) -> str:
     return text + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def check_streams(rec: Record, task: Task, cand: Candidate, seed: int, device: str = "cuda") -> Record:
+def check_streams(rec: VerifyRecord, task: Task, cand: Candidate, seed: int, device: str = "cuda") -> VerifyRecord:
     """On the GPU: one call placed as the timer places it (streams.py); work outside the timed
-    window refuses it as side-stream, naming the work, its stream and its time."""
+    window refuses it as side-stream, naming the work, its stream and its time. Returns the
+    record with that check (a new record: rec stays as it was)."""
     import torch
 
     from . import streams
@@ -106,8 +111,9 @@ def check_streams(rec: Record, task: Task, cand: Candidate, seed: int, device: s
         # runs once (autograd frees its graph); a backward call stages its forward on the
         # caller's stream, inside the window, where it hides nothing
         result = streams.check(lambda: cand.run(case))
+    rec = copy.deepcopy(rec)
     rec["checks"].append({"name": "all-work-timed", "ok": result["ok"], "detail": f"{config.name}: {result['detail']}"})
-    rec.setdefault("evidence", {})["streams"] = result["streams"]
+    rec["evidence"] = {**rec.get("evidence", {}), "streams": result["streams"]}
     if not result["ok"]:
         rec.update(
             ok=False,

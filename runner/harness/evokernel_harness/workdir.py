@@ -18,15 +18,19 @@ which the judge removes once they and everything they started have been stopped)
 command was given relative to where it started are made absolute first.
 """
 
-import argparse
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
-from typing import Iterator
+from typing import Iterator, TypeVar
+
+from .command_request import CommandRequest
+
+R = TypeVar("R", bound=CommandRequest)
 
 PREFIX = "evk-work-"
-# options.py's options that name files or folders (a relative one is relative to where the
+# the requests' fields (command_request.py) that name files or folders (a relative one is relative to where the
 # command started, not to the private folder)
 PATH_OPTIONS = (
     "task",
@@ -46,16 +50,16 @@ PATH_VARIABLES = ("EVOKERNEL_CACHE", "EVOKERNEL_GPU_LOCKS")
 BACKWARD = "#backward"  # a task path's suffix (tasks/__init__.py)
 
 
-def absolute(args: argparse.Namespace) -> argparse.Namespace:
-    """A copy of args whose path options are absolute (a task keeps its #backward)."""
-    out = argparse.Namespace(**vars(args))
-    for name in PATH_OPTIONS:
-        value = getattr(out, name, None)
-        if not isinstance(value, str) or not value or os.path.isabs(value):
+def absolute(request: R) -> R:
+    """A copy of request whose paths are absolute (a task keeps its #backward)."""
+    changes: dict[str, str] = {}
+    for f in dataclasses.fields(request):
+        value = getattr(request, f.name)
+        if f.name not in PATH_OPTIONS or not isinstance(value, str) or not value or os.path.isabs(value):
             continue
-        suffix = BACKWARD if name == "task" and value.endswith(BACKWARD) else ""
-        setattr(out, name, os.path.abspath(value[: len(value) - len(suffix)]) + suffix)
-    return out
+        suffix = BACKWARD if f.name == "task" and value.endswith(BACKWARD) else ""
+        changes[f.name] = os.path.abspath(value[: len(value) - len(suffix)]) + suffix
+    return dataclasses.replace(request, **changes)
 
 
 def _absolute_environment() -> None:
@@ -66,10 +70,10 @@ def _absolute_environment() -> None:
 
 
 @contextlib.contextmanager
-def private(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
-    """With a fresh folder as the cwd: yields args with absolute paths; afterwards the cwd is
+def private(request: R) -> Iterator[R]:
+    """With a fresh folder as the cwd: yields request with absolute paths; afterwards the cwd is
     the one before and the folder is gone, whatever the command left in it."""
-    args = absolute(args)
+    request = absolute(request)
     _absolute_environment()
     folder = tempfile.mkdtemp(prefix=PREFIX)
     try:
@@ -78,7 +82,7 @@ def private(args: argparse.Namespace) -> Iterator[argparse.Namespace]:
         home = None
     os.chdir(folder)
     try:
-        yield args
+        yield request
     finally:
         try:
             if home is not None:

@@ -10,12 +10,12 @@ Only `evaluate` (the search's screen) runs here: `verify` and `bench` (a job's v
 the search's final checks on the winner) always get a fresh child, so nothing a candidate
 left in a worker can reach a verdict that is reported. EVOKERNEL_WORKER=0 turns it off.
 
-Protocol: the server writes {"args", "log"} lines to the worker's request pipe (args: the
-request's parsed options, command_request.py's Namespace as a dict); the worker runs the
-command with its output in `log` and answers {"exit", "reusable"} on its reply pipe.
+Protocol: the server writes {"request", "log"} lines to the worker's request pipe (request:
+the EvaluateRequest's fields, command_request.py, as a dict); the worker runs the command with
+its output in `log` and answers {"exit", "reusable"} on its reply pipe.
 """
 
-import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -25,26 +25,26 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Callable, NoReturn, cast
+from typing import Any, Callable, NoReturn, TypeGuard
 
+from .command_request import CommandRequest, EvaluateRequest
 from .commands import run
-from .options import STAGES
 
 MAX_REQUESTS = 100  # then a new worker: bounded growth of loaded candidate libraries
-COMMANDS = ("evaluate",)
 
 
-def enabled(args: argparse.Namespace) -> bool:
-    return args.command in COMMANDS and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
+def enabled(request: CommandRequest) -> TypeGuard[EvaluateRequest]:
+    """The request goes to the worker: an `evaluate`, unless EVOKERNEL_WORKER=0."""
+    return isinstance(request, EvaluateRequest) and os.environ.get("EVOKERNEL_WORKER", "1") != "0"
 
 
-def records_ok(args: argparse.Namespace) -> bool:
+def records_ok(request: EvaluateRequest) -> bool:
     """Every record an evaluate run wrote is ok (a bench record that only says there is no GPU
     counts as ok: that is the machine, not the candidate)."""
-    outs = [getattr(args, f"{stage}_out", None) for stage in STAGES]
+    outs = list(request.outs().values())
     if not all(outs):
         return False
-    for path in cast(list[str], outs):
+    for path in outs:
         if not os.path.exists(path):
             return False  # a stage that never ran: an earlier one was not ok
         try:
@@ -76,21 +76,21 @@ def _serve(req_fd: int, reply_fd: int) -> NoReturn:
     served = 0
     for line in requests:
         req = json.loads(line)
-        args = argparse.Namespace(**req["args"])
+        request = EvaluateRequest(**req["request"])
         fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
         code = 4
         try:
-            code = run(args)
+            code = run(request)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 2
         except BaseException:
             traceback.print_exc()
         reusable = False
         try:
-            reusable = code == 0 and records_ok(args)
+            reusable = code == 0 and records_ok(request)
             if reusable:
                 _between_requests()
         except BaseException:  # a context that cannot be cleaned is not reused
@@ -128,11 +128,12 @@ class Worker:
     def __init__(self, rss_bytes: Callable[[int], int], mem_limit: int) -> None:
         self._rss_bytes = rss_bytes
         self._mem_limit = mem_limit
-        self.pid = None
+        self.pid: int | None = None
         self.served = 0
         self.started = 0  # workers forked, for the answer and the tests
 
-    def _start(self) -> None:
+    def _start(self) -> int:
+        """A new worker: its pid."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         pid = os.fork()
@@ -146,6 +147,7 @@ class Worker:
         os.close(rep_w)
         self.pid, self._req, self._rep, self._buf, self.served = pid, req_w, rep_r, b"", 0
         self.started += 1
+        return pid
 
     def stop(self) -> None:
         if self.pid is None:
@@ -163,24 +165,23 @@ class Worker:
                 os.close(fd)
             except OSError:
                 pass
-        self.pid = None
+        self.pid: int | None = None
 
-    def run(self, args: argparse.Namespace, timeout: float, log_path: str) -> dict[str, Any]:
+    def run(self, request: EvaluateRequest, timeout: float, log_path: str) -> dict[str, Any]:
         """One request: the answer fields of server._run_child (exit, signal, timedOut,
         memKilled) plus reused (a worker that served before)."""
-        if self.pid is None:
-            self._start()
+        wpid = self.pid if self.pid is not None else self._start()
         reused = self.served > 0
-        pid_at_start = self.pid
+        pid_at_start = wpid
+        line = (json.dumps({"request": dataclasses.asdict(request), "log": log_path}) + "\n").encode()
         try:
-            os.write(self._req, (json.dumps({"args": vars(args), "log": log_path}) + "\n").encode())
+            os.write(self._req, line)
         except OSError:  # the worker is gone: a new one takes the request
             self.stop()
-            self._start()
-            reused, pid_at_start = False, self.pid
-            os.write(self._req, (json.dumps({"args": vars(args), "log": log_path}) + "\n").encode())
+            wpid = self._start()
+            reused, pid_at_start = False, wpid
+            os.write(self._req, line)
         start = time.perf_counter()
-        wpid = cast(int, self.pid)  # started above
         reply = status = None
         timed_out = mem_killed = False
         while reply is None and status is None:
@@ -213,7 +214,7 @@ class Worker:
             answer = {"exit": reply["exit"], "signal": None}
             if not reply.get("reusable"):
                 self.stop()
-        else:
+        elif status is not None:
             pid, self.pid = wpid, None  # it ended (or was killed) mid-request: reaped above
             for fd in (self._req, self._rep):
                 try:
@@ -224,9 +225,10 @@ class Worker:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            status = cast(int, status)  # no reply: the loop ended with the worker's status
             answer = {
                 "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                 "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             }
+        else:
+            raise AssertionError("the worker's loop ends with its reply or its status")
         return {**answer, "timedOut": timed_out, "memKilled": mem_killed, "reused": reused, "worker": pid_at_start}

@@ -1,5 +1,5 @@
 """Bench's timings judged where the candidate never ran (issue 16.1, bench_judge.py), on the CPU
-with the GPU modelled as in test_bench_cpu: the candidate's process (forked by the judge, as the
+with the GPU modelled as in test_bench: the candidate's process (forked by the judge, as the
 command forks it) times the baseline kernel and the candidate; the judge times eager itself,
 computes the floor, bounds the claimed times by the wall it saw the timing take and compares the
 outputs after timing. Candidates that take over their own process to forge a time under the
@@ -22,7 +22,7 @@ import torch
 from evokernel_harness import bench, bench_judge
 from evokernel_harness.probe_cache import CostMeasured, ProbeCache, probe_key, task_digest
 from evokernel_harness.tasks import load_task
-from tests import test_bench_cpu as cpu
+from tests import test_bench as cpu
 
 HOSTILE = os.path.join(cpu.REPO, "test", "security", "fixtures", "bench")
 SEED = 1234

@@ -2,7 +2,6 @@
 outside a candidate's call (on the H100, 2026-11-26, the reference's while another job held
 56 GiB) is said in a plain line after it."""
 
-import argparse
 import contextlib
 import io
 import os
@@ -12,6 +11,7 @@ from unittest import mock
 import torch
 
 from evokernel_harness import commands
+from evokernel_harness.command_request import DeviceRequest
 
 OutOfMemoryError = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 
@@ -26,7 +26,7 @@ def run_raising(err: Exception) -> tuple[int, str]:
         mock.patch.dict(os.environ, {"EVOKERNEL_GPU_LOCKS": "off"}),
         contextlib.redirect_stderr(stderr),
     ):
-        code = commands.run(argparse.Namespace(command="device", out=None, device="cpu"))
+        code = commands.run(DeviceRequest())
     return code, stderr.getvalue()
 
 

@@ -12,18 +12,29 @@ Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_
 """
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import typing
 import unittest
 
 import jsonschema
 
-from evokernel_harness import env, exprs, inputs, options, verify
+from evokernel_harness import command_request, env, exprs, inputs, options, verify
+from evokernel_harness import record as records
 from evokernel_harness.candidates import CandidateError, detect_format
-from evokernel_harness.command_request import BadRequest, fields, parse_command
+from evokernel_harness.command_request import (
+    REQUESTS,
+    BadRequest,
+    field_name,
+    is_json_valued,
+    parse_command,
+    request_fields,
+)
+from evokernel_harness.commands import COMMANDS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
@@ -199,6 +210,43 @@ class RecordsTest(unittest.TestCase):
         self.assertIn(record["reason"], enum("reason.schema.json"))  # the CPU: timing did not run
 
 
+class RecordTypesTest(unittest.TestCase):
+    """record.py's TypedDicts are the schemas' records: every property of the schema is a key,
+    every required one required (the harness may always write one the schema lets go), and a
+    key the schema does not declare is never required. Each command returns its kind."""
+
+    RETURNS = {
+        "device": records.DeviceRecord,
+        "static": records.StaticRecord,
+        "static-context": records.StaticContextRecord,
+        "build": records.BuildRecord,
+        "inspect": records.TaskRecord,
+        "verify": records.VerifyRecord,
+        "bench": records.BenchRecord,
+        "ceilings": records.CeilingsRecord,
+        "evaluate": type(None),  # it writes a verify and a bench record per stage itself
+    }
+
+    def test_each_record_kind_has_its_schemas_fields(self):
+        self.assertEqual(len(records.SCHEMAS), 7)
+        for name, kind in records.SCHEMAS.items():
+            with self.subTest(schema=name):
+                declared = schema(name)
+                keys = set(typing.get_type_hints(kind))
+                required = set(kind.__required_keys__)
+                self.assertLessEqual(set(declared["properties"]), keys, "properties the TypedDict lacks")
+                self.assertLessEqual(set(declared["required"]), required, "required by the schema, not here")
+                self.assertLessEqual(required, set(declared["properties"]), "required here, unknown to the schema")
+                kind_const = declared["properties"]["kind"]["const"]
+                self.assertEqual(typing.get_args(typing.get_type_hints(kind)["kind"]), (kind_const,))
+
+    def test_each_command_returns_its_record_kind(self):
+        self.assertEqual(sorted(self.RETURNS), sorted(COMMANDS))
+        for name, function in COMMANDS.items():
+            with self.subTest(command=name):
+                self.assertIs(typing.get_type_hints(function)["return"], self.RETURNS[name])
+
+
 class ListsTest(unittest.TestCase):
     """The harness's own lists are the contract's."""
 
@@ -302,9 +350,13 @@ class TaskSchemaTest(unittest.TestCase):
 
 
 class RequestGrammarTest(unittest.TestCase):
-    """A typed request (harness-command.schema.json) and the command line (options.py) are one
-    grammar: the same commands, each with the same options (camelCased), required alike, of
-    the same kind, so a request reaches the command functions with what its flags would give."""
+    """One command, one grammar, in four places that this test holds together: the contract's
+    typed request (harness-command.schema.json, from harness-request.ts), the command's request
+    dataclass (command_request.REQUESTS), its command line (options.py) and its function
+    (commands.COMMANDS). Each has the same commands, each command the same fields (camelCased
+    for the request), required alike, of the same kind, with the same defaults, so a request
+    reaches the command functions with what its flags would give. A command added in one place
+    and not the others fails here."""
 
     def kind(self, action):
         if isinstance(action, argparse._StoreTrueAction):
@@ -315,24 +367,80 @@ class RequestGrammarTest(unittest.TestCase):
             return {"type": "string", "enum": list(action.choices)}
         return {"type": {int: "integer", float: "number"}.get(action.type, "string")}
 
+    def field_kind(self, hint):
+        """A dataclass field's kind, as the schema writes it."""
+        hint = command_request.field_type(hint)
+        if typing.get_origin(hint) is typing.Literal:
+            return {"type": "string", "enum": list(typing.get_args(hint))}
+        if typing.get_origin(hint) is list:
+            return {"type": "array", "items": {"type": "string"}}
+        return {"type": {bool: "boolean", int: "integer", float: "number", str: "string"}[hint]}
+
+    def declared(self):
+        return {branch["properties"]["command"]["const"]: branch for branch in schema(REQUEST)["oneOf"]}
+
+    def options(self, parser):
+        """A command line's options, by their field in a typed request."""
+        return {field_name(a.dest): a for a in parser._actions if a.option_strings and a.dest != "help"}
+
+    def test_the_same_commands_everywhere(self):
+        declared = sorted(self.declared())
+        self.assertEqual(sorted(options.commands()), declared, "options.py's commands")
+        self.assertEqual(sorted(REQUESTS), declared, "command_request.py's requests")
+        self.assertEqual(sorted(COMMANDS), declared, "commands.COMMANDS")
+
     def test_each_command_takes_the_options_of_its_command_line(self):
-        declared = {branch["properties"]["command"]["const"]: branch for branch in schema(REQUEST)["oneOf"]}
-        grammar = options.commands()
-        self.assertEqual(sorted(declared), sorted(grammar))
-        for name, parser in grammar.items():
+        declared = self.declared()
+        for name, parser in options.commands().items():
             with self.subTest(command=name):
                 branch = declared[name]
-                actions = fields(parser)
+                actions = self.options(parser)
                 self.assertEqual(sorted(branch["properties"]), sorted([*actions, "command"]))
                 required = sorted(field for field, a in actions.items() if a.required)
                 self.assertEqual(sorted(branch["required"]), sorted([*required, "command"]))
                 self.assertFalse(branch["additionalProperties"])
+                json_valued = {key for key, f in request_fields(REQUESTS[name]).items() if is_json_valued(f)}
                 for field, action in actions.items():
                     declared_kind = branch["properties"][field]
-                    if action.dest in options.JSON_VALUED:  # JSON text on the command line
+                    if field in json_valued:  # JSON text on the command line
                         self.assertIn(declared_kind["type"], ("array", "object"), field)
                         continue
                     self.assertEqual({k: declared_kind[k] for k in self.kind(action)}, self.kind(action), field)
+
+    def test_each_commands_dataclass_has_its_schemas_fields(self):
+        declared = self.declared()
+        for name, cls in REQUESTS.items():
+            with self.subTest(command=name):
+                branch = declared[name]
+                fields = request_fields(cls)
+                self.assertEqual(sorted(branch["properties"]), sorted([*fields, "command"]))
+                required = sorted(key for key, f in fields.items() if command_request.required(f))
+                self.assertEqual(sorted(branch["required"]), sorted([*required, "command"]))
+                hints = typing.get_type_hints(cls)
+                for key, f in fields.items():
+                    declared_kind = branch["properties"][key]
+                    if is_json_valued(f):  # held as JSON text, a JSON value in a request
+                        self.assertIn(declared_kind["type"], ("array", "object"), key)
+                        self.assertEqual(command_request.field_type(hints[f.name]), str, key)
+                        continue
+                    kind = self.field_kind(hints[f.name])
+                    self.assertEqual({k: declared_kind[k] for k in kind}, kind, key)
+
+    def test_each_commands_function_takes_its_dataclass(self):
+        for name, function in COMMANDS.items():
+            with self.subTest(command=name):
+                first = next(iter(inspect.signature(function).parameters))
+                self.assertIs(typing.get_type_hints(function)[first], REQUESTS[name])
+
+    def test_the_defaults_are_the_command_lines(self):
+        declared = self.declared()
+        for name, parser in options.commands().items():
+            with self.subTest(command=name):
+                needed = {key: "x" for key in declared[name]["required"] if key != "command"}
+                argv = [name]
+                for key, value in needed.items():
+                    argv += [self.options(parser)[key].option_strings[0], value]
+                self.assertEqual(parse_command({"command": name, **needed}), options.parse_request(argv))
 
     def test_the_schema_refuses_what_the_harness_refuses(self):
         for request in (

@@ -1,18 +1,17 @@
 """The harness's typed requests: the fork server's request lines (server.py), each parsed once
-into a Request whose command is the Namespace the command line gives (command_request.py); a
+into a Request whose command is the typed request the command line gives (command_request.py); a
 line that is not a request is answered "bad request" and the server goes on; a request whose
 command is not one is answered for its id, exit 2, as a usage error. `request JSON` on the
 command line takes the same typed request."""
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import unittest
 
-from evokernel_harness.command_request import BadRequest, parse_command
-from evokernel_harness.options import parse
+from evokernel_harness.command_request import BadRequest, DeviceRequest, parse_command
+from evokernel_harness.options import parse_request as parse
 from evokernel_harness.server import BadCommand, Request, parse_request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,7 +92,7 @@ class ParseCommandTest(unittest.TestCase):
 class ParseRequestTest(unittest.TestCase):
     def test_a_request_line_becomes_a_request(self):
         line = json.dumps({"id": "r1", "request": {"command": "device", "out": "x.json"}, "timeoutS": 5})
-        expected = argparse.Namespace(command="device", out="x.json")
+        expected = DeviceRequest(out="x.json")
         self.assertEqual(parse_request(line), Request("r1", expected, 5.0))
 
     def test_defaults_as_before(self):

@@ -2,8 +2,8 @@
 // declared once. A harness command is one typed request (harnessCommandSchema): the runner
 // builds these (runner/src/harness/client.ts) and sends them either as one line to the fork
 // server or as one JSON argument of `python -m evokernel_harness request`; the harness turns
-// one into what its command line's flags give (evokernel_harness/command_request.py), so a
-// request's fields are the command line's options, camelCased (--baseline-artifact →
+// one into its command's dataclass (evokernel_harness/command_request.py), the one its command
+// line's flags give, so a request's fields are the command line's options, camelCased (--baseline-artifact →
 // baselineArtifact, --define → defines, --nvcc-flag → nvccFlags). Defaults are the harness's.
 // The harness's tests hold server.py and the command line to the generated JSON Schemas.
 import { z } from "zod";

@@ -12,7 +12,7 @@ import time
 from typing import Any, Iterable, Sequence
 
 from .. import VERSION
-from ..record import Record
+from ..record import BuildRecord
 from . import detect_format, jobserver, read_source
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -80,7 +80,7 @@ def build(
     timeout: float | None = None,
     flags: Iterable[str] = (),
     task: Any = None,
-) -> Record:
+) -> BuildRecord:
     """task (a loaded Task, or None): a Python candidate that builds an extension when its
     ModelNew is constructed is constructed here too (prepare_py), so that verification, under
     the GPU lock, finds the build done."""
@@ -93,12 +93,25 @@ def build(
     digest = content_hash(fmt, source, defines, arch, flags=flags)
     out_dir = os.path.join(os.path.abspath(cache), digest[:24])
     done = os.path.join(out_dir, "artifact")
-    record = {"schema": 1, "kind": "build", "format": fmt, "hash": digest, "cached": False, "log": ""}
+
+    def record(ok: bool, artifact: str | None, seconds: float, cached: bool = False, log: str = "") -> BuildRecord:
+        return {
+            "schema": 1,
+            "kind": "build",
+            "format": fmt,
+            "hash": digest,
+            "cached": cached,
+            "log": log,
+            "ok": ok,
+            "artifact": artifact,
+            "seconds": seconds,
+        }
+
     if os.path.exists(done) and not _needs_prepare(fmt, source, out_dir, task):
         with open(done) as f:
             artifact = f.read().strip()
         if os.path.exists(artifact):
-            return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+            return record(True, artifact, 0.0, cached=True)
     os.makedirs(out_dir, exist_ok=True)
     # one build per content hash at a time, across processes: a second waits, then takes
     # the artifact the first left
@@ -108,17 +121,10 @@ def build(
                 artifact = f.read().strip()
             if os.path.exists(artifact):
                 if not _needs_prepare(fmt, source, out_dir, task):
-                    return {**record, "ok": True, "artifact": artifact, "cached": True, "seconds": 0.0}
+                    return record(True, artifact, 0.0, cached=True)
                 start = time.perf_counter()
                 log = prepare_py(artifact, out_dir, task)
-                return {
-                    **record,
-                    "ok": True,
-                    "artifact": artifact,
-                    "cached": True,
-                    "seconds": round(time.perf_counter() - start, 3),
-                    "log": log[-20000:],
-                }
+                return record(True, artifact, round(time.perf_counter() - start, 3), cached=True, log=log[-20000:])
         start = time.perf_counter()
         if timeout is None:  # torch headers make extension builds slow; a kernel alone is not
             timeout = 120 if fmt == "evk" else 900
@@ -130,7 +136,7 @@ def build(
         if ok and artifact is not None:  # ok: there is an artifact
             with open(done, "w") as f:
                 f.write(artifact)
-    return {**record, "ok": ok, "artifact": artifact if ok else None, "seconds": round(seconds, 3), "log": log[-20000:]}
+    return record(ok, artifact if ok else None, round(seconds, 3), log=log[-20000:])
 
 
 # nvcc's options for every evk translation unit: host -O3 (the device side is -O3 whatever

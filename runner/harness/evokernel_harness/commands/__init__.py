@@ -1,15 +1,15 @@
-"""The harness's commands, one module each: a function from the parsed options (options.py's
-Namespace, from the command line or from a typed request: command_request.py) to the
-command's JSON record. run() runs one as the command line always has, for cli.py and for the
+"""The harness's commands, one module each: a function from the command's typed request
+(command_request.py: from the command line or from the runner's JSON) to the command's JSON
+record. COMMANDS registers each; tests/test_contract.py holds it to the requests, the command
+line and the contract. run() runs one as the command line always has, for cli.py and for the
 fork server's children and worker, which therefore never go through cli.py."""
 
-import argparse
 import sys
 import traceback
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .. import gpulock, limits, workdir
-from ..record import Record
+from ..command_request import CommandRequest, EvaluateRequest
 from .bench import cmd_bench
 from .build import cmd_build
 from .ceilings import cmd_ceilings
@@ -21,7 +21,9 @@ from .static import cmd_static, cmd_static_context
 from .verify import cmd_verify
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], Optional[Record]]] = {
+# name → the command: its request's dataclass (command_request.REQUESTS[name]) → its record
+# (record.py's kind; None: evaluate writes its own)
+COMMANDS: dict[str, Callable[[Any], Optional[Mapping[str, Any]]]] = {
     "device": cmd_device,
     "static": cmd_static,
     "static-context": cmd_static_context,
@@ -41,22 +43,23 @@ OUT_OF_MEMORY = (
 )
 
 
-def run(args: argparse.Namespace) -> int:
-    """The command args names, its record written to --out (or stdout): exit 0, 3 when an
+def run(request: CommandRequest) -> int:
+    """The request's command, its record written to --out (or stdout): exit 0, 3 when an
     allocation went past the command's memory limit outside a candidate's call (limits.py: a
     MemoryLimitError line naming the limit and the allocation; a FileSizeLimitError or
     ProcessLimitError line for the sandbox's other limits), or 4 when the harness itself
     failed (its traceback on stderr). SystemExit passes through. The command runs in a private
     working folder (workdir.py): candidate code writes there."""
     try:
-        _memory_limit(args)
-        with workdir.private(args) as args, gpulock.held(args):  # machine-wide: one GPU job at a time
-            record = COMMANDS[args.command](args)
+        _memory_limit(request)
+        # machine-wide: one GPU job at a time
+        with workdir.private(request) as request, gpulock.held_for_gpu_work(request.gpu_work):
+            record = COMMANDS[request.command](request)
     except SystemExit:
         raise
     except Exception as err:  # the harness itself failed: say so on stderr, exit non-zero
         if limits.out_of_memory(err):
-            doing = f"the harness's {args.command} (the task's inputs, its reference, or a build)"
+            doing = f"the harness's {request.command} (the task's inputs, its reference, or a build)"
             said = limits.over_limit(limits.memory_limit_mb(), doing, err)
             print(f"MemoryLimitError: {said}", file=sys.stderr, flush=True)
             return 3
@@ -68,15 +71,15 @@ def run(args: argparse.Namespace) -> int:
         if type(err).__name__ == "OutOfMemoryError":  # torch's, raised outside a candidate's call
             print(OUT_OF_MEMORY, file=sys.stderr, flush=True)
         return 4
-    if record is not None:  # evaluate wrote its own records
-        write_record(record, args.out)
+    if record is not None and not isinstance(request, EvaluateRequest):  # evaluate wrote its own
+        write_record(record, request.out)
     return 0
 
 
-def _memory_limit(args: argparse.Namespace) -> int:
+def _memory_limit(request: CommandRequest) -> int:
     """The command's memory limit (limits.py), from what the process holds as it starts: torch,
     where the command loads it after, counts against it (about 140 MiB on the CPU). `device`
     runs nothing of a task's."""
-    if args.command == "device":
+    if request.command == "device":
         return 0
     return limits.apply_memory_limit()

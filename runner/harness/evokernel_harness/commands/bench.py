@@ -1,200 +1,55 @@
 """`bench`: timing of a candidate beside eager PyTorch, torch.compile, the baseline kernel and
 the roofline floor (bench.py does the timing), judged (bench_judge.py): the kernels are timed in
 a process of their own, the rest and the verdict in one that never loads them. Its unjudged run
-(bench_run) is also the last stage of `evaluate` and `bench --screen`: the search's screen."""
+(stages.py's bench_run) is also the last stage of `evaluate` and `bench --screen`: the search's
+screen."""
 
 from __future__ import annotations
 
-import argparse
-import json
+import dataclasses
 import os
-import random
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..record import Record
-from .common import SCHEMA, default_cache, log, write_record
+from ..command_request import BenchRequest
+from ..record import BenchRecord, Record
+from .common import default_cache, log, write_record
+from .stages import bench_record, bench_run, new_seed, no_gpu_record
 
 if TYPE_CHECKING:
     from ..bench import JudgedSide
     from ..bench_judge import Judging
-    from ..candidates.load import Candidate
     from ..tasks import Task
 
 
-def no_gpu_record(task: str, message: str = "no CUDA GPU on this machine: timing needs one") -> Record:
-    from ..env import device_info
-
-    return {
-        "schema": SCHEMA,
-        "kind": "bench",
-        "task": task,
-        "ok": False,
-        "reason": "no-gpu",
-        "message": message,
-        "device": device_info("cpu"),
-        "ceilings": None,
-        "configs": [],
-        "seconds": 0.0,
-    }
-
-
-def bench_run(
-    args: argparse.Namespace,
-    started: float,
-    task: Task,
-    candidate: Candidate | None = None,
-    screen: bool = False,
-    judged: JudgedSide | None = None,
-) -> Record:
-    """Timing on a loaded task (pruned for CUDA): ceilings, the baseline, the candidate (loaded
-    from --candidate/--artifact here unless one is given, already loaded), then bench().
-    screen: the search's timing (evaluate): the candidate beside the baseline only (the search
-    compares nothing else), with the short head start that timing.py checks call by call;
-    bench's own timing keeps eager and the full head start. judged: bench's candidate side
-    (bench_judge.py): the baseline and the candidate alone, with half the budget; no ceilings
-    (the judge times eager and torch.compile with the other half, and computes the floor)."""
-    from ..bench import bench
-    from ..timing import HEAD_START_CYCLES, SCREEN_HEAD_START_CYCLES
-    from ..candidates.build import build
-    from ..candidates.load import Candidate
-    from ..env import cuda_arch, device_info, precise_math
-
-    precise_math()
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
-    info = device_info("cuda")
-    ceilings = None if judged is not None else _ceilings(args, info)
-
-    def load(path: str | None, artifact: str | None) -> Candidate | None:
-        if not path:
-            return None
-        if artifact is None:
-            b = build(path, args.cache or default_cache(), [], cuda_arch())
-            if not b["ok"]:
-                raise SystemExit(f"cannot build {path}:\n{b['log'][-2000:]}")
-            artifact = b["artifact"]
-        return Candidate(path, artifact, task)
-
-    baseline_path = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
-    baseline = load(baseline_path, args.baseline_artifact)
-    if candidate is None:
-        candidate = load(args.candidate, args.artifact)
-    loaded = round(time.perf_counter() - started, 4)
-    probes = None
-    if not args.no_probe_cache:
-        from ..probe_cache import ProbeCache
-
-        probes = ProbeCache(os.path.join(args.cache or default_cache(), "probe"))
-    race = race_ceilings = None
-    if screen and getattr(args, "race", None):
-        race = _race_arg(args.race, "--race", "the leader's least favourable speedup there")
-    if screen and getattr(args, "race_ceilings", None):
-        race_ceilings = _race_arg(
-            args.race_ceilings, "--race-ceilings", "the kernel to beat's time there over the roofline floor"
-        )
-    result = bench(
-        task,
-        candidate,
-        baseline,
-        ceilings,
-        info,
-        seed,
-        log=log,
-        budget_s=args.budget / 2 if judged is not None else args.budget,
-        compile_baseline=not args.no_compile and judged is None,
-        probe_cache=probes,
-        head_start_cycles=SCREEN_HEAD_START_CYCLES if screen else HEAD_START_CYCLES,
-        time_eager=not screen and judged is None,
-        adaptive=screen,
-        race=race,
-        race_ceilings=race_ceilings,
-        judged=judged,
-    )
-    # the task, the GPU, ceilings and the kernels loaded (a build, if none was given) come first
-    result["phases"] = {"load": loaded, **result["phases"]}
-    return _record(task, info, ceilings, seed, result, baseline_path, args.candidate)
-
-
-def _record(
-    task: Task,
-    info: Record,
-    ceilings: Record | None,
-    seed: int,
-    result: Record,
-    baseline: str | None = None,
-    candidate: str | None = None,
-) -> Record:
-    """A bench record: what was timed, where, with which seed, then bench()'s fields."""
-    return {
-        "schema": SCHEMA,
-        "kind": "bench",
-        "task": task.name,
-        "device": info,
-        "ceilings": ceilings,
-        "baseline": os.path.abspath(baseline) if baseline else None,
-        "candidate": os.path.abspath(candidate) if candidate else None,
-        "seed": seed,
-        **result,
-    }
-
-
-def _ceilings(args: argparse.Namespace, info: Record) -> Record:
-    """The GPU's ceilings: read from --ceilings when they are this GPU's, else measured (and
-    written there)."""
-    ceilings = None
-    if args.ceilings and os.path.exists(args.ceilings):
-        with open(args.ceilings) as f:
-            ceilings = json.load(f)
-    if ceilings is None or ceilings.get("device") != info["name"]:
-        from ..roofline import measure_ceilings
-
-        ceilings = measure_ceilings(info["name"])
-        if args.ceilings:
-            write_record(ceilings, args.ceilings)
-    return ceilings
-
-
-def _race_arg(text: str, flag: str, what: str) -> dict[str, float]:
-    """--race, --race-ceilings: a JSON object, configuration name → a positive number."""
-    try:
-        race = json.loads(text)
-    except ValueError:
-        race = None
-    if not isinstance(race, dict) or not all(
-        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-        for k, v in race.items()
-    ):
-        raise SystemExit(f"{flag} takes a JSON object: configuration name → {what} (a positive number)")
-    return {k: float(v) for k, v in race.items()}
-
-
-def cmd_bench(args: argparse.Namespace) -> Record:
+def cmd_bench(request: BenchRequest) -> BenchRecord:
     """bench --screen: the search's timing, in one process (its candidate is verified again by
     a judged verify and bench before it counts). Otherwise judged (bench_judge.py)."""
-    if args.screen:
-        return _bench_in_process(args, time.perf_counter(), screen=True)
-    if args.warm_compile:
-        return _reference_warm(args)
+    if request.screen:
+        return _bench_in_process(request, time.perf_counter(), screen=True)
+    if request.warm_compile:
+        return _reference_warm(request)
     from ..bench_judge import bench_judged
 
-    if args.seed is None:  # the judge chooses the seed: the candidate's process is told it
-        args.seed = random.SystemRandom().randrange(1, 2**31)
+    # the judge chooses the seed: the candidate's process is told it
+    seed = new_seed(request.seed)
+    request = dataclasses.replace(request, seed=seed)
     try:  # the first profile or flop count in a process imports it (5-7 s on the H100, as the
         # fork server knows): here, once, for the judge and the candidate's process it forks
         import torch._dynamo  # noqa: F401 # pyright: ignore[reportMissingImports]
     except Exception:  # older torch, or a broken install: each imports what it needs
         pass
     return bench_judged(
-        args.task,
-        lambda side: _bench_in_process(args, time.perf_counter(), judged=side),
-        lambda: _judge_side(args),
+        request.task,
+        lambda side: _bench_in_process(request, time.perf_counter(), judged=side),
+        lambda: _judge_side(request, seed),
     )
 
 
 def _bench_in_process(
-    args: argparse.Namespace, started: float, screen: bool = False, judged: JudgedSide | None = None
-) -> Record:
+    request: BenchRequest, started: float, screen: bool = False, judged: JudgedSide | None = None
+) -> BenchRecord:
     from ..bench import bench  # noqa: F401 — imported inside the "load" phase, as it always was
     from ..env import precise_math
     from ..tasks import task_from
@@ -202,12 +57,12 @@ def _bench_in_process(
     import torch
 
     if not torch.cuda.is_available():
-        return no_gpu_record(args.task)
+        return no_gpu_record(request.task)
     precise_math()  # before the task's own code runs, as always (bench_run sets it again)
-    task = task_from(args)
+    task = task_from(request.task, request.task_spec, request.config)
     task.prune("cuda")
     try:
-        return bench_run(args, started, task, screen=screen, judged=judged)
+        return bench_run(request, started, task, screen=screen, judged=judged)
     except SystemExit as e:  # "cannot build": its message and exit code, as Python gives them
         if judged is not None and isinstance(e.code, str):
             print(e.code, file=sys.stderr, flush=True)
@@ -215,9 +70,10 @@ def _bench_in_process(
         raise
 
 
-def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
-    """The judge's own bench, after the candidate's process has ended: the ceilings, then the
-    reference alone (eager, torch.compile, probe, cost, floor) with the other half of the budget."""
+def _judge_side(request: BenchRequest, seed: int) -> tuple[BenchRecord, Judging | None]:
+    """The judge's own bench (with the seed it chose), after the candidate's process has ended:
+    the ceilings, then the reference alone (eager, torch.compile, probe, cost, floor) with the
+    other half of the budget."""
     from ..bench_judge import Judging
     from ..env import precise_math
     from ..tasks import task_from
@@ -225,24 +81,24 @@ def _judge_side(args: argparse.Namespace) -> tuple[Record, Judging | None]:
     import torch
 
     if not torch.cuda.is_available():
-        return no_gpu_record(args.task), None
+        return no_gpu_record(request.task), None
     precise_math()
-    task = task_from(args)
+    task = task_from(request.task, request.task_spec, request.config)
     task.prune("cuda")
-    own, ceilings, info = _reference_alone(args, task, args.seed, compile_baseline=not args.no_compile)
-    baseline = args.baseline if args.baseline else (None if args.no_baseline else task.baseline)
+    own, ceilings, info = _reference_alone(request, task, seed, compile_baseline=not request.no_compile)
+    baseline = request.baseline if request.baseline else (None if request.no_baseline else task.baseline)
     judging = Judging(
         task,
         torch.device("cuda"),
-        args.seed,
+        seed,
         os.path.abspath(baseline) if baseline else None,
-        os.path.abspath(args.candidate) if args.candidate else None,
+        os.path.abspath(request.candidate) if request.candidate else None,
     )
-    return {**own, "task": task.name, "device": info, "ceilings": ceilings}, judging
+    return BenchRecord(**{**own, "task": task.name, "device": info, "ceilings": ceilings}), judging
 
 
 def _reference_alone(
-    args: argparse.Namespace, task: Task, seed: int, compile_baseline: bool, compiled: Any = None
+    request: BenchRequest, task: Task, seed: int, compile_baseline: bool, compiled: Any = None
 ) -> tuple[Record, Record, Record]:
     """The reference alone, as a judge times it: (its bench, the ceilings, the device). The
     ceilings are measured here every time (an 8192² matmul in fp32 and bf16, 13 calls each, and
@@ -255,13 +111,13 @@ def _reference_alone(
 
     info = device_info("cuda")
     ceilings = measure_ceilings(info["name"])
-    if args.ceilings:
-        write_record(ceilings, args.ceilings)
+    if request.ceilings:
+        write_record(ceilings, request.ceilings)
     probes = None
-    if not args.no_probe_cache:
+    if not request.no_probe_cache:
         from ..probe_cache import CostMeasured
 
-        probes = CostMeasured(os.path.join(args.cache or default_cache(), "probe"))
+        probes = CostMeasured(os.path.join(request.cache or default_cache(), "probe"))
     own = bench(
         task,
         None,
@@ -270,7 +126,7 @@ def _reference_alone(
         info,
         seed,
         log=log,
-        budget_s=args.budget / 2,
+        budget_s=request.budget / 2,
         compile_baseline=compile_baseline,
         probe_cache=probes,
         compiled=compiled,
@@ -278,14 +134,14 @@ def _reference_alone(
     return own, ceilings, info
 
 
-def _reference_warm(args: argparse.Namespace) -> Record:
+def _reference_warm(request: BenchRequest) -> BenchRecord:
     """bench --warm-compile: the reference alone, as a judged bench's judge times it (eager and
     torch.compile with half the budget, the ceilings measured, the floor), with torch.compile's
     baseline compiled for every visible configuration before the GPU's lock is taken. The search
     runs beside the compile (its few GPU calls, inductor's autotuning included, may overlap the
     search's screen, never a final timing); the timing waits for the lock. `optimize` takes
     torch.compile's times from here, so its final timings skip their warm-up (10-13 s on the H100)."""
-    if args.candidate or args.baseline or not args.no_baseline or args.no_compile:
+    if request.candidate or request.baseline or not request.no_baseline or request.no_compile:
         raise SystemExit(
             "bench --warm-compile times the reference alone: give --no-baseline, and no --candidate, "
             "--baseline or --no-compile"
@@ -297,7 +153,7 @@ def _reference_warm(args: argparse.Namespace) -> Record:
     import torch
 
     if not torch.cuda.is_available():
-        return no_gpu_record(args.task)
+        return no_gpu_record(request.task)
     try:  # as a judged bench does: dynamo imported once, before the first compile
         import torch._dynamo  # noqa: F401 # pyright: ignore[reportMissingImports]
     except Exception:
@@ -308,9 +164,9 @@ def _reference_warm(args: argparse.Namespace) -> Record:
     from ..tasks import task_from
 
     precise_math()
-    task = task_from(args)
+    task = task_from(request.task, request.task_spec, request.config)
     task.prune("cuda")
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    seed = new_seed(request.seed)
     imported = time.perf_counter()
     first_calls: dict[str, float] = {}
     compiled = warm_compiled(task, seed, log, first_calls)
@@ -322,8 +178,8 @@ def _reference_warm(args: argparse.Namespace) -> Record:
         "warm-compile": round(max(0.0, time.perf_counter() - imported - sum(first_calls.values())), 4),
     }
     with gpulock.held_for_gpu_work() as waited:
-        result, ceilings, info = _reference_alone(args, task, seed, compiled is not None, compiled)
+        result, ceilings, info = _reference_alone(request, task, seed, compiled is not None, compiled)
     if compiled is None:
         result["notes"] = ["torch.compile could not compile the reference: not timed", *result["notes"]]
     result["phases"] = {**warm, "lock": round(waited, 4), **result["phases"]}
-    return _record(task, info, ceilings, seed, result)
+    return bench_record(task, info, ceilings, seed, result)

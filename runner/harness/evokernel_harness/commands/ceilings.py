@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
-
-from ..record import Record
+from ..command_request import CeilingsRequest
+from ..record import CeilingsRecord
 from .common import SCHEMA
 
 
-def cmd_ceilings(args: argparse.Namespace) -> Record:
+def cmd_ceilings(request: CeilingsRequest) -> CeilingsRecord:
     from ..env import device_info
     from ..roofline import measure_ceilings
 
-    return {"schema": SCHEMA, "kind": "ceilings", **measure_ceilings(device_info("cuda")["name"])}
+    return CeilingsRecord(schema=SCHEMA, kind="ceilings", **measure_ceilings(device_info("cuda")["name"]))

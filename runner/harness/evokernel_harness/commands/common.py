@@ -8,13 +8,13 @@ import os
 import stat
 import sys
 
-from ..record import Record
+from typing import Any, Mapping
 
 
 SCHEMA = 1
 
 
-def write_record(record: Record, out: str | None) -> None:
+def write_record(record: Mapping[str, Any], out: str | None) -> None:
     text = json.dumps(record, allow_nan=False, default=str)
     if out and _is_stream(out):
         # `--out /dev/null`, a FIFO, a socket: written into, never renamed over (as root, a

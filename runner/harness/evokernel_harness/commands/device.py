@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-
-from ..record import Record
+from ..command_request import DeviceRequest
+from ..record import DeviceRecord
 from .common import SCHEMA
 
 
-def cmd_device(args: argparse.Namespace) -> Record:
+def cmd_device(request: DeviceRequest) -> DeviceRecord:
     from ..env import device_info
     import torch
 

@@ -1,23 +1,17 @@
 """`evaluate`: the search's cascade for one candidate in one process (quick check, full
-verification, timing), each stage's record written as soon as it ends."""
+verification, timing: the stages of stages.py), each stage's record written as soon as it ends."""
 
 from __future__ import annotations
 
-import argparse
 import time
-from typing import TYPE_CHECKING, cast
 
-from ..options import STAGES
-from .bench import bench_run, no_gpu_record
+from ..command_request import STAGES, EvaluateRequest
+from ..record import BenchRecord, VerifyRecord
 from .common import log, write_record
-from .verify import begin, load, verify_loaded
-
-if TYPE_CHECKING:
-    from ..record import Record
-    from .verify import Loaded
+from .stages import Begun, Loaded, begin, bench_run, load, no_gpu_record, verify_loaded
 
 
-def cmd_evaluate(args: argparse.Namespace) -> None:
+def cmd_evaluate(request: EvaluateRequest) -> None:
     """The search's cascade for one candidate in one process: the quick check (smallest
     configuration), the full verification, then timing beside the baseline, exactly as
     `verify --quick`, `verify` and `bench` run them, with the task and the candidate loaded
@@ -26,7 +20,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     its own seed, as each command does (--seed: the same for all three, as given to each).
     Between stages, what a fresh child had (_fresh). On the CPU (--device cpu) timing cannot
     run: the bench record says so. Returns None (nothing for --out)."""
-    outs = {"quick": args.quick_out, "verify": args.verify_out, "bench": args.bench_out}
+    outs = request.outs()
     loaded: Loaded | None = None
     backend: str | None = None
     for stage in STAGES:
@@ -34,30 +28,42 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         if stage != "quick":
             _fresh(backend)
         if stage == "bench":
-            if backend != "cuda":
-                record = no_gpu_record(
-                    cast("Loaded", loaded)[0].name,  # the stages before loaded it
-                    "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, so bench did not run",
-                )
-            else:
-                task, _, _, _, cand = cast("Loaded", loaded)
-                record = bench_run(args, started, task, cand, screen=True)
+            record = _timing(request, started, backend, loaded)
         else:
-            quick = stage == "quick"
-            backend, rec, t0 = begin(args, started)
-            record: Record | None = rec
-            if backend is not None:
-                if loaded is None:  # the first stage loads the task and the candidate, for all of them
-                    loaded, record = load(args, backend, rec)
-                if loaded is not None:
-                    t0 = cast(float, t0)  # begin() gives one with a backend
-                    record = verify_loaded(args, rec, backend, loaded, t0, quick=quick, heldout=args.heldout)
-            record = cast("Record", record)  # load() gives a loaded candidate or a record
+            record, backend, loaded = _verification(request, started, loaded, quick=stage == "quick")
         write_record(record, outs[stage])
         log(f"evaluate: {stage} {'ok' if record['ok'] else 'not ok: ' + str(record.get('reason'))}")
         if not record["ok"]:
             break
     return None
+
+
+def _verification(
+    request: EvaluateRequest, started: float, loaded: Loaded | None, quick: bool
+) -> tuple[VerifyRecord, str | None, Loaded | None]:
+    """A verification stage: (its record, the backend, what is loaded). The first stage loads
+    the task and the candidate, for all of them."""
+    begun = begin(request, started)
+    if not isinstance(begun, Begun):
+        return begun, None, loaded
+    if loaded is None:
+        got = load(request, begun)
+        if not isinstance(got, Loaded):
+            return got, begun.backend, None
+        loaded = got
+    return verify_loaded(request, begun, loaded, quick=quick), begun.backend, loaded
+
+
+def _timing(request: EvaluateRequest, started: float, backend: str | None, loaded: Loaded | None) -> BenchRecord:
+    """The bench stage, after verifications that passed (so loaded their candidate)."""
+    if loaded is None:
+        raise AssertionError("evaluate times a candidate only after a verification of it passed")
+    if backend != "cuda":
+        return no_gpu_record(
+            loaded.task.name,
+            "evaluate --device cpu: verified on the CPU; timing needs a CUDA GPU, so bench did not run",
+        )
+    return bench_run(request, started, loaded.task, loaded.candidate, screen=True)
 
 
 def _fresh(backend: str | None) -> None:

@@ -3,20 +3,20 @@ degenerate task."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import resource
 from typing import Iterator
 
+from ..command_request import InspectRequest
 from ..limits import data_bytes, out_of_memory
-from ..record import Record
+from ..record import Record, TaskRecord
 from .common import SCHEMA, log
 
 
-def cmd_inspect(args: argparse.Namespace) -> Record:
-    if not args.probe:
-        return _inspect(args, None)
+def cmd_inspect(request: InspectRequest) -> TaskRecord:
+    if not request.probe:
+        return _inspect(request, None)
     # The probe builds the task's inputs and runs its reference, on the CPU: under a memory
     # limit of its own from loading the task to the end.
     limit_mb = probe_memory_mb()
@@ -24,22 +24,26 @@ def cmd_inspect(args: argparse.Namespace) -> Record:
 
     with memory_limit(limit_mb):
         try:
-            return _inspect(args, limit_mb)
+            return _inspect(request, limit_mb)
         except Exception as err:
             if not out_of_memory(err):
                 raise
             message = _over_limit(limit_mb, "loading it or building its configurations", err)
-            return {**_base(args), "error": message, "probe": {"ok": False, "reason": "resources", "message": message}}
+            return {
+                **_base(request.task),
+                "error": message,
+                "probe": {"ok": False, "reason": "resources", "message": message},
+            }
 
 
-def _base(args: argparse.Namespace) -> Record:
+def _base(task: str) -> TaskRecord:
     return {
         "schema": SCHEMA,
         "kind": "task",
-        "path": os.path.abspath(args.task.split("#")[0]),
+        "path": os.path.abspath(task.split("#")[0]),
         "ok": False,
         "error": None,
-        "name": os.path.basename(args.task.rstrip("/")),
+        "name": os.path.basename(task.rstrip("/")),
         "format": "native",
         "backward": False,
         "baseline": None,
@@ -57,24 +61,24 @@ def _over_limit(limit_mb: int, where: str, err: BaseException) -> str:
     )
 
 
-def _inspect(args: argparse.Namespace, limit_mb: int | None) -> Record:
+def _inspect(request: InspectRequest, limit_mb: int | None) -> TaskRecord:
     from ..tasks import TaskError, task_from
     from ..tasks.native import NativeTask
 
-    base = _base(args)
+    base = _base(request.task)
     try:
-        task = task_from(args)
+        task = task_from(request.task, request.task_spec)
     except TaskError as err:
         return {**base, "error": str(err)}
     except Exception as err:  # a task whose Python fails to import is invalid, with its error
         if limit_mb is not None and out_of_memory(err):
             raise
         return {**base, "error": f"cannot load the task: {type(err).__name__}: {err}"}
-    configs = []
-    if args.probe:
+    configs: list[Record] = []
+    if request.probe:
         task.prune("cpu")
     for c in task.configs:
-        entry = {
+        entry: Record = {
             "name": c.name,
             "heldout": c.heldout,
             "derived": c.derived,
@@ -87,7 +91,7 @@ def _inspect(args: argparse.Namespace, limit_mb: int | None) -> Record:
                 {"name": i["name"], "shape": task._shape(i, c), "dtype": i.get("dtype", "float32")} for i in task.inputs
             ]
         configs.append(entry)
-    record = {
+    record: TaskRecord = {
         **base,
         "ok": True,
         "name": task.name,
@@ -98,7 +102,7 @@ def _inspect(args: argparse.Namespace, limit_mb: int | None) -> Record:
         "configs": configs,
         "notes": task.notes,
     }
-    if args.probe:
+    if request.probe:
         from ..verify import Reject, Verifier
 
         smallest = min(task.configs, key=lambda c: sum(v for v in c.dims.values() if isinstance(v, int)))

@@ -3,7 +3,6 @@
 `folder#backward` names the backward task of a robust-kbench folder.
 """
 
-import argparse
 import json
 import os
 from typing import Any, Optional
@@ -33,9 +32,8 @@ def load_task(path: str, spec: Optional[dict[str, Any]] = None) -> Task:
     raise TaskError(f"{path}: no such task (a folder with task.json or func_forward.py, or a KernelBench .py file)")
 
 
-def task_spec(args: argparse.Namespace) -> Optional[dict[str, Any]]:
+def task_spec(text: Optional[str]) -> Optional[dict[str, Any]]:
     """A command's --task-spec (the runner's parsed task.json, JSON text), or None."""
-    text = getattr(args, "task_spec", None)
     if text is None:
         return None
     try:
@@ -47,11 +45,11 @@ def task_spec(args: argparse.Namespace) -> Optional[dict[str, Any]]:
     return spec
 
 
-def task_from(args: argparse.Namespace) -> Task:
-    """A command's task: --task, with the runner's --task-spec when it gave one, restricted to
-    the configurations --config names when it names any."""
-    task = load_task(args.task, task_spec(args))
-    names = getattr(args, "config", None)
+def task_from(path: str, spec: Optional[str] = None, names: Optional[list[str]] = None) -> Task:
+    """A command's task: its request's task, with the runner's taskSpec (JSON text, as
+    --task-spec gives it) when it gave one, restricted to the configurations `names` (its
+    request's config) when there are any."""
+    task = load_task(path, task_spec(spec))
     if names:
         select_configs(task, names)
     return task

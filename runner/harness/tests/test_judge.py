@@ -5,7 +5,7 @@ carry their outputs, leave a process behind to rewrite the record) are refused w
 reason; an honest candidate's record is unchanged. The hostile candidates live in
 test/security/fixtures/verdict/ (the TypeScript security test runs them through the runner).
 
-Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_verdict_judge -v
+Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_judge -v
 """
 
 import concurrent.futures

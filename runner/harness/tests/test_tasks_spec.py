@@ -2,7 +2,7 @@
 and each request carries it (`taskSpec`), so the harness's commands take it instead of reading
 the file again. What the harness checks of a task.json it checks of a given one as well.
 
-Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_task_spec -v
+Run:  cd runner/harness && PYTHONPATH=. /usr/bin/python3 -m unittest tests.test_tasks_spec -v
 """
 
 import builtins
@@ -74,13 +74,11 @@ class TaskSpecTest(unittest.TestCase):
         self.assertIn("missing required field 'inputs'", record["error"])
 
     def test_a_spec_that_is_not_an_object_is_refused(self) -> None:
-        args = parse_command({"command": "inspect", "task": self.task})
-        args.task_spec = "[1, 2]"  # the command line's text: not a task.json
+        # the command line's text: not a task.json
         with self.assertRaisesRegex(TaskError, "--task-spec is a JSON object"):
-            task_from(args)
-        args.task_spec = "{ nope"
+            task_from(self.task, "[1, 2]")
         with self.assertRaisesRegex(TaskError, "--task-spec is not valid JSON"):
-            task_from(args)
+            task_from(self.task, "{ nope")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class StreamCheckCallsTest(unittest.TestCase):
             cand = Candidate(path, build(path, os.path.join(tmp, "cache"))["artifact"], task)
             rec = {"ok": True, "checks": []}
             with mock.patch.object(streams, "check", calls_as_streams_check):
-                verdict.check_streams(rec, task, cand, 7, "cpu")
+                rec = verdict.check_streams(rec, task, cand, 7, "cpu")
         self.assertTrue(rec["ok"], rec)
         self.assertEqual(rec["checks"][-1]["name"], "all-work-timed")
 

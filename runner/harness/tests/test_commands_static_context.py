@@ -2,7 +2,6 @@
 the same record as `static --task`, for every candidate of the adversarial corpus (all three
 candidate formats, native tasks) and the public formats' fixtures, without importing torch."""
 
-import argparse
 import json
 import os
 import shutil
@@ -11,6 +10,7 @@ import sys
 import tempfile
 import unittest
 
+from evokernel_harness.command_request import StaticContextRequest, StaticRequest
 from evokernel_harness.commands.static import cmd_static, cmd_static_context
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -18,7 +18,7 @@ REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 
 
 def static_args(candidate, task=None, reference_ops=None, libraries="allow", relaxed=False):
-    return argparse.Namespace(
+    return StaticRequest(
         candidate=candidate, task=task, reference_ops=reference_ops, libraries=libraries, relaxed=relaxed
     )
 
@@ -55,7 +55,7 @@ class StaticContextTest(unittest.TestCase):
             if not (os.path.exists(candidate) and os.path.exists(task.split("#")[0])):
                 continue
             with self.subTest(candidate=os.path.relpath(candidate, REPO)):
-                context = cmd_static_context(argparse.Namespace(task=task))
+                context = cmd_static_context(StaticContextRequest(task=task))
                 self.assertEqual(context["kind"], "static-context")
                 for relaxed in (False, True):
                     by_task = cmd_static(static_args(candidate, task=task, relaxed=relaxed))

@@ -4,7 +4,7 @@ What the candidate did when it ran: the exceptions its own code raised and handl
 (evidence.py: sys.settrace before Python 3.12, sys.monitoring from 3.12, each tested where
 that Python is at hand), the backend flags it set (backend_flags.py: applied around its calls
 only), whose kernels did the work (own_kernel.judge, rewrite_verdict) and the verdict drawn
-from them (verdict.py). The end-to-end runs are in test_hacks_cpu.py and
+from them (verdict.py). The end-to-end runs are in test_verify_hacks.py and
 test_honest_idioms_cpu.py.
 """
 

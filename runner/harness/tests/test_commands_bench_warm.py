@@ -14,7 +14,7 @@ import torch
 from evokernel_harness import bench as bench_module
 from evokernel_harness import env, gpulock, roofline
 from evokernel_harness.commands import bench as command
-from evokernel_harness.options import parse
+from evokernel_harness.options import parse_request as parse
 from evokernel_harness.probe_cache import CostMeasured
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
@@ -80,7 +80,7 @@ class ReferenceAloneTest(unittest.TestCase):
         self.assertEqual(rec["phases"]["compile first-config"], 0.5)
 
     def test_the_judge_times_the_reference_with_the_same_helper(self):
-        own, judging = command._judge_side(self.args("--seed", "5"))
+        own, judging = command._judge_side(self.args("--seed", "5"), 5)
         self.assertIsNotNone(judging)
         self.assertEqual([e[0] for e in self.events], ["ceilings", "bench"])
         _, candidate, baseline, kw = self.events[1]

@@ -5,7 +5,6 @@ one worker); the folder is gone afterwards; a failed extension build into a rela
 told in the compiler's words. The same through the real sandbox (whose root is read-only):
 test/sandbox-workdir.test.ts."""
 
-import argparse
 import json
 import os
 import shutil
@@ -16,6 +15,7 @@ import textwrap
 import unittest
 
 from evokernel_harness import workdir
+from evokernel_harness.command_request import DeviceRequest, VerifyRequest
 
 from .test_worker import Server
 
@@ -191,16 +191,17 @@ class TwoCandidatesInARowTest(unittest.TestCase):
 
 class AbsolutePathsTest(unittest.TestCase):
     def test_path_options_become_absolute_and_a_backward_task_keeps_its_suffix(self):
-        args = argparse.Namespace(command="verify", task="k/t#backward", candidate="c.py", out=None, seed=3)
-        got = workdir.absolute(args)
+        request = VerifyRequest(task="k/t#backward", candidate="c.py", seed=3)
+        got = workdir.absolute(request)
         self.assertEqual(got.task, os.path.abspath("k/t") + "#backward")
         self.assertEqual(got.candidate, os.path.abspath("c.py"))
         self.assertIsNone(got.out)
-        self.assertEqual(args.task, "k/t#backward")  # the caller's namespace is left as it was
+        self.assertEqual(got.seed, 3)
+        self.assertEqual(request.task, "k/t#backward")  # the caller's request is left as it was
 
     def test_the_cwd_comes_back_and_the_folder_goes(self):
         before = os.getcwd()
-        with workdir.private(argparse.Namespace(command="device")) as _:
+        with workdir.private(DeviceRequest()) as _:
             inside = os.getcwd()
             with open("scratch", "w") as f:
                 f.write("x")

@@ -11,8 +11,7 @@ import sys
 import tempfile
 import unittest
 
-from evokernel_harness import gpulock
-from evokernel_harness.options import parse
+from evokernel_harness.options import parse_request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
@@ -142,9 +141,9 @@ class EvaluateCpuTest(unittest.TestCase):
 
     def test_evaluate_holds_the_gpu_lock_unless_on_the_cpu(self):
         outs = ["--quick-out", "q", "--verify-out", "v", "--bench-out", "b"]
-        self.assertTrue(gpulock.uses_gpu(parse(["evaluate", "--task", "t", "--candidate", "c", *outs])))
+        self.assertTrue(parse_request(["evaluate", "--task", "t", "--candidate", "c", *outs]).gpu_work)
         self.assertFalse(
-            gpulock.uses_gpu(parse(["evaluate", "--device", "cpu", "--task", "t", "--candidate", "c", *outs]))
+            parse_request(["evaluate", "--device", "cpu", "--task", "t", "--candidate", "c", *outs]).gpu_work
         )
 
 

@@ -1,8 +1,8 @@
 """A verdict's reproduction (issue 36.1): `--seed` with `--config` gives a configuration the
 inputs it had in the run of every configuration. verify seeds a trial's inputs by the
 configuration's name; its runs here go through the real command line on the CPU, as
-test_hacks_cpu's do. bench seeds them by the configuration's place among the visible ones,
-which the selection keeps: test_bench_cpu holds that."""
+test_verify_hacks's do. bench seeds them by the configuration's place among the visible ones,
+which the selection keeps: test_bench holds that."""
 
 import json
 import os

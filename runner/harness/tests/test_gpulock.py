@@ -13,9 +13,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.normpath(os.path.join(HERE, ".."))
 
 HOLD = """
-import argparse, sys, time
+import sys, time
 from evokernel_harness import gpulock
-with gpulock.held(argparse.Namespace(command="verify"), on_wait=lambda: print("waited", flush=True)):
+with gpulock.held_for_gpu_work(True, on_wait=lambda: print("waited", flush=True)):
     print("in", time.time(), flush=True)
     time.sleep(float(sys.argv[1]))
     print("out", time.time(), flush=True)
@@ -77,24 +77,25 @@ class GpuLockTest(unittest.TestCase):
         self.assertIn("in", proc.stdout)
 
     def test_cpu_commands_and_held_children_take_no_lock(self):
-        from evokernel_harness import gpulock
-        from evokernel_harness.options import parse
+        from evokernel_harness.options import parse_request as parse
 
-        self.assertFalse(gpulock.uses_gpu(parse(["verify", "--device", "cpu", "--task", "t"])))
-        self.assertFalse(gpulock.uses_gpu(parse(["static", "--candidate", "c"])))
-        self.assertTrue(gpulock.uses_gpu(parse(["bench", "--task", "t"])))
-        self.assertTrue(gpulock.uses_gpu(parse(["verify", "--device", "cuda", "--task", "t"])))
-        self.assertTrue(gpulock.uses_gpu(parse(["verify", "--task", "t"])))
+        self.assertFalse(parse(["verify", "--device", "cpu", "--task", "t"]).gpu_work)
+        self.assertFalse(parse(["static", "--candidate", "c"]).gpu_work)
+        self.assertTrue(parse(["bench", "--task", "t"]).gpu_work)
+        self.assertTrue(parse(["verify", "--device", "cuda", "--task", "t"]).gpu_work)
+        self.assertTrue(parse(["verify", "--task", "t"]).gpu_work)
+        self.assertTrue(parse(["ceilings"]).gpu_work)
 
     def test_bench_warm_compile_compiles_before_it_takes_the_lock(self):
         # the reference's torch.compile warm-up (10-13 s on the H100) runs beside a search: the
         # command takes the lock itself, for its timing only
-        from evokernel_harness import gpulock
+        from evokernel_harness.command_request import BenchRequest
         from evokernel_harness.commands.bench import cmd_bench
-        from evokernel_harness.options import parse
+        from evokernel_harness.options import parse_request as parse
 
         warm = parse(["bench", "--task", "t", "--no-baseline", "--warm-compile"])
-        self.assertFalse(gpulock.uses_gpu(warm))
+        self.assertIsInstance(warm, BenchRequest)
+        self.assertFalse(warm.gpu_work)
         for wrong in (["--candidate", "c.cu"], ["--baseline", "b.cu"], ["--no-compile"], []):
             args = parse(["bench", "--task", "t", "--warm-compile", *wrong] + (["--no-baseline"] if wrong else []))
             with self.assertRaisesRegex(SystemExit, "times the reference alone"):
