@@ -63,7 +63,7 @@ def run(request: CommandRequest) -> int:
             said = limits.over_limit(limits.memory_limit_mb(), doing, err)
             print(f"MemoryLimitError: {said}", file=sys.stderr, flush=True)
             return 3
-        said = limits.over_resource_limit(f"the harness's {args.command}", err)
+        said = limits.over_resource_limit(f"the harness's {request.command}", err)
         if said is not None:  # the sandbox's file-size or process-count limit
             print(said, file=sys.stderr, flush=True)
             return 3
