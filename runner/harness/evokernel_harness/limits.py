@@ -130,7 +130,7 @@ def over_resource_limit(doing: str, err: BaseException) -> "str | None":
     if fork_refused or (isinstance(err, RuntimeError) and "can't start new thread" in str(err)):
         return (
             f"ProcessLimitError: a new process or thread was refused ({type(err).__name__}: {err}): "
-            f"the process-count limit of {_limit(resource.RLIMIT_NPROC)} ({NPROC_ENV}; by default 64 "
-            f"a CPU, 512 to 8192) in {doing}: start fewer processes or threads, or raise {NPROC_ENV}"
+            f"the process-count limit of {_limit(resource.RLIMIT_NPROC)} ({NPROC_ENV}; by default 256 "
+            f"a CPU, 1024 to 8192) in {doing}: start fewer processes or threads, or raise {NPROC_ENV}"
         )
     return None

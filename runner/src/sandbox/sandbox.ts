@@ -274,13 +274,16 @@ const GIB = 2 ** 30;
  * The sandbox's caps on processes and on a file's size (prlimit in enter.sh), sized from the
  * machine unless set (EVOKERNEL_SANDBOX_NPROC, EVOKERNEL_SANDBOX_FSIZE, bytes).
  *
- * Processes: 64 a CPU, at least 512, at most 8192. RLIMIT_NPROC counts every process and
+ * Processes: 256 a CPU, at least 1024, at most 8192. RLIMIT_NPROC counts every process and
  * thread of the sandbox's user, and a runner of its own uid (the local backend) is that user:
  * torch starts a pool of about one thread a CPU in each process, a build one compiler a job
  * (EVOKERNEL_BUILD_JOBS, about one a CPU), and a command a few processes (fork server, its
- * worker, a candidate's process); 64 a CPU leaves room for all of them several times over,
- * while a fork bomb stops at a few thousand. 512 keeps a small machine's torch and builds
- * working; 8192 was the fixed cap and stays the most.
+ * worker, a candidate's process), and torch.compile's and Triton's compile workers come on
+ * top; 256 a CPU leaves room for all of them many times over (a correct kernel refused for a
+ * thread it could not start is worse than a fork bomb stopped at a few thousand), while a fork
+ * bomb still stops far below what takes a machine down. 1024 keeps a small machine's torch and
+ * builds working; 8192 was the fixed cap (it held on the H200 in every acceptance run) and
+ * stays the most.
  *
  * File size: half the free space of the filesystem that holds the scratch folder (the
  * writable folder on disk: records, candidates' sources, the build cache beside it), at
@@ -294,7 +297,7 @@ export function sandboxLimits(
 ): { nproc: number; fsize: number } {
   const clamp = (value: number, low: number, high: number) =>
     Math.min(high, Math.max(low, Math.floor(value)));
-  const nproc = setting(env, "EVOKERNEL_SANDBOX_NPROC") ?? clamp(64 * machine.cpus, 512, 8192);
+  const nproc = setting(env, "EVOKERNEL_SANDBOX_NPROC") ?? clamp(256 * machine.cpus, 1024, 8192);
   const fsize =
     setting(env, "EVOKERNEL_SANDBOX_FSIZE") ??
     (machine.freeBytes === undefined

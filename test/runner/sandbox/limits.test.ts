@@ -1,5 +1,5 @@
 // The sandbox's process-count and file-size caps (issue 34.3; sandbox.ts, sandboxLimits; applied
-// by enter.sh's prlimit) are sized from the machine: 64 processes a CPU (512 to 8192), half the
+// by enter.sh's prlimit) are sized from the machine: 256 processes a CPU (1024 to 8192), half the
 // free space of the scratch folder's filesystem for one file (256 MiB to 16 GiB); the settings
 // win, and one that is not a number is refused naming it.
 import { describe, expect, it } from "vitest";
@@ -10,9 +10,9 @@ const GIB = 2 ** 30;
 
 describe("sandboxLimits", () => {
   it("sizes the process count from the CPUs", () => {
-    expect(sandboxLimits({ cpus: 2, freeBytes: 100 * GIB }, {}).nproc).toBe(512);
-    expect(sandboxLimits({ cpus: 16, freeBytes: 100 * GIB }, {}).nproc).toBe(1024);
-    expect(sandboxLimits({ cpus: 64, freeBytes: 100 * GIB }, {}).nproc).toBe(4096);
+    expect(sandboxLimits({ cpus: 2, freeBytes: 100 * GIB }, {}).nproc).toBe(1024);
+    expect(sandboxLimits({ cpus: 16, freeBytes: 100 * GIB }, {}).nproc).toBe(4096);
+    expect(sandboxLimits({ cpus: 64, freeBytes: 100 * GIB }, {}).nproc).toBe(8192);
     expect(sandboxLimits({ cpus: 256, freeBytes: 100 * GIB }, {}).nproc).toBe(8192);
   });
 
