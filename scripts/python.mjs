@@ -4,6 +4,7 @@
 // work before the TypeScript is built: $EVOKERNEL_PYTHON, else the first of python3,
 // /usr/bin/python3 that imports torch.
 import { spawnSync } from "node:child_process";
+import { statSync } from "node:fs";
 
 function importsTorch(python) {
   const probe = spawnSync(python, ["-c", "import torch"], { stdio: "ignore" });
@@ -22,5 +23,21 @@ if (!python) {
   );
   process.exit(3);
 }
+const isDevice = (path) => {
+  try {
+    return statSync(path).isCharacterDevice();
+  } catch {
+    return false;
+  }
+};
+const devNullWasDevice = isDevice("/dev/null");
 const run = spawnSync(python, process.argv.slice(2), { stdio: "inherit" });
+// A test that wrote a record "to" /dev/null, renamed over it as root, once replaced the device
+// with a file and broke every later process of another uid on the machine: say so here.
+if (devNullWasDevice && !isDevice("/dev/null")) {
+  console.error(
+    "/dev/null is no longer a character device after this run: a test replaced it (a file renamed over it?). Restore it (rm /dev/null; mknod -m 666 /dev/null c 1 3) and find the test",
+  );
+  process.exit(1);
+}
 process.exit(run.status ?? 1);
