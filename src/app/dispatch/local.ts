@@ -349,7 +349,7 @@ async function runInWorktree(
     if (typeof own === "string") return { kind: "failed", message: own };
     // A root runner's sandboxes: a uid of the slot's too, and the GPU locks every uid's.
     const rootRunner = confined.uid === undefined && process.getuid?.() === 0;
-    const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
+    const locks = gpuLocksFolder();
     if (rootRunner && locks !== "off") await prepareGpuLocks(locks, options.gpus);
     // After the folder is the runner's: this file stays root's, empty, unreadable. Made new
     // ("wx": never through a link another job's runner put there).
@@ -473,7 +473,7 @@ async function prepareRunnerUser(
   const home = join(dir, "home");
   await mkdir(home);
   const shared = process.env["EVOKERNEL_CACHE"];
-  const locks = process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
+  const locks = gpuLocksFolder();
   let cache = join(dir, "cache");
   try {
     if (shared === undefined) await mkdir(cache);
@@ -497,6 +497,11 @@ async function prepareRunnerUser(
       EVOKERNEL_GPU_LOCKS: locks,
     },
   };
+}
+
+/** The GPU locks' folder every job's runner and sandbox share (EVOKERNEL_GPU_LOCKS, or off). */
+function gpuLocksFolder(): string {
+  return process.env["EVOKERNEL_GPU_LOCKS"] ?? join(tmpdir(), "evokernel-gpu-locks");
 }
 
 /** A job's folder and the worktree in it, gone (git forgets the worktree too). */
