@@ -8,6 +8,7 @@
 #                                             # under the device call's limit, or the call returns nothing)
 #   bash lab/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
 # Steps (run one after another, in the order given):
+#   acceptance[:P1,P2…]  the GPU acceptance run (scripts/gpu-acceptance.sh), every path or those named
 #   selftest  adversarial corpus (lab/gpu-results.sh selftest --quick)
 #   correct   the "correct but unusual" corpus (lab/gpu-results.sh correct)
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
@@ -65,6 +66,7 @@ run_step() {
       cd "$batch/repo" || exit 1
       export OUT=$dir
       case $name in
+        acceptance) bash scripts/gpu-acceptance.sh ${arg//,/ } ;;
         selftest) bash lab/gpu-results.sh selftest --quick ;;
         correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash lab/gpu-results.sh correct ;;
         correct-only)  # correct-only:NAME,NAME…: the correct corpus's entries whose file names contain one of them
