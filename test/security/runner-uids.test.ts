@@ -99,7 +99,9 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
     const locks = join(dir, "locks");
     setEnv("EVOKERNEL_RUNNER_UID", "61200");
     setEnv("EVOKERNEL_GPU_LOCKS", locks);
+    // As `mktemp -d` makes one: root's, 0700 (the app makes it searchable, not listable).
     const cache = join(dir, "cache");
+    await mkdir(cache, { mode: 0o700 });
     setEnv("EVOKERNEL_CACHE", cache);
     // Each says where its folder is, waits for the other's, reads it, locks both GPUs, and
     // stays until the other has read too (so the folder read is there to read).
@@ -117,6 +119,8 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
       // the operator's build cache: a folder of this uid's, in a folder none can plant in
       'echo "cache $(basename "$EVOKERNEL_CACHE")"; touch "$EVOKERNEL_CACHE/mine"',
       'if mkdir "$(dirname "$EVOKERNEL_CACHE")/runner-99" 2>/dev/null; then echo PLANTED; fi',
+      'echo "caches [$(ls "$(dirname "$EVOKERNEL_CACHE")" 2>&1)]"',
+      'for c in "$(dirname "$EVOKERNEL_CACHE")"/runner-61200 "$(dirname "$EVOKERNEL_CACHE")"/runner-61201; do [ "$c" = "$EVOKERNEL_CACHE" ] || echo "other cache [$(ls "$c" 2>&1)]"; done',
       `python3 -c "${lock}" ${locks} 2>&1`,
       `touch ${meet}/done-$me`,
       `while [ "$(ls ${meet} | grep -c done-)" -lt 2 ]; do sleep 0.05; done`,
@@ -153,13 +157,15 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
       expect(text).not.toContain('"schema"');
       expect(text).toMatch(/list \[ls: .*Permission denied\]/);
       expect(text).not.toContain("PLANTED");
+      expect(text).toMatch(/caches \[ls: .*Permission denied\]/);
+      expect(text).toMatch(/other cache \[ls: .*Permission denied\]/);
       expect(text).toContain("locked both");
     }
     for (const uid of [61200, 61201]) {
       expect(texts.join("\n")).toContain(`cache runner-${uid}`);
       expect((await stat(join(cache, `runner-${uid}`, "mine"))).uid).toBe(uid);
     }
-    expect((await stat(cache)).uid).toBe(0);
+    expect([(await stat(cache)).uid, (await stat(cache)).mode & 0o7777]).toEqual([0, 0o711]);
     // The locks are root's, every uid's to open read-only, none's to remove.
     const folder = await stat(locks);
     expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);

@@ -107,12 +107,14 @@ export async function runnerCannotReach(
  * a link to another place would hand that place to the runner.
  */
 export async function giveFolder(uid: number, path: string): Promise<void> {
-  await mkdir(path, { recursive: true, mode: 0o755 });
+  await mkdir(path, { recursive: true, mode: 0o700 });
   const info = await lstat(path);
   if (!info.isDirectory())
     throw new Error(
       `${path} is not a folder (a link or a file): the runner's shared folder cannot be made there; remove it or point the setting elsewhere`,
     );
+  // Its own uid's alone: another job's runner reads no build of this one's.
+  if ((info.mode & 0o7777) !== 0o700) await chmod(path, 0o700);
   if (info.uid === uid) return;
   // chown -R does not follow links below the top (-P is its default with -R).
   await spawnProcess("chown", ["-R", `${uid}:${uid}`, path], {
@@ -134,7 +136,10 @@ export async function giveCacheFolder(uid: number, shared: string): Promise<stri
     throw new Error(
       `EVOKERNEL_CACHE=${shared} is not a folder (a link or a file): remove it or point EVOKERNEL_CACHE elsewhere`,
     );
-  if (info.uid !== 0) await lchown(shared, 0, 0);
+  if (info.uid !== 0 || info.gid !== 0) await lchown(shared, 0, 0);
+  // Searchable, not listable: each uid reaches its own folder in it, and sees no other's name
+  // (a folder made 0700, as mktemp -d makes one, would keep every runner out of its own).
+  if ((info.mode & 0o7777) !== 0o711) await chmod(shared, 0o711);
   const cache = join(shared, `runner-${uid}`);
   await giveFolder(uid, cache);
   return cache;
