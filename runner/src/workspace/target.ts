@@ -1,7 +1,7 @@
 // The task a run works on, checked before any Python starts, and its candidates. A native
 // task's task.json is read here, once per run: `spec` carries it to whatever needs it (the
 // tunables, the reference, the tolerance), so nothing reads it again.
-import { dirname, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { TaskError, UsageError } from "../errors.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import type { Task } from "../tasks/schema.js";
@@ -51,7 +51,10 @@ export async function candidatesFor(
   const files = given.map((file) => resolve(cwd, file));
   for (const file of files) {
     if ((await kindOf(file)) === null) throw new UsageError(`candidate ${file} does not exist`);
-    allowRead(dirname(file));
+    // The file, not its folder: the build reads the file alone (it compiles and loads a copy),
+    // and a folder such as /tmp or a home folder, shown whole, covered the sandbox's own /tmp
+    // (no temporary folder: every command failed) and showed the candidate every file beside it.
+    allowRead(file);
   }
   return files;
 }
