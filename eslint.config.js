@@ -44,6 +44,8 @@ const FS_EXCEPTIONS = {
   "runner/src/sandbox/sandbox.ts": "builds the sandbox: its scratch folder and what it shows",
   "runner/src/gpu/presence.ts": "asks whether an NVIDIA device node exists, before torch loads",
   "runner/src/evolve/archive.ts": "the search's append-only archive, which a resumed run reads",
+  "runner/src/harness/sealed.ts":
+    "copies built libraries into the folder the sandbox sees read-only, checking what it copies",
   "runner/src/pipeline/session.ts":
     "checks the build cache can be written before the harness starts",
 };

@@ -15,7 +15,8 @@ import {
   type Failure,
 } from "./failed-records.js";
 import { failureOf, logTail, type HarnessOutcome, type HarnessRunner } from "./outcome.js";
-import { scratchFolder } from "../sandbox/sandbox.js";
+import { sandboxMode, scratchFolder } from "../sandbox/sandbox.js";
+import { sealBuild } from "./sealed.js";
 import { parseRecordText } from "./records.js";
 import {
   benchRecordSchema,
@@ -239,10 +240,11 @@ export async function build(
   } = {},
 ): Promise<BuildRecord> {
   const defines = Object.entries(options.defines ?? {}).map(([name, value]) => `${name}=${value}`);
+  const cache = resolve(options.cache ?? cacheDir());
   const request: OneRecord = {
     command: "build",
     candidate: resolve(candidate),
-    cache: options.cache ?? cacheDir(),
+    cache,
     ...(defines.length > 0 ? { defines } : {}),
     ...(options.flags === undefined || options.flags.length === 0
       ? {}
@@ -250,7 +252,9 @@ export async function build(
     ...(options.task !== undefined && extname(candidate) === ".py" ? taskFields(options.task) : {}),
   };
   const called = await call(request, buildRecordSchema, "build", options, 900_000);
-  return "record" in called ? called.record : failedBuild(called.failure);
+  if (!("record" in called)) return failedBuild(called.failure);
+  // Inside the sandbox, its library goes where no candidate can rewrite it (sealed.ts).
+  return sandboxMode() === "off" ? called.record : sealBuild(called.record, cache);
 }
 
 export type VerifyOptions = CallOptions & {

@@ -14,6 +14,7 @@ import {
   DESCRIBE_PYTHON,
   allowLocks,
   allowWrite,
+  sealedDir,
   sandboxMode,
   sandboxed,
   scratchDir,
@@ -125,6 +126,7 @@ export async function pythonInvocation(
   const cwd = scratchDir();
   if (sandboxMode() === "off") return { file: python, args: [...args], env, cwd };
   allowWrite(env["EVOKERNEL_CACHE"] ?? cacheDir());
+  sealedDir(); // shown (read-only) to this sandbox and every later one
   // One GPU lock for every sandbox on the machine (each has its own /tmp).
   env["EVOKERNEL_GPU_LOCKS"] ??= join(tmpdir(), "evokernel-gpu-locks");
   if (env["EVOKERNEL_GPU_LOCKS"] !== "off") allowLocks(env["EVOKERNEL_GPU_LOCKS"]);

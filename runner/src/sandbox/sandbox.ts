@@ -167,6 +167,24 @@ export function scratchDir(): string {
   return scratch;
 }
 
+let sealed: string | undefined;
+
+/**
+ * Where built libraries are kept out of every candidate's reach (harness/sealed.ts): a folder
+ * beside scratch, the runner's, shown read-only to every sandbox (a read-only bind holds for
+ * the sandbox's user whoever owns the files). Made on first use, which is before the first
+ * sandbox starts (exec.ts), removed when the process exits.
+ */
+export function sealedDir(): string {
+  if (sealed !== undefined) return sealed;
+  const dir = mkdtempSync(join(tmpdir(), "evokernel-sealed-"));
+  chmodSync(dir, 0o755);
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  sealed = real(dir);
+  view.readOnly.add(sealed);
+  return sealed;
+}
+
 /** A new folder in scratch that the sandbox may write (a harness request's records). */
 export async function scratchFolder(prefix: string): Promise<string> {
   const dir = await mkdtemp(join(scratchDir(), prefix));
