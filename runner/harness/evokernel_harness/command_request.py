@@ -10,6 +10,12 @@ knows argparse). A request's fields are its dataclass's fields camelCased:
 request of a command raises BadRequest, never anything else; tests/test_contract.py holds these
 dataclasses, the command line, COMMANDS and the schema to the same commands and fields.
 
+The command line is made from these dataclasses (options.py): a field is an option, its type
+its kind (a bool a switch, a list a repeated flag, a Literal its choices), `option()` its help
+and, where it is not the field's name, its flag; a class's `summary` its command's help. Adding
+a command is its schema entry (src/shared/contract), its dataclass here and its module with its
+registration (commands.COMMANDS); tests/test_contract.py fails while one side is missing.
+
 The options the command line takes as JSON text (--task-spec, --static, --reference-ops,
 --race, --race-ceilings) are held as that text here too (json_field): a request's JSON value is
 written out to it, so a command reads both alike and says what is wrong with it in its own words.
@@ -32,18 +38,32 @@ _JSON = "json"
 STAGES = tuple(enum("evaluate-stage.schema.json"))
 
 
-def json_field() -> Any:
+def option(default: Any = dataclasses.MISSING, *, help: str | None = None, flag: str | None = None) -> Any:
+    """A field and its command-line option (options.py makes the option from the field): `help`
+    its text, `flag` where the option is not --<field name with dashes> (a list's flag is
+    singular: --define, repeated, fills `defines`)."""
+    metadata = {key: value for key, value in (("help", help), ("flag", flag)) if value is not None}
+    if default is dataclasses.MISSING:
+        return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def json_field(help: str | None = None) -> Any:
     """An option whose value is JSON text on the command line and a JSON value (a list or an
     object) in a typed request: held as the text."""
-    return field(default=None, metadata={_JSON: True})
+    metadata: dict[str, Any] = {_JSON: True}
+    if help is not None:
+        metadata["help"] = help
+    return field(default=None, metadata=metadata)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Request:
-    """What every command's request has: its name, and whether it is GPU work under the
-    machine's GPU lock from the start (gpulock.py)."""
+    """What every command's request has: its name, its line in the command line's help, and
+    whether it is GPU work under the machine's GPU lock from the start (gpulock.py)."""
 
     command: ClassVar[str]
+    summary: ClassVar[str]
 
     @property
     def gpu_work(self) -> bool:
@@ -52,51 +72,72 @@ class Request:
 
 @dataclass(frozen=True, kw_only=True)
 class _Out:
-    out: str | None = None  # where the record goes (default: stdout)
+    out: str | None = option(None, help="write the JSON record here (default: stdout)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class DeviceRequest(Request, _Out):
     command: ClassVar[str] = "device"
+    summary: ClassVar[str] = "what this machine has"
 
 
 @dataclass(frozen=True, kw_only=True)
 class StaticRequest(Request, _Out):
     command: ClassVar[str] = "static"
+    summary: ClassVar[str] = "static check of a candidate's source"
     candidate: str
     task: str | None = None
-    task_spec: str | None = json_field()
-    relaxed: bool = False
-    reference_ops: str | None = json_field()
-    libraries: Literal["allow", "deny"] = "allow"
+    task_spec: str | None = json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
+    relaxed: bool = option(False, help="flag only the reference's own ops (CPU tests)")
+    reference_ops: str | None = json_field(
+        "the task's reference ops as a JSON list (from static-context), instead of --task"
+    )
+    libraries: Literal["allow", "deny"] = option("allow", help="with --reference-ops: the task's library rule")
 
 
 @dataclass(frozen=True, kw_only=True)
 class StaticContextRequest(Request, _Out):
     command: ClassVar[str] = "static-context"
+    summary: ClassVar[str] = "what the static check needs of a task (for static --reference-ops)"
     task: str
-    task_spec: str | None = json_field()
+    task_spec: str | None = json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuildRequest(Request, _Out):
     command: ClassVar[str] = "build"
+    summary: ClassVar[str] = "compile a candidate (cached by content hash)"
     candidate: str
     cache: str | None = None
-    defines: list[str] | None = None
-    nvcc_flags: list[str] | None = None
+    defines: list[str] | None = option(None, flag="--define", help="NAME=VALUE passed as -D")
+    nvcc_flags: list[str] | None = option(
+        None, flag="--nvcc-flag", help="a precision-keeping nvcc flag (write --nvcc-flag=-maxrregcount=64)"
+    )
     arch: str | None = None
-    timeout: int | None = None
-    task: str | None = None
-    task_spec: str | None = json_field()
+    timeout: int | None = option(None, help="seconds (default: 120 for evk, 900 for torch extensions)")
+    task: str | None = option(
+        None,
+        help="the task it is built for: a KernelBench ModelNew that builds its extension when constructed is "
+        "constructed here, off the GPU lock",
+    )
+    task_spec: str | None = json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class InspectRequest(Request, _Out):
     command: ClassVar[str] = "inspect"
+    summary: ClassVar[str] = "load and validate a task"
     task: str
-    task_spec: str | None = json_field()
-    probe: bool = False
+    task_spec: str | None = json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
+    probe: bool = option(False, help="run the reference (CPU) and the degenerate-task check")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,22 +146,31 @@ class CandidateRun:
     build, the seed and the configurations (harness-request.ts's `built`)."""
 
     task: str
-    task_spec: str | None = json_field()
+    task_spec: str | None = json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
     candidate: str | None = None
     artifact: str | None = None
     cache: str | None = None
-    defines: list[str] | None = None
-    nvcc_flags: list[str] | None = None
+    defines: list[str] | None = option(None, flag="--define")
+    nvcc_flags: list[str] | None = option(None, flag="--nvcc-flag")
     seed: int | None = None
-    config: list[str] | None = None
+    config: list[str] | None = option(
+        None,
+        help="only this configuration (by name; held-out ones too); repeat for several. The "
+        "seed gives each one the same inputs as in a run of them all",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Checked:
     """How a verification runs (verify, evaluate: harness-request.ts's `checked`)."""
 
-    static: str | None = json_field()
-    heldout: bool = False
+    static: str | None = json_field(
+        "this candidate's static-check record as JSON (from `static`, with the same "
+        "task and device): its findings are carried into the record, the source is not checked again"
+    )
+    heldout: bool = option(False, help="include held-out configurations (final verification)")
     device: Literal["cuda", "cpu"] = "cuda"
     trials: int = 2
 
@@ -132,18 +182,29 @@ class Timed:
     baseline: str | None = None
     baseline_artifact: str | None = None
     no_baseline: bool = False
-    no_compile: bool = False
-    ceilings: str | None = None
-    budget: float = 1.5
-    no_probe_cache: bool = False
-    race: str | None = json_field()
-    race_ceilings: str | None = json_field()
+    no_compile: bool = option(False, help="skip the torch.compile baseline")
+    ceilings: str | None = option(None, help="JSON file caching this GPU's measured ceilings")
+    budget: float = option(1.5, help="seconds of timing per configuration")
+    no_probe_cache: bool = option(
+        False, help="profile the reference on every configuration, never reading the probe cache"
+    )
+    race: str | None = json_field(
+        "the screen only: a JSON object, configuration → the leader's least "
+        "favourable speedup there; a candidate that can no longer reach it over every "
+        "configuration (see --race-ceilings) stops"
+    )
+    race_ceilings: str | None = json_field(
+        "the screen only: a JSON object, configuration → the kernel to beat's time "
+        "there over the roofline floor; a configuration still to be timed counts at the "
+        "most a kernel could gain there (none given: no candidate stops early)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyRequest(Request, _Out, CandidateRun, Checked):
     command: ClassVar[str] = "verify"
-    quick: bool = False
+    summary: ClassVar[str] = "verify a candidate"
+    quick: bool = option(False, help="the smallest visible configuration only (a cheap first gate)")
 
     @property
     def gpu_work(self) -> bool:
@@ -153,8 +214,18 @@ class VerifyRequest(Request, _Out, CandidateRun, Checked):
 @dataclass(frozen=True, kw_only=True)
 class BenchRequest(Request, _Out, CandidateRun, Timed):
     command: ClassVar[str] = "bench"
-    warm_compile: bool = False
-    screen: bool = False
+    summary: ClassVar[str] = "bench a candidate"
+    warm_compile: bool = option(
+        False,
+        help="the reference alone (with --no-baseline, no candidate): torch.compile's baseline "
+        "compiled for every visible configuration before the GPU's lock is taken (a search "
+        "runs beside it), then eager and torch.compile timed as a judged bench's judge times them",
+    )
+    screen: bool = option(
+        False,
+        help="time as the search's screen does: beside the baseline only, short head start, "
+        "as many samples as the spread needs",
+    )
 
     @property
     def gpu_work(self) -> bool:
@@ -168,10 +239,11 @@ class EvaluateRequest(Request, CandidateRun, Checked, Timed):
     required."""
 
     command: ClassVar[str] = "evaluate"
+    summary: ClassVar[str] = "quick check, full verification and timing of a candidate in one process"
     candidate: str = field()  # no default: the field() overrides the inherited one
-    quick_out: str
-    verify_out: str
-    bench_out: str
+    quick_out: str = option(help="write the quick record here")
+    verify_out: str = option(help="write the verify record here")
+    bench_out: str = option(help="write the bench record here")
 
     def outs(self) -> dict[str, str]:
         """Each stage's record's file, by stage (STAGES)."""
@@ -185,6 +257,7 @@ class EvaluateRequest(Request, CandidateRun, Checked, Timed):
 @dataclass(frozen=True, kw_only=True)
 class CeilingsRequest(Request, _Out):
     command: ClassVar[str] = "ceilings"
+    summary: ClassVar[str] = "measure this GPU's bandwidth and matmul rates"
 
     @property
     def gpu_work(self) -> bool:
