@@ -9,6 +9,7 @@
 #   bash lab/gpu-batch.sh wait [SECONDS]  # default 560: until all steps end or SECONDS pass
 # Steps (run one after another, in the order given):
 #   acceptance[:P1,P2…]  the GPU acceptance run (scripts/gpu-acceptance.sh), every path or those named
+#   lazy-builds[:N]  lazily building KernelBench candidates, N variants a problem (lab/gpu-lazy-builds.sh; MODES, PROBLEMS)
 #   selftest  adversarial corpus (lab/gpu-results.sh selftest --quick)
 #   correct   the "correct but unusual" corpus (lab/gpu-results.sh correct)
 #   e2e       the app end to end on three PR kernels (scripts/e2e-local.mjs)
@@ -67,6 +68,7 @@ run_step() {
       export OUT=$dir
       case $name in
         acceptance) bash scripts/gpu-acceptance.sh ${arg//,/ } ;;
+        lazy-builds) bash lab/gpu-lazy-builds.sh ${arg:-4} ;;
         selftest) bash lab/gpu-results.sh selftest --quick ;;
         correct) EVK_TIMEOUT=${EVK_TIMEOUT:-150} bash lab/gpu-results.sh correct ;;
         correct-only)  # correct-only:NAME,NAME…: the correct corpus's entries whose file names contain one of them
