@@ -16,7 +16,14 @@
 // __global__ function. `evaluate` writes the quick, verify and bench records to their own
 // files and stops after the first that is not ok.
 import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createInterface } from "node:readline";
@@ -155,10 +162,13 @@ const COMMANDS = {
     const hash = createHash("sha256")
       .update(readFileSync(candidate))
       .update(JSON.stringify(defines))
-      .digest("hex")
-      .slice(0, 16);
-    const artifact = `${request.cache}/fake-${hash}.json`;
+      .digest("hex");
+    // where the harness puts a library (its build's own folder in the cache), so the runner
+    // seals it as it seals a real one (runner/src/harness/sealed.ts)
+    const folder = `${request.cache}/${hash.slice(0, 24)}`;
+    const artifact = `${folder}/candidate.so`;
     const broken = marked(candidate, "compile-error") !== null;
+    mkdirSync(folder, { recursive: true });
     writeFileSync(artifact, JSON.stringify({ defines }));
     return {
       schema: 1,
@@ -390,7 +400,10 @@ if (argv[0] === "serve") {
   const cache = process.env.EVOKERNEL_CACHE;
   if (waitS > 0 && cache !== undefined) {
     const built = () =>
-      existsSync(cache) && readdirSync(cache).some((f) => /^fake-[0-9a-f]+\.json$/.test(f));
+      existsSync(cache) &&
+      readdirSync(cache).some(
+        (f) => /^[0-9a-f]{24}$/.test(f) && existsSync(join(cache, f, "candidate.so")),
+      );
     const deadline = Date.now() + waitS * 1000;
     while (!built() && Date.now() < deadline) await sleep(20);
     const ready = built() ? "after a build" : "before any build";

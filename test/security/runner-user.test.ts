@@ -233,8 +233,10 @@ describe.skipIf(!ownUser)("a local job's runner, by default", () => {
     expect(text).toContain("records []");
     expect(text).not.toContain("UNCOVERED");
     expect(text).toMatch(/key again \[(cat: .*Permission denied)?\]/);
-    // Its own user: nothing for the operator to hear.
-    expect(notices).toEqual([]);
+    // Its own user: nothing for the operator to hear. (Where a second test run on the machine
+    // runs jobs as the same default uid, the app rightly says that some other app uses it:
+    // that notice is about the machine, not this job.)
+    expect(notices.filter((notice) => !/already run as uid 60998/.test(notice))).toEqual([]);
   });
 
   it("reaches no network in a job without the LLM; in one with it, the LLM's API host through the job's proxy and nothing else", async () => {
