@@ -38,11 +38,15 @@ _JSON = "json"
 STAGES = tuple(enum("evaluate-stage.schema.json"))
 
 
-def option(default: Any = dataclasses.MISSING, *, help: str | None = None, flag: str | None = None) -> Any:
+def option(
+    default: Any = dataclasses.MISSING, *, help: str | None = None, flag: str | None = None, json: bool = False
+) -> Any:
     """A field and its command-line option (options.py makes the option from the field): `help`
     its text, `flag` where the option is not --<field name with dashes> (a list's flag is
-    singular: --define, repeated, fills `defines`)."""
-    metadata = {key: value for key, value in (("help", help), ("flag", flag)) if value is not None}
+    singular: --define, repeated, fills `defines`), `json` for json_field."""
+    metadata: dict[str, Any] = {key: value for key, value in (("help", help), ("flag", flag)) if value is not None}
+    if json:
+        metadata[_JSON] = True
     if default is dataclasses.MISSING:
         return field(metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -51,10 +55,14 @@ def option(default: Any = dataclasses.MISSING, *, help: str | None = None, flag:
 def json_field(help: str | None = None) -> Any:
     """An option whose value is JSON text on the command line and a JSON value (a list or an
     object) in a typed request: held as the text."""
-    metadata: dict[str, Any] = {_JSON: True}
-    if help is not None:
-        metadata["help"] = help
-    return field(default=None, metadata=metadata)
+    return option(None, help=help, json=True)
+
+
+def task_spec_field() -> Any:
+    """--task-spec, which every command that takes a task takes."""
+    return json_field(
+        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,9 +95,7 @@ class StaticRequest(Request, _Out):
     summary: ClassVar[str] = "static check of a candidate's source"
     candidate: str
     task: str | None = None
-    task_spec: str | None = json_field(
-        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
-    )
+    task_spec: str | None = task_spec_field()
     relaxed: bool = option(False, help="flag only the reference's own ops (CPU tests)")
     reference_ops: str | None = json_field(
         "the task's reference ops as a JSON list (from static-context), instead of --task"
@@ -102,9 +108,7 @@ class StaticContextRequest(Request, _Out):
     command: ClassVar[str] = "static-context"
     summary: ClassVar[str] = "what the static check needs of a task (for static --reference-ops)"
     task: str
-    task_spec: str | None = json_field(
-        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
-    )
+    task_spec: str | None = task_spec_field()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,9 +128,7 @@ class BuildRequest(Request, _Out):
         help="the task it is built for: a KernelBench ModelNew that builds its extension when constructed is "
         "constructed here, off the GPU lock",
     )
-    task_spec: str | None = json_field(
-        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
-    )
+    task_spec: str | None = task_spec_field()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,9 +136,7 @@ class InspectRequest(Request, _Out):
     command: ClassVar[str] = "inspect"
     summary: ClassVar[str] = "load and validate a task"
     task: str
-    task_spec: str | None = json_field(
-        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
-    )
+    task_spec: str | None = task_spec_field()
     probe: bool = option(False, help="run the reference (CPU) and the degenerate-task check")
 
 
@@ -146,9 +146,7 @@ class CandidateRun:
     build, the seed and the configurations (harness-request.ts's `built`)."""
 
     task: str
-    task_spec: str | None = json_field(
-        "a native task's task.json as JSON, as the runner read and checked it: the file is not read again"
-    )
+    task_spec: str | None = task_spec_field()
     candidate: str | None = None
     artifact: str | None = None
     cache: str | None = None

@@ -33,11 +33,12 @@ export async function sealBuild(record: BuildRecord, cache: string): Promise<Bui
   }
   // The harness names the library; code that ran in the build's process could name another
   // file (a key, another candidate's library): only a plain file of this build's own entry.
-  const entry = join(root, record.hash.slice(0, 24)) + sep;
+  const key = record.hash.slice(0, 24); // the harness's folder for it (build.py out_dir)
+  const entry = join(root, key) + sep;
   if (!artifact.startsWith(entry))
     return refuse(`${record.artifact} is not in its build's folder ${entry}`);
   if (!(await lstat(artifact)).isFile()) return refuse(`${record.artifact} is not a plain file`);
-  const folder = join(sealedDir(), record.hash.slice(0, 24));
+  const folder = join(sealedDir(), key);
   const sealed = join(folder, basename(artifact));
   // Sealed once a run: a later build of the same content (cached) finds the first copy, made
   // before any other candidate of the run could have rewritten the cache's.

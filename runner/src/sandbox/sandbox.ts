@@ -160,11 +160,16 @@ let scratch: string | undefined;
  */
 export function scratchDir(): string {
   if (scratch !== undefined) return scratch;
-  const dir = mkdtempSync(join(tmpdir(), "evokernel-run-"));
-  own(dir);
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  scratch = real(dir);
+  scratch = runFolder("evokernel-run-");
+  own(scratch);
   return scratch;
+}
+
+/** A new folder in the machine's temporary folder, this process's: removed when it exits. */
+function runFolder(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return real(dir);
 }
 
 let sealed: string | undefined;
@@ -177,10 +182,8 @@ let sealed: string | undefined;
  */
 export function sealedDir(): string {
   if (sealed !== undefined) return sealed;
-  const dir = mkdtempSync(join(tmpdir(), "evokernel-sealed-"));
-  chmodSync(dir, 0o755);
-  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  sealed = real(dir);
+  sealed = runFolder("evokernel-sealed-");
+  chmodSync(sealed, 0o755);
   view.readOnly.add(sealed);
   return sealed;
 }
