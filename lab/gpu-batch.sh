@@ -28,6 +28,7 @@
 #   correct-only:NAME,…  the correct corpus's entries whose file names contain a NAME
 #   run-evidence  static findings as evidence: run-time evidence tests, the adversarial entries issue 18
 #             changed and its honest idioms (lab/gpu-run-evidence.sh; run-evidence:all for both corpora in full, run-evidence:adversarial or run-evidence:correct for one; issue18, its name until 2026-11-29, still works)
+#   handoff[:MB,MB…]     a trial's outputs handed to the judge, the new way and the old (lab/handoff-bench.py)
 #   compare-bench        the output comparison's cost: its float32 pass against float64 alone (lab/compare-bench.py)
 #   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (lab/stream-probe.py)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
@@ -106,6 +107,7 @@ run_step() {
         sandbox) bash lab/gpu-sandbox.sh ;;
         sweep) python3 lab/template-sweep.py ${arg//,/ } --out "$dir/sweep" ${EVK_SWEEP_ARGS:-} ;;
         compare-bench) python3 lab/compare-bench.py --json "$dir/compare-bench.json" ;;
+        handoff) python3 lab/handoff-bench.py ${arg:+--sizes-mb "$arg"} | tee "$dir/handoff.txt" ;;
         screen) python3 lab/screen-check.py ${arg//,/ } --json "$dir/screen-check.json" ;;
         timer-probe) python3 lab/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
         spawn-cost) node dist/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;

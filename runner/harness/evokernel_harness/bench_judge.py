@@ -385,11 +385,16 @@ def after_timing(
     where = f"configuration {config.name}, after timing"
     try:
         got = outputs.read(
-            folder, index, 0, expected, where, accepts_shape=lambda shape, r: judge._one_element(task, shape, r)
+            folder,
+            index,
+            0,
+            expected,
+            where,
+            accepts_shape=lambda shape, r: judge._one_element(task, shape, r),
+            device=device,
         )
     except outputs.OutputError as e:
         return e.reason, e.message + ": the judge compares the output of a call after timing itself", None
-    got = [g.to(device) for g in got]
     results = [compare(g, e, task.tolerance(dtype_name(e.dtype))) for g, e in zip(got, expected)]
     del expected
     if all(r["ok"] for r in results):

@@ -343,7 +343,8 @@ def recheck(request: VerifyRequest, seed: int, claim: Record, folder: str) -> Ve
         configs = v.configs_to_run(include_heldout=request.heldout and not quick, quick=quick)
         v.check_task(configs[0])
         kept = {"bytes": 0}  # what the rule of outputs.required has kept so far, in its order
-        entries = [check_config(v, task, config, folder, plan, kept) for config, plan in _planned(v, configs)]
+        stages = outputs.Stages()  # pinned buffers the outputs come to the GPU through, kept
+        entries = [check_config(v, task, config, folder, plan, kept, stages) for config, plan in _planned(v, configs)]
     except Reject as r:
         return refuse(rec, r.reason, r.message, r.mismatch)
     except outputs.OutputError as e:
@@ -398,7 +399,13 @@ def _planned(v, configs):
 
 
 def check_config(
-    v: Verifier, task: Task, config: Config, folder: str, inits: list[str | None], kept: dict[str, int]
+    v: Verifier,
+    task: Task,
+    config: Config,
+    folder: str,
+    inits: list[str | None],
+    kept: dict[str, int],
+    stages: outputs.Stages | None = None,
 ) -> Record:
     """The configuration's entry in the record, from the judge's own comparisons of every trial
     the rule keeps. Raises Reject (verdict-forged) or outputs.OutputError."""
@@ -427,9 +434,15 @@ def check_config(
         kept["bytes"] += size
         where = f"configuration {config.name}, {'the same-buffer refill' if refill else f'trial {trial}'}"
         outs = outputs.read(
-            folder, index, trial, refs, where, accepts_shape=lambda shape, ref: _one_element(task, shape, ref)
+            folder,
+            index,
+            trial,
+            refs,
+            where,
+            accepts_shape=lambda shape, ref: _one_element(task, shape, ref),
+            device=v.device,
+            stages=stages,
         )
-        outs = [o.to(v.device) for o in outs]
         results = v.check_outputs(outs, refs, config, number)
         failed = next((r for r in results if not r["ok"]), None)
         if failed is not None and v.within_truth(outs, case, config, where):

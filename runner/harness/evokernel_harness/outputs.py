@@ -2,10 +2,13 @@
 never loads candidate code and compares them with its own reference.
 
 The candidate's process writes, per trial, `<key>.json` (a small header: each output's dtype
-and shape) and `<key>.<i>.bin` (the output's raw bytes, C order). Nothing in these files is
-trusted: the judge names the files itself (never a path read from them), opens them without
-following symlinks, reads only regular files of exactly the size the reference's output has,
-parses the header as JSON and the data as raw bytes of a dtype it knows (no pickle, ever).
+and shape) and each output's raw bytes (C order) in parts of PART bytes: `<key>.<i>.bin`, then
+`<key>.<i>.<j>.bin` for part j > 0, so both sides move a large output's parts side by side
+(one tmpfs file takes one writer at a time). Nothing in these files is trusted: the judge
+names the files itself (never a path read from them), opens them without following symlinks,
+reads only regular files of exactly the size the reference's output gives each part, parses
+the header as JSON and the data as raw bytes of a dtype it knows (no pickle, ever), and copies
+the bytes straight to the device it compares on, through pinned buffers.
 
 Which trials must be there is a rule both sides compute: the first trial of each
 configuration and its same-buffer refill always; each further trial while the bytes kept so
@@ -22,6 +25,8 @@ import json
 import os
 import stat
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 import torch
@@ -30,7 +35,9 @@ from .env import DTYPES
 
 DUMP_BUDGET = int(os.environ.get("EVOKERNEL_VERDICT_DUMP_BYTES", str(2 << 30)))
 HEADER_LIMIT = 64 << 10  # bytes: a header names a few outputs
-STAGE = 64 << 20  # bytes of pinned host memory a dump copies outputs through
+STAGE = 32 << 20  # bytes of pinned host memory each worker copies through (GPU ↔ file)
+PART = 256 << 20  # bytes of one output per file (the last part holds the rest)
+WORKERS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 MAX_OUTPUTS = 64
 MAX_DIMS = 16
 REFILL = "refill"
@@ -74,12 +81,65 @@ def nbytes_of(tensors: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
+def parts(nbytes: int) -> list[tuple[int, int]]:
+    """(offset, length) of each part of an output of nbytes: the rule both sides compute."""
+    return [(start, min(PART, nbytes - start)) for start in range(0, nbytes, PART)] or [(0, 0)]
+
+
+def part_file(name: str, output: int, part: int) -> str:
+    return f"{name}.{output}.bin" if part == 0 else f"{name}.{output}.{part}.bin"
+
+
+class Stages:
+    """Pinned host buffers of STAGE bytes, one per worker at a time, made as first needed and
+    kept (pinning is slow); None where pinned memory cannot be had (a copy through pageable
+    memory then, as before)."""
+
+    def __init__(self) -> None:
+        self.free: list[torch.Tensor] = []
+        self.lock = threading.Lock()
+        self.unpinnable = False
+
+    @contextlib.contextmanager
+    def take(self, device: torch.device):
+        if device.type != "cuda" or self.unpinnable:
+            yield None
+            return
+        with self.lock:
+            stage = self.free.pop() if self.free else None
+        if stage is None:
+            try:
+                stage = torch.empty(STAGE, dtype=torch.uint8, pin_memory=True)
+            except RuntimeError:
+                self.unpinnable = True
+                yield None
+                return
+        try:
+            yield stage
+        finally:
+            with self.lock:
+                self.free.append(stage)
+
+
+def side_by_side(jobs: Sequence[Callable[[], None]]) -> None:
+    """Runs the jobs on up to WORKERS threads (file reads and writes and copies release the
+    GIL); the first error raised is raised here, after every job has ended."""
+    if len(jobs) <= 1 or WORKERS == 1:
+        for job in jobs:
+            job()
+        return
+    with ThreadPoolExecutor(min(WORKERS, len(jobs))) as pool:
+        futures = [pool.submit(job) for job in jobs]
+    for f in futures:
+        f.result()
+
+
 class Dump:
     """The candidate's side: writes each trial's outputs as the rule says (verify.Verifier)."""
 
     def __init__(self, folder: str, budget: int = DUMP_BUDGET) -> None:
         self.folder, self.budget, self.kept = folder, budget, 0
-        self.stage: torch.Tensor | None = None  # pinned host memory, STAGE bytes (_write_bytes)
+        self.stages = Stages()
         os.makedirs(folder, exist_ok=True)
 
     def write(self, config_index: int, trial: int | str, outs: Sequence[torch.Tensor]) -> bool:
@@ -89,45 +149,39 @@ class Dump:
         self.kept += size
         name = key(config_index, trial)
         header = {"outputs": []}
+        jobs, paths = [], []
         for i, o in enumerate(outs):
             t = o.detach()
             header["outputs"].append({"dtype": _dtype_name(t.dtype), "shape": list(t.shape)})
-            path = os.path.join(self.folder, f"{name}.{i}.bin")
-            try:
-                with open(path, "wb") as f:
-                    self._write_bytes(f, t.contiguous().reshape(-1).view(torch.uint8))
-            except OSError as err:
-                if err.errno != errno.ENOSPC:
-                    raise
-                _no_room(path, self.folder, size, err)
+            data = t.contiguous().reshape(-1).view(torch.uint8)
+            for j, (start, length) in enumerate(parts(data.numel())):
+                path = os.path.join(self.folder, part_file(name, i, j))
+                paths.append(path)
+                jobs.append(lambda path=path, piece=data[start : start + length]: self._write_part(path, piece))
+        try:
+            side_by_side(jobs)
+        except OSError as err:
+            if err.errno != errno.ENOSPC:
+                raise
+            _no_room(paths, self.folder, size, err)
         with open(os.path.join(self.folder, f"{name}.json"), "w") as f:
             json.dump(header, f)
         return True
 
-    def _write_bytes(self, f: Any, data: torch.Tensor) -> None:
-        """A tensor's bytes into f. From the GPU through one pinned buffer, a piece at a time:
-        a copy into pageable memory made and faulted in a new buffer the size of each output
-        (hundreds of megabytes) first, most of a final verification's "dump" phase. Where
-        pinned memory cannot be had, as before."""
-        stage = self._stage_for(data)
-        if stage is None:
-            f.write(memoryview(data.cpu().numpy()))
-            return
-        size = stage.numel()
-        for start in range(0, data.numel(), size):
-            piece = data[start : start + size]
-            part = stage[: piece.numel()]
-            part.copy_(piece)  # synchronous: the pinned buffer is whole before it is written
-            f.write(memoryview(part.numpy()))
-
-    def _stage_for(self, data: torch.Tensor) -> torch.Tensor | None:
-        """The pinned buffer (STAGE bytes, made once) for data on the GPU; None otherwise."""
-        if data.device.type != "cuda":
-            return None
-        if self.stage is None:
-            with contextlib.suppress(RuntimeError):
-                self.stage = torch.empty(STAGE, dtype=torch.uint8, pin_memory=True)
-        return self.stage
+    def _write_part(self, path: str, data: torch.Tensor) -> None:
+        """One part's bytes into its file. From the GPU through a pinned buffer, a piece at a
+        time (a copy into pageable memory made and faulted in a new buffer the size of each
+        output first was most of a final verification's "dump" phase)."""
+        with open(path, "wb") as f, self.stages.take(data.device) as stage:
+            if stage is None:  # on the CPU: its own memory; no pinned memory: through pageable
+                f.write(memoryview(data.cpu().numpy()))
+                return
+            step = stage.numel()
+            for start in range(0, data.numel(), step):
+                piece = data[start : start + step]
+                part = stage[: piece.numel()]
+                part.copy_(piece)  # synchronous: the pinned buffer is whole before it is written
+                f.write(memoryview(part.numpy()))
 
     def passed(self, config_name: str) -> None:
         """A configuration that passed, as it passes: what the judge can still say of a run
@@ -139,11 +193,12 @@ class Dump:
 PASSED = "passed.txt"
 
 
-def _no_room(path: str, folder: str, size: int, err: OSError) -> None:
+def _no_room(paths: Sequence[str], folder: str, size: int, err: OSError) -> None:
     """The judge's copy of a trial's outputs does not fit: a machine's limit, said plainly (the
     harness fails, exit 4: no verdict on the candidate)."""
-    with contextlib.suppress(OSError):
-        os.remove(path)
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.remove(path)
     try:
         st = os.statvfs(folder)
         room = f"{st.f_bavail * st.f_frsize / 2**30:.1f} of {st.f_blocks * st.f_frsize / 2**30:.1f} GiB free"
@@ -181,11 +236,14 @@ def read(
     refs: Sequence[torch.Tensor],
     where: str,
     accepts_shape: Callable[[tuple[int, ...], torch.Tensor], bool] = lambda got, ref: False,
+    device: torch.device | str = "cpu",
+    stages: Stages | None = None,
 ) -> list[torch.Tensor]:
-    """The candidate's outputs for one trial as CPU tensors, validated against the reference's
-    outputs `refs` (count, dtype, shape, exact byte size) before a byte of data is read.
-    accepts_shape(shape, ref): a format's own rule for a shape that differs (one element for a
-    scalar). Raises OutputError with the true reason."""
+    """The candidate's outputs for one trial as tensors on `device`, validated against the
+    reference's outputs `refs` (count, dtype, shape, each file's exact byte size) before a byte
+    of data is read. accepts_shape(shape, ref): a format's own rule for a shape that differs
+    (one element for a scalar). stages: pinned buffers to keep between calls. Raises
+    OutputError with the true reason."""
     name = key(config_index, trial)
     raw = _read_file(os.path.join(folder, f"{name}.json"), None, HEADER_LIMIT, where, "the header")
     try:
@@ -197,16 +255,32 @@ def read(
         raise OutputError("outputs-invalid", f"{where}: the header of the candidate's outputs lists no outputs")
     if len(items) != len(refs):
         raise OutputError("outputs-invalid", f"{where}: {len(items)} outputs written, the reference has {len(refs)}")
-    outs = []
-    for i, (item, ref) in enumerate(zip(items, refs)):
-        dtype, shape = _check_item(item, ref, i, where, accepts_shape)
-        size = ref.numel() * ref.element_size()
-        data = _read_file(os.path.join(folder, f"{name}.{i}.bin"), size, size, where, f"output {i}")
-        if size == 0:
-            outs.append(torch.empty(shape, dtype=dtype))
-        else:
-            outs.append(torch.frombuffer(data, dtype=dtype).reshape(shape))
-    return outs
+    device = torch.device(device)
+    stages = stages or Stages()
+    checked = [_check_item(item, ref, i, where, accepts_shape) for i, (item, ref) in enumerate(zip(items, refs))]
+    opened: list[int] = []
+    try:
+        outs, jobs = [], []
+        for i, ((dtype, shape), ref) in enumerate(zip(checked, refs)):
+            size = ref.numel() * ref.element_size()
+            data = torch.empty(size, dtype=torch.uint8, device=device)
+            split = parts(size)
+            for j, (start, length) in enumerate(split):
+                what = f"output {i}" if len(split) == 1 else f"output {i} (part {j + 1} of {len(split)})"
+                fd = _open_file(os.path.join(folder, part_file(name, i, j)), length, length, where, what)
+                opened.append(fd)
+                jobs.append(
+                    lambda fd=fd, dst=data[start : start + length], what=what: _read_into(fd, dst, stages, where, what)
+                )
+            outs.append((data, dtype, shape))
+        side_by_side(jobs)
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return [
+        torch.empty(shape, dtype=dtype, device=device) if data.numel() == 0 else data.view(dtype).reshape(shape)
+        for data, dtype, shape in outs
+    ]
 
 
 def _check_item(item, ref, i, where, accepts_shape):
@@ -238,9 +312,9 @@ def _check_item(item, ref, i, where, accepts_shape):
     return dtype, tuple(shape)
 
 
-def _read_file(path, size, limit, where, what):
-    """The whole of a regular file (never through a symlink), at most `limit` bytes; exactly
-    `size` where size is given."""
+def _open_file(path, size, limit, where, what):
+    """A descriptor of a regular file (never through a symlink) of at most `limit` bytes,
+    exactly `size` where size is given. Raises OutputError."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -263,15 +337,50 @@ def _read_file(path, size, limit, where, what):
                 "outputs-invalid",
                 f"{where}: {what} of the candidate's outputs holds {st.st_size} bytes, expected {expected}",
             )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fill(fd, view, offset, where, what):
+    """view's bytes from the file at offset; a file that ends early is refused."""
+    got = 0
+    while got < len(view):
+        n = os.preadv(fd, [view[got:]], offset + got)
+        if n <= 0:
+            raise OutputError("outputs-invalid", f"{where}: {what} of the candidate's outputs changed size while read")
+        got += n
+
+
+def _read_into(fd: int, dst: torch.Tensor, stages: Stages, where: str, what: str) -> None:
+    """A part's bytes into dst (uint8, on the CPU or the GPU): on the CPU straight into its
+    memory; to the GPU through a pinned buffer, a piece at a time."""
+    with stages.take(dst.device) as stage:
+        if stage is None and dst.device.type == "cpu":
+            _fill(fd, memoryview(dst.numpy()), 0, where, what)
+            return
+        if stage is None:
+            host = torch.empty(dst.numel(), dtype=torch.uint8)
+            _fill(fd, memoryview(host.numpy()), 0, where, what)
+            dst.copy_(host)
+            return
+        step = stage.numel()
+        for start in range(0, dst.numel(), step):
+            piece = dst[start : start + step]
+            part = stage[: piece.numel()]
+            _fill(fd, memoryview(part.numpy()), start, where, what)
+            piece.copy_(part)  # synchronous: the buffer is free again when it returns
+
+
+def _read_file(path, size, limit, where, what):
+    """The whole of a regular file (never through a symlink), at most `limit` bytes; exactly
+    `size` where size is given."""
+    fd = _open_file(path, size, limit, where, what)
+    try:
+        st = os.fstat(fd)
         buf = bytearray(st.st_size)
-        view, got = memoryview(buf), 0
-        while got < len(buf):
-            n = os.readv(fd, [view[got:]])
-            if n <= 0:
-                raise OutputError(
-                    "outputs-invalid", f"{where}: {what} of the candidate's outputs changed size while read"
-                )
-            got += n
+        _fill(fd, memoryview(buf), 0, where, what)
         return buf
     finally:
         os.close(fd)

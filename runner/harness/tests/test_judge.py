@@ -258,34 +258,69 @@ class ClaimTest(unittest.TestCase):
 
 
 class DumpStagingTest(unittest.TestCase):
-    """Outputs on the GPU go to the judge's files through one pinned buffer, a piece at a time
-    (here a CPU buffer of 7 bytes stands in): the files hold each output's bytes exactly, for
-    sizes below, at and across the buffer's."""
+    """Outputs go to the judge's files in parts of PART bytes, written and read side by side,
+    and between the GPU and a file through pinned buffers, a piece at a time (here parts of 16
+    bytes and CPU buffers of 7 bytes stand in): what the judge reads back is each output's
+    bytes exactly, for sizes below, at and across both; a part missing or of the wrong size is
+    refused."""
 
-    def test_pieces_through_the_buffer_write_the_same_bytes(self):
+    def staged(self):
+        import contextlib
         from unittest import mock
 
+        used = []
+
+        @contextlib.contextmanager
+        def take(stages, device):
+            buffer = torch.zeros(7, dtype=torch.uint8)
+            used.append(buffer)
+            yield buffer
+
+        return used, mock.patch.multiple(outputs, PART=16), mock.patch.object(outputs.Stages, "take", take)
+
+    def test_parts_through_the_buffers_carry_the_same_bytes(self):
         outs = [torch.arange(100, dtype=torch.float32) * 0.5, torch.arange(7, dtype=torch.uint8), torch.ones(1)]
+        used, part, take = self.staged()
         with tempfile.TemporaryDirectory() as plain, tempfile.TemporaryDirectory() as staged:
             outputs.Dump(plain).write(0, 0, outs)
-            dump = outputs.Dump(staged)
-            buffer = torch.zeros(7, dtype=torch.uint8)
-            used = []
+            with part, take:
+                outputs.Dump(staged).write(0, 0, outs)
+                self.assertEqual(len(used), 25 + 1 + 1)  # one buffer a part: 400 bytes in 25 parts
+                got = outputs.read(staged, 0, 0, outs, "here")
+            for g, o in zip(got, outs):
+                self.assertTrue(torch.equal(g, o))
+            names = sorted(n for n in os.listdir(staged) if n.startswith("c0-0.0."))
+            self.assertEqual(len(names), 25)
+            with open(os.path.join(plain, "c0-0.0.bin"), "rb") as f:
+                whole = f.read()
+            pieces = b""
+            for j in range(25):
+                with open(os.path.join(staged, "c0-0.0.bin" if j == 0 else f"c0-0.0.{j}.bin"), "rb") as f:
+                    pieces += f.read()
+            self.assertEqual(whole, pieces)
 
-            def stage_for(data):
-                used.append(data.numel())
-                return buffer
+    def test_a_part_missing_or_of_the_wrong_size_is_refused(self):
+        outs = [torch.arange(10, dtype=torch.float32)]  # 40 bytes: parts of 16, 16 and 8
+        _, part, take = self.staged()
+        with tempfile.TemporaryDirectory() as folder, part, take:
+            outputs.Dump(folder).write(0, 0, outs)
+            last = os.path.join(folder, "c0-0.0.2.bin")
+            with open(last, "ab") as f:
+                f.write(b"x")
+            with self.assertRaises(outputs.OutputError) as caught:
+                outputs.read(folder, 0, 0, outs, "here")
+            self.assertIn(
+                "output 0 (part 3 of 3) of the candidate's outputs holds 9 bytes, expected 8", caught.exception.message
+            )
+            os.unlink(last)
+            with self.assertRaises(outputs.OutputError) as caught:
+                outputs.read(folder, 0, 0, outs, "here")
+            self.assertEqual(caught.exception.reason, "outputs-missing")
+            self.assertIn("no file for output 0 (part 3 of 3)", caught.exception.message)
 
-            with mock.patch.object(dump, "_stage_for", stage_for):
-                dump.write(0, 0, outs)
-            self.assertEqual(used, [400, 7, 4])
-            for i in range(len(outs)):
-                with (
-                    open(os.path.join(plain, f"c0-0.{i}.bin"), "rb") as a,
-                    open(os.path.join(staged, f"c0-0.{i}.bin"), "rb") as b,
-                ):
-                    self.assertEqual(a.read(), b.read())
-        self.assertIsNone(outputs.Dump(plain)._stage_for(torch.zeros(3)))  # on the CPU: none
+    def test_no_buffer_on_the_cpu(self):
+        with outputs.Stages().take(torch.device("cpu")) as stage:
+            self.assertIsNone(stage)
 
 
 class DumpRoomTest(unittest.TestCase):
