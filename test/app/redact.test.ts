@@ -8,12 +8,12 @@ import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "probot";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AppState } from "../../src/app/app-state.js";
 import { createLocalDispatcher } from "../../src/app/dispatch/local.js";
 import type { GitHub } from "../../src/app/github.js";
 import { createEarlyRuns } from "../../src/app/early-runs.js";
-import { endJob } from "../../src/app/jobs/finish.js";
+import { armDeadline, endJob } from "../../src/app/jobs/finish.js";
 import { createJobRegistry } from "../../src/app/job-registry.js";
 import { createWorkQueue } from "../../src/app/queue.js";
 import { createRedactor, REDACTED, secretValues } from "../../src/app/redact.js";
@@ -97,7 +97,8 @@ describe("the redactor", () => {
 });
 
 describe("a local job's output, as the app posts it", () => {
-  it("carries none of the app's secrets, though the runner printed them all", async () => {
+  /** A local job whose runner got hold of the secrets (how is beside the point) and prints them. */
+  async function leakyJob(then: string) {
     const repo = join(dir, "repo");
     await execa("git", ["init", "-q", "-b", "main", repo]);
     await writeFile(join(repo, "k.cu"), "//\n");
@@ -114,7 +115,6 @@ describe("a local job's output, as the app posts it", () => {
       "x",
     ]);
     const sha = (await execa("git", ["-C", repo, "rev-parse", "HEAD"])).stdout.trim();
-    // A runner that got hold of the secrets (how is beside the point here) and prints them.
     const loot = join(dir, "loot.txt");
     await writeFile(
       loot,
@@ -159,18 +159,46 @@ describe("a local job's output, as the app posts it", () => {
     state.jobs.add(job);
     const local = createLocalDispatcher({
       repoDir: repo,
-      runnerCommand: ["sh", "-c", `cat ${loot}; exit 1`, "runner"],
+      runnerCommand: ["sh", "-c", `cat ${loot}; ${then}`, "runner"],
       gpus: 1,
       timeoutMs: 600_000,
       onDone: (_, outcome) => endJob(state, github, job, outcome, "local"),
       onError: () => undefined,
     });
     await local.start({ spec, github, workflow: "evokernel.yml", ref: "main" });
-    await local.idle?.();
+    return { state: { ...state, dispatchers: [local] }, job, local, posted };
+  }
+
+  function summaryOf(posted: string[]): string {
     expect(posted).toHaveLength(1);
-    const text = JSON.parse(posted[0] ?? "{}") as { output: { summary: string } };
-    expect(text.output.summary).toContain("the runner exited with 1");
-    expect(text.output.summary).toContain(REDACTED);
-    expect(leaksIn(text.output.summary)).toEqual([]);
+    return (JSON.parse(posted[0] ?? "{}") as { output: { summary: string } }).output.summary;
+  }
+
+  it("carries none of the app's secrets, though the runner printed them all", async () => {
+    const { local, posted } = await leakyJob("exit 1");
+    await local.idle?.();
+    const summary = summaryOf(posted);
+    expect(summary).toContain("the runner exited with 1");
+    expect(summary).toContain(REDACTED);
+    expect(leaksIn(summary)).toEqual([]);
+  });
+
+  it("carries none of them when the job is stopped at its deadline, saying where it stood", async () => {
+    const { state, job, local, posted } = await leakyJob("exec sleep 1000");
+    await vi.waitFor(() => expect(local.whereIs?.(job.spec.id)).toContain("BEGIN"), {
+      timeout: 600_000,
+      interval: 20,
+    });
+    job.deadline = Date.now();
+    armDeadline(state, job);
+    await vi.waitFor(() => expect(posted).toHaveLength(1), { timeout: 600_000, interval: 20 });
+    await local.idle?.();
+    const summary = summaryOf(posted);
+    expect(summary).toMatch(
+      /^No result came back within 60 minutes: the runner on this machine \(GPU 0\) was still working/,
+    );
+    expect(summary).toContain("EVOKERNEL_JOB_TIMEOUT_MIN");
+    expect(summary).toContain(REDACTED);
+    expect(leaksIn(summary)).toEqual([]);
   });
 });

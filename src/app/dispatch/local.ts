@@ -39,6 +39,8 @@ import {
 import { type EgressProxy, llmApiHost, startEgressProxy } from "./egress-proxy.js";
 
 const JOB_DIR_PREFIX = "evokernel-job-";
+/** Lines of a running job's output kept to say where it stands (whereIs). */
+const TAIL_LINES = 12;
 
 export interface LocalOptions {
   /** A clone of the repository the jobs are for; worktrees of job commits are made from it. */
@@ -93,6 +95,9 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
   };
   const running = new Map<string, AbortController>();
   const cancelled = new Set<string>();
+  // What each job is doing, for a check run that must say why it never finished (whereIs).
+  const waiting = new Set<string>();
+  const live = new Map<string, { gpu: string; sinceMs: number; lines: string[] }>();
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
   let noticed = false;
   const notice = (message: string) => {
@@ -108,11 +113,18 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
     try {
       if (cancelled.delete(spec.id)) return;
       await reaping;
+      waiting.delete(spec.id);
       uidsChecked ??= checkUids(uids(), options);
       const taken = await uidsChecked;
       const { gpu, slot } = freeSlots.shift() ?? { gpu: "0", slot: 0 };
       const abort = new AbortController();
       running.set(spec.id, abort);
+      const seen = { gpu, sinceMs: Date.now(), lines: [] as string[] };
+      live.set(spec.id, seen);
+      const watch = (line: string) => {
+        seen.lines.push(line.length > 300 ? `${line.slice(0, 300)}…` : line);
+        if (seen.lines.length > TAIL_LINES) seen.lines.shift();
+      };
       try {
         const onSpawn = async (
           pid: number,
@@ -133,7 +145,15 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         };
         const outcome: JobOutcome =
           taken === undefined
-            ? await runInWorktree(spec, { gpu, slot }, abort.signal, options, onSpawn, notice)
+            ? await runInWorktree(
+                spec,
+                { gpu, slot },
+                abort.signal,
+                options,
+                onSpawn,
+                notice,
+                watch,
+              )
             : { kind: "failed", message: taken };
         if (abort.signal.aborted) return;
         // What it came to, before it is reported: a restart in between concludes it with this.
@@ -150,9 +170,11 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         settled = (await options.onDone(spec, outcome)) !== false;
       } finally {
         running.delete(spec.id);
+        live.delete(spec.id);
         freeSlots.push({ gpu, slot });
       }
     } finally {
+      waiting.delete(spec.id);
       if (record && settled) await records?.remove(spec.id);
     }
   }
@@ -171,6 +193,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
             }
           : undefined;
       if (record) await records?.write(record);
+      waiting.add(spec.id);
       queue.push(`local job ${spec.id}`, () => runJob(spec, record));
       return {};
     },
@@ -196,6 +219,20 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
     },
     idle() {
       return queue.idle();
+    },
+    whereIs(jobId) {
+      const seen = live.get(jobId);
+      if (seen !== undefined) {
+        const minutes = (Date.now() - seen.sinceMs) / 60_000;
+        const lines = seen.lines.join("\n").trim();
+        return (
+          `the runner on this machine (GPU ${seen.gpu}) was still working after ${minutes < 1 ? "less than a minute" : `${Math.round(minutes)} min`}` +
+          (lines ? `; its last lines:\n\n${codeBlock(lines, "")}` : ", and had printed nothing")
+        );
+      }
+      if (waiting.has(jobId))
+        return `it never started: every GPU slot on this machine (${freeSlots.length + running.size}) was busy with other jobs`;
+      return undefined;
     },
     cancel(jobId) {
       const abort = running.get(jobId);
@@ -276,6 +313,7 @@ async function runInWorktree(
     uid?: number,
   ) => Promise<void>,
   notice: (message: string) => void,
+  watch: (line: string) => void = () => undefined,
 ): Promise<JobOutcome> {
   const dir = await mkdtemp(join(tmpdir(), JOB_DIR_PREFIX));
   const worktree = join(dir, "checkout");
@@ -358,6 +396,11 @@ async function runInWorktree(
     const env = runnerEnv(process.env, { llm });
     delete env["EVOKERNEL_LLM_PROXY_SOCKET"];
     if (proxy !== undefined) env["EVOKERNEL_LLM_PROXY_SOCKET"] = proxy.path;
+    const seeLines = function* (line: unknown): Generator<string, void, void> {
+      const text = typeof line === "string" ? line : String(line);
+      watch(text);
+      yield text;
+    };
     const runner = spawnProcess(confined.file, confined.args, {
       cwd: worktree,
       // The runner handles a PR's code: its environment is an allowlist (src/shared/environment.ts),
@@ -382,6 +425,9 @@ async function runInWorktree(
       reject: false,
       all: true,
       stdin: "ignore",
+      // Each line seen as it comes (whereIs: what a job still running was doing), kept as is.
+      stdout: seeLines,
+      stderr: seeLines,
     });
     const group = runner.pid === undefined ? undefined : await groupOf(runner.pid);
     let timedOut = false;
@@ -412,9 +458,10 @@ async function runInWorktree(
           );
       }
     }
-    if (signal.aborted) return { kind: "failed", message: "cancelled" };
+    // Kept for a person whatever the end, a job stopped at its deadline included.
     if (options.keepDir !== undefined)
       await keepOutputs(options.keepDir, spec.id, outFile, run.all ?? "");
+    if (signal.aborted) return { kind: "failed", message: "cancelled" };
     if (timedOut)
       return {
         kind: "failed",

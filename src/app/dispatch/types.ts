@@ -54,4 +54,10 @@ export interface Dispatcher {
   recover?(): Promise<LostJob[]>;
   /** A lost job's check run is concluded: its record goes (until then, each start finds it). */
   forget?(jobId: string): Promise<void>;
+  /**
+   * Where a job it holds stands, in a sentence for the check run (the local backend: waiting
+   * for a GPU, or running for so long with its last lines); undefined for a job it does not
+   * hold or cannot see (a workflow run reports on its own page).
+   */
+  whereIs?(jobId: string): string | undefined;
 }

@@ -151,6 +151,13 @@ async function timeOut(state: AppState, job: ActiveJob, message?: string): Promi
     armTimer(state, job, state.retryEndMs ?? RETRY_END_MS, message);
     return;
   }
+  // Where the job stood, from a backend that can see it (the local one), before it is stopped.
+  const where =
+    message === undefined
+      ? state.dispatchers.map((dispatcher) => dispatcher.whereIs?.(job.spec.id)).find(Boolean)
+      : undefined;
+  // It may quote the runner's output: redacted as every other report of it (endJob).
+  const told = where === undefined ? undefined : (state.redact ?? PATTERNS_ONLY).text(where);
   if (message === undefined) {
     for (const dispatcher of state.dispatchers)
       await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
@@ -160,7 +167,9 @@ async function timeOut(state: AppState, job: ActiveJob, message?: string): Promi
     github,
     job,
     message ??
-      `No result came back within ${limit}${job.runUrl ? ` from ${job.runUrl}` : ""}. Check that a GPU runner with the configured labels is online, then comment \`/bench\` to try again.`,
+      (told !== undefined
+        ? `No result came back within ${limit}: ${told}\n\nThe job was stopped. Give jobs more time (\`EVOKERNEL_JOB_TIMEOUT_MIN\`) or this one a smaller budget, then comment \`/bench\` to try again.`
+        : `No result came back within ${limit}${job.runUrl ? ` from ${job.runUrl}` : ""}. Check that a GPU runner with the configured labels is online, then comment \`/bench\` to try again.`),
   );
 }
 

@@ -171,6 +171,61 @@ describe.skipIf(!pidNamespace)("a local job's processes", () => {
   });
 });
 
+describe("a job that has not finished", () => {
+  // At its deadline the app asks the backend where the job stood, for the check run (the
+  // acceptance run of 2026-11-29: a review stopped at 7 minutes said only "check that a GPU
+  // runner is online", on a machine whose runner was busy verifying).
+  it("is said to be running, with its last lines, or waiting for a GPU; its log is kept", async () => {
+    const keepDir = join(dir, "kept");
+    const ready = join(dir, "printed");
+    const runner = [
+      "sh",
+      "-c",
+      `echo 'static kernel.cu ok'; echo 'verify kernel.cu …' >&2; touch ${ready}; exec sleep 1000`,
+      "runner",
+    ];
+    const { repo, sha } = await repoWithCommit();
+    const dispatcher = createLocalDispatcher({
+      repoDir: repo,
+      gpus: 1,
+      timeoutMs: 600_000,
+      keepDir,
+      runnerCommand: runner,
+      onDone: () => Promise.resolve(),
+      onError: () => undefined,
+    });
+    const target = (id: string) => ({
+      spec: job(sha, id),
+      github: { repo: { owner: "octo", repo: "kernels" } } as GitHub,
+      workflow: "evokernel.yml",
+      ref: "main",
+    });
+    await dispatcher.start(target("bench-7-aaaaaaa-000011"));
+    await dispatcher.start(target("bench-7-aaaaaaa-000012"));
+    await vi.waitFor(() => readFile(ready, "utf8"), { timeout: 600_000, interval: 20 });
+    await vi.waitFor(
+      () => expect(dispatcher.whereIs?.("bench-7-aaaaaaa-000011")).toContain("verify kernel.cu …"),
+      { timeout: 600_000, interval: 20 },
+    );
+    const running = dispatcher.whereIs?.("bench-7-aaaaaaa-000011") ?? "";
+    expect(running).toMatch(
+      /^the runner on this machine \(GPU 0\) was still working after less than a minute; its last lines:/,
+    );
+    expect(running).toContain("static kernel.cu ok");
+    expect(dispatcher.whereIs?.("bench-7-aaaaaaa-000012")).toBe(
+      "it never started: every GPU slot on this machine (1) was busy with other jobs",
+    );
+    expect(dispatcher.whereIs?.("bench-7-aaaaaaa-000099")).toBeUndefined();
+    await dispatcher.cancel("bench-7-aaaaaaa-000012", undefined, {} as GitHub);
+    await dispatcher.cancel("bench-7-aaaaaaa-000011", undefined, {} as GitHub);
+    await dispatcher.idle?.();
+    expect(await readFile(join(keepDir, "bench-7-aaaaaaa-000011.log"), "utf8")).toContain(
+      "verify kernel.cu …",
+    );
+    expect(dispatcher.whereIs?.("bench-7-aaaaaaa-000011")).toBeUndefined();
+  });
+});
+
 describe("the next start of the app", () => {
   it("kills the group a job's record names, though its leader is gone", async () => {
     const { repo } = await repoWithCommit();
