@@ -36,7 +36,7 @@ from .env import DTYPES
 DUMP_BUDGET = int(os.environ.get("EVOKERNEL_VERDICT_DUMP_BYTES", str(2 << 30)))
 HEADER_LIMIT = 64 << 10  # bytes: a header names a few outputs
 STAGE = 32 << 20  # bytes of pinned host memory each worker copies through (GPU ↔ file)
-PART = 256 << 20  # bytes of one output per file (the last part holds the rest)
+PART = 64 << 20  # bytes of one output per file (the last part holds the rest)
 WORKERS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 MAX_OUTPUTS = 64
 MAX_DIMS = 16
@@ -240,8 +240,8 @@ def read(
     stages: Stages | None = None,
 ) -> list[torch.Tensor]:
     """The candidate's outputs for one trial as tensors on `device`, validated against the
-    reference's outputs `refs` (count, dtype, shape, each file's exact byte size) before a byte
-    of data is read. accepts_shape(shape, ref): a format's own rule for a shape that differs
+    reference's outputs `refs` (count, dtype and shape before any data is read; each file's
+    exact byte size before it is read). accepts_shape(shape, ref): a format's own rule for a shape that differs
     (one element for a scalar). stages: pinned buffers to keep between calls. Raises
     OutputError with the true reason."""
     name = key(config_index, trial)
@@ -258,25 +258,21 @@ def read(
     device = torch.device(device)
     stages = stages or Stages()
     checked = [_check_item(item, ref, i, where, accepts_shape) for i, (item, ref) in enumerate(zip(items, refs))]
-    opened: list[int] = []
-    try:
-        outs, jobs = [], []
-        for i, ((dtype, shape), ref) in enumerate(zip(checked, refs)):
-            size = ref.numel() * ref.element_size()
-            data = torch.empty(size, dtype=torch.uint8, device=device)
-            split = parts(size)
-            for j, (start, length) in enumerate(split):
-                what = f"output {i}" if len(split) == 1 else f"output {i} (part {j + 1} of {len(split)})"
-                fd = _open_file(os.path.join(folder, part_file(name, i, j)), length, length, where, what)
-                opened.append(fd)
-                jobs.append(
-                    lambda fd=fd, dst=data[start : start + length], what=what: _read_into(fd, dst, stages, where, what)
+    outs, jobs = [], []
+    for i, ((dtype, shape), ref) in enumerate(zip(checked, refs)):
+        size = ref.numel() * ref.element_size()
+        data = torch.empty(size, dtype=torch.uint8, device=device)
+        split = parts(size)
+        for j, (start, length) in enumerate(split):
+            what = f"output {i}" if len(split) == 1 else f"output {i} (part {j + 1} of {len(split)})"
+            path = os.path.join(folder, part_file(name, i, j))
+            jobs.append(
+                lambda path=path, dst=data[start : start + length], what=what: _read_part(
+                    path, dst, stages, where, what
                 )
-            outs.append((data, dtype, shape))
-        side_by_side(jobs)
-    finally:
-        for fd in opened:
-            os.close(fd)
+            )
+        outs.append((data, dtype, shape))
+    side_by_side(jobs)
     return [
         torch.empty(shape, dtype=dtype, device=device) if data.numel() == 0 else data.view(dtype).reshape(shape)
         for data, dtype, shape in outs
@@ -353,9 +349,18 @@ def _fill(fd, view, offset, where, what):
         got += n
 
 
+def _read_part(path: str, dst: torch.Tensor, stages: Stages, where: str, what: str) -> None:
+    """A part's file, checked (a regular file of exactly dst's size) and read into dst (uint8,
+    on the CPU or the GPU): on the CPU straight into its memory; to the GPU through a pinned
+    buffer, a piece at a time. One descriptor open per worker at a time."""
+    fd = _open_file(path, dst.numel(), dst.numel(), where, what)
+    try:
+        _read_into(fd, dst, stages, where, what)
+    finally:
+        os.close(fd)
+
+
 def _read_into(fd: int, dst: torch.Tensor, stages: Stages, where: str, what: str) -> None:
-    """A part's bytes into dst (uint8, on the CPU or the GPU): on the CPU straight into its
-    memory; to the GPU through a pinned buffer, a piece at a time."""
     with stages.take(dst.device) as stage:
         if stage is None and dst.device.type == "cpu":
             _fill(fd, memoryview(dst.numpy()), 0, where, what)
