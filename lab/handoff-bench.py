@@ -52,6 +52,18 @@ def old_read(folder, ref):
     return torch.frombuffer(buf, dtype=ref.dtype).reshape(ref.shape).to(ref.device)
 
 
+def hand_off(way, folder, ref):
+    """(write seconds, read seconds, what the judge read) for one trial's output, one way."""
+    if way == "old":
+        w, _ = timed(lambda: old_write(folder, ref))
+        r, got = timed(lambda: old_read(folder, ref))
+        return w, r, got
+    dump = outputs.Dump(folder)
+    w, _ = timed(lambda: dump.write(0, 0, [ref]))
+    r, got = timed(lambda: outputs.read(folder, 0, 0, [ref], "bench", device="cuda")[0])
+    return w, r, got
+
+
 def timed(fn):
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -83,13 +95,7 @@ def main() -> int:
             for _ in range(args.repeats):
                 folder = tempfile.mkdtemp(prefix="evk-handoff-", dir=args.folder)
                 try:
-                    if way == "old":
-                        w, _ = timed(lambda: old_write(folder, ref))
-                        r, got = timed(lambda: old_read(folder, ref))
-                    else:
-                        dump = outputs.Dump(folder)
-                        w, _ = timed(lambda: dump.write(0, 0, [ref]))
-                        r, got = timed(lambda: outputs.read(folder, 0, 0, [ref], "bench", device="cuda")[0])
+                    w, r, got = hand_off(way, folder, ref)
                     if not torch.equal(got, ref):
                         print(f"handoff-bench: {way} read back other bytes at {mb} MB", file=sys.stderr)
                         return 1
