@@ -155,10 +155,21 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
       );
     const onSlow = slowed.archive.filter((line) => line.individual?.evaluation.gpu === "1");
     expect(onSlow.length).toBeGreaterThan(0);
+    // Compared where both runs timed the candidate in full. One raced out (fitness null) in
+    // one run and not the other is no difference of GPUs: racing compares with the leader of
+    // the moment, and which candidates have finished by then depends on how busy the machine
+    // is (CI, 2026-11-29: null against 1.0).
     const before = fitness(even);
+    let compared = 0;
     for (const [hash, value] of fitness(slowed)) {
-      if (before.has(hash)) expect(value).toBeCloseTo(before.get(hash) ?? NaN, 9);
+      const was = before.get(hash);
+      if (value === null || was === null || was === undefined) continue;
+      expect(value).toBeCloseTo(was, 9);
+      compared += 1;
     }
+    const timedOnSlow = onSlow.filter((line) => line.individual?.evaluation.fitness !== null);
+    expect(timedOnSlow.length).toBeGreaterThan(0);
+    expect(compared).toBeGreaterThan(0);
     expect(slowed.result.best?.id).toBe(even.result.best?.id);
   });
 
