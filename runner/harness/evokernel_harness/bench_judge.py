@@ -33,7 +33,7 @@ import select
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -80,6 +80,8 @@ class Judging:
     seed: int
     baseline: str | None  # the baseline kernel's path, None where none is timed
     candidate: str | None
+    # pinned buffers the outputs after timing come to the GPU through, kept for every configuration
+    stages: outputs.Stages = field(default_factory=outputs.Stages)
 
 
 # JudgeSide: after the candidate's process has ended, the judge's own bench() of the reference
@@ -392,6 +394,7 @@ def after_timing(
             where,
             accepts_shape=lambda shape, r: judge._one_element(task, shape, r),
             device=device,
+            stages=judging.stages,
         )
     except outputs.OutputError as e:
         return e.reason, e.message + ": the judge compares the output of a call after timing itself", None

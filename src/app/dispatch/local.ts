@@ -93,11 +93,15 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
       return "off";
     }
   };
-  const running = new Map<string, AbortController>();
-  const cancelled = new Set<string>();
-  // What each job is doing, for a check run that must say why it never finished (whereIs).
+  const slots = freeSlots.length;
+  // Each running job: its stop, and what it is doing (whereIs: a check run must say why it
+  // never finished); the jobs queued behind them.
+  const running = new Map<
+    string,
+    { abort: AbortController; gpu: string; sinceMs: number; lines: string[] }
+  >();
   const waiting = new Set<string>();
-  const live = new Map<string, { gpu: string; sinceMs: number; lines: string[] }>();
+  const cancelled = new Set<string>();
   const records = options.stateDir === undefined ? undefined : createLocalRecords(options.stateDir);
   let noticed = false;
   const notice = (message: string) => {
@@ -118,9 +122,8 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
       const taken = await uidsChecked;
       const { gpu, slot } = freeSlots.shift() ?? { gpu: "0", slot: 0 };
       const abort = new AbortController();
-      running.set(spec.id, abort);
-      const seen = { gpu, sinceMs: Date.now(), lines: [] as string[] };
-      live.set(spec.id, seen);
+      const seen = { abort, gpu, sinceMs: Date.now(), lines: [] as string[] };
+      running.set(spec.id, seen);
       const watch = (line: string) => {
         seen.lines.push(line.length > 300 ? `${line.slice(0, 300)}…` : line);
         if (seen.lines.length > TAIL_LINES) seen.lines.shift();
@@ -170,7 +173,6 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         settled = (await options.onDone(spec, outcome)) !== false;
       } finally {
         running.delete(spec.id);
-        live.delete(spec.id);
         freeSlots.push({ gpu, slot });
       }
     } finally {
@@ -221,7 +223,7 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
       return queue.idle();
     },
     whereIs(jobId) {
-      const seen = live.get(jobId);
+      const seen = running.get(jobId);
       if (seen !== undefined) {
         const minutes = (Date.now() - seen.sinceMs) / 60_000;
         const lines = seen.lines.join("\n").trim();
@@ -231,12 +233,12 @@ export function createLocalDispatcher(options: LocalOptions): Dispatcher {
         );
       }
       if (waiting.has(jobId))
-        return `it never started: every GPU slot on this machine (${freeSlots.length + running.size}) was busy with other jobs`;
+        return `it never started: every GPU slot on this machine (${slots}) was busy with other jobs`;
       return undefined;
     },
     cancel(jobId) {
-      const abort = running.get(jobId);
-      if (abort) abort.abort();
+      const job = running.get(jobId);
+      if (job) job.abort.abort();
       else cancelled.add(jobId);
       return Promise.resolve();
     },

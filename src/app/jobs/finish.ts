@@ -151,13 +151,13 @@ async function timeOut(state: AppState, job: ActiveJob, message?: string): Promi
     armTimer(state, job, state.retryEndMs ?? RETRY_END_MS, message);
     return;
   }
-  // Where the job stood, from a backend that can see it (the local one), before it is stopped.
-  const where =
-    message === undefined
-      ? state.dispatchers.map((dispatcher) => dispatcher.whereIs?.(job.spec.id)).find(Boolean)
-      : undefined;
-  // It may quote the runner's output: redacted as every other report of it (endJob).
-  const told = where === undefined ? undefined : (state.redact ?? PATTERNS_ONLY).text(where);
+  // Where the job stood, from a backend that can see it (the local one), before it is stopped;
+  // it may quote the runner's output: redacted as every other report of it (endJob).
+  const where = state.dispatchers
+    .map((dispatcher) => dispatcher.whereIs?.(job.spec.id))
+    .find(Boolean);
+  const told =
+    message === undefined && where ? (state.redact ?? PATTERNS_ONLY).text(where) : undefined;
   if (message === undefined) {
     for (const dispatcher of state.dispatchers)
       await dispatcher.cancel(job.spec.id, job.runId, github).catch(() => undefined);
