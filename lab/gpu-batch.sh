@@ -35,6 +35,9 @@
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
 #   shape-tuner:T1,T2…  the same with the shape-keyed tuner
+#   gpu-spread          the same ops timed on each visible GPU in turn: how much GPUs of one model differ
+#   scaling:T1,T2…      one search over 1, 2… GPUs (EVK_GPU_SETS, default "0 0,1"), same seed, one after
+#                       another: rates, lanes and where the time went (lab/gpu-results.sh scaling)
 #   sweep[:T1,T2…]      every combination of the template kernels' tunables: checked on every
 #                       configuration, timed against eager and torch.compile (lab/template-sweep.py;
 #                       EVK_SWEEP_ARGS adds options, e.g. "--deadline 420")
@@ -112,6 +115,8 @@ run_step() {
         timer-probe) python3 lab/timer-probe.py ${arg//,/ } --json "$dir/timer-probe.json" ;;
         spawn-cost) node dist/sandbox-spawn.mjs --json "$dir/spawn-cost.json" ;;
         copy-floor) python3 lab/copy-floor.py ${arg//,/ } --json "$dir/copy-floor.json" ;;
+        gpu-spread) python3 lab/gpu-spread.py --json "$dir/gpu-spread.json" ;;
+        scaling) bash lab/gpu-results.sh scaling $(printf 'kernels/%s ' ${arg//,/ }) ;;
         tuner | shape-tuner)
           EVK_PROPOSER=$name bash lab/gpu-results.sh optimize $(printf 'kernels/%s ' ${arg//,/ })
           ;;

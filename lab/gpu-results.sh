@@ -9,6 +9,9 @@
 #   bash lab/gpu-results.sh optimize [TASK...]   # the tuner on each task (all by default),
 #        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
 #        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
+#   bash lab/gpu-results.sh scaling [TASK...]    # issue 38.2: the same search (seed 1) on each
+#        GPU set of EVK_GPU_SETS (default "0 0,1"), one after another; budget EVK_CANDIDATES (96),
+#        EVK_MINUTES (4); where the time went (lab/search-phases.mjs) and each lane in scaling.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/evokernel-results}
@@ -61,5 +64,24 @@ case "${1:-selftest}" in
       tar -czf "$out/optimize.tgz" -C "$out" --exclude=candidates optimize
     done | tee "$out/optimize.txt"
     rm -rf "$out/optimize"
+    ;;
+  scaling)
+    shift
+    for t in "$@"; do
+      name=$(basename "$t")
+      for gpus in ${EVK_GPU_SETS:-0 0,1}; do
+        run=$out/scaling/$name-gpus-${gpus//,/_}
+        mkdir -p "$run"
+        echo "## $name on GPUs $gpus $(date -u +%H:%M:%S)"
+        evk optimize "$t" --proposer "${EVK_PROPOSER:-tuner}" --seed 1 --candidates "${EVK_CANDIDATES:-96}" \
+          --minutes "${EVK_MINUTES:-4}" --gpus "$gpus" --archive "$run/archive.jsonl" --out "$run" \
+          2>"$run.log" | tail -3
+        echo "exit ${PIPESTATUS[0]}"
+        node lab/search-phases.mjs "$run/archive.jsonl"
+        node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));const s=r.search;console.log("lanes",JSON.stringify(s.lanes??null),"evaluated",s.evaluated,"seconds",s.seconds,"stoppedBy",JSON.stringify(s.stoppedBy),"win",r.win,"speedup",JSON.stringify(r.speedup))' "$run/result.json"
+        tar -czf "$out/scaling.tgz" -C "$out" --exclude=candidates scaling
+      done
+    done | tee "$out/scaling.txt"
+    rm -rf "$out/scaling"
     ;;
 esac
