@@ -179,6 +179,10 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
         });
     },
 
+    verifiesAside() {
+      return lanes !== undefined && lanes.count > 1;
+    },
+
     timingWaits() {
       return compileTimes === null && reference !== null && !referenceEnded;
     },
@@ -209,7 +213,9 @@ export function createHarnessEvaluator(options: HarnessEvaluatorOptions): Harnes
     },
 
     async verify(variant) {
-      const result = await cascade(variant, { heldout: true }, gpu);
+      // correctness is not a timing: on several GPUs it runs on another lane than lane 0's
+      // final timings, beside them (final.ts)
+      const result = await cascade(variant, { heldout: true }, lanes?.aside ?? gpu);
       return toFinalVerification(result);
     },
 

@@ -267,4 +267,10 @@ export type Rechecker = {
    * a final timing): then the first contender's verification fills the wait.
    */
   timingWaits?(): boolean;
+  /**
+   * Whether a verification runs on another GPU than the timings (a search over several GPUs:
+   * the timings on the first, the verification on another lane): then each contender is
+   * verified beside its timing, not after it.
+   */
+  verifiesAside?(): boolean;
 };

@@ -64,8 +64,15 @@ export type LaneUse = { gpu: string; evaluated: number; busySeconds: number };
 export type Lanes = {
   /** The GPU queue of the search: each piece of work on the first free lane. */
   gpu: GpuQueue;
-  /** Lane 0's queue alone: the final checks. */
+  /** Lane 0's queue alone: the final checks' timings. */
   first: GpuQueue;
+  /**
+   * The last free lane (lane 0 only when no other is free first): the final checks'
+   * verification, beside their timing on lane 0. With one lane, lane 0's queue.
+   */
+  aside: GpuQueue;
+  /** How many lanes (GPUs) there are. */
+  count: number;
   /** A runner that sends each request to the fork server of the lane its work holds (lane 0 outside). */
   run: HarnessRunner;
   /**
@@ -100,8 +107,12 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     waiter?.start(lane);
   }
 
-  function take(only: number | null, order: number | undefined): Promise<number> {
-    const lane = only ?? busy.indexOf(false);
+  function take(
+    only: number | null,
+    order: number | undefined,
+    last = false,
+  ): Promise<number> {
+    const lane = only ?? (last ? busy.lastIndexOf(false) : busy.indexOf(false));
     if (lane !== -1 && busy[lane] === false) {
       busy[lane] = true;
       return Promise.resolve(lane);
@@ -116,9 +127,9 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     });
   }
 
-  function queue(only: number | null): GpuQueue {
+  function queue(only: number | null, last = false): GpuQueue {
     return async <T>(work: () => Promise<T>, order?: number): Promise<T> => {
-      const lane = await take(only, order);
+      const lane = await take(only, order, last);
       const note = noting.getStore();
       if (note !== undefined) note.lane = lane;
       const started = performance.now();
@@ -135,6 +146,8 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
   return {
     gpu: queue(null),
     first: queue(0),
+    aside: queue(null, true),
+    count: gpus.length,
     run: (command, timeoutMs): Promise<HarnessOutcome> => {
       const runner = runners[holding.getStore() ?? 0] ?? runners[0];
       if (runner === undefined) throw new RangeError("no lane");

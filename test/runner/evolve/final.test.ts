@@ -284,6 +284,40 @@ describe("finalize", () => {
     expect(final.candidate?.id).toBe("c5");
   });
 
+  it("on several GPUs verifies each contender beside its timing, and returns only once all have ended", async () => {
+    const { rechecker, calls } = fakeRechecker({ time: k8SlowerOnOneShape });
+    const ended: string[] = [];
+    const verify = rechecker.verify.bind(rechecker);
+    const aside: Rechecker = {
+      ...rechecker,
+      verifiesAside: () => true,
+      async verify(variant, signal) {
+        const verdict = verify(variant, signal);
+        await new Promise((resolve) => setTimeout(resolve, 20)); // slower than a timing
+        ended.push(variant.source);
+        return verdict;
+      },
+    };
+    const population = [
+      individual("c8", "k8 speed=1.3"),
+      individual("c5", "k5 speed=1.1"),
+      baseline,
+    ];
+    const final = await finalize({ population, baseline, rechecker: aside });
+    // both verified beside their timings: c8's verdict unused (its timing passed it over)
+    expect(calls).toEqual([
+      "verify k8 speed=1.3",
+      "time k8 speed=1.3",
+      "verify k5 speed=1.1",
+      "time k5 speed=1.1",
+    ]);
+    // none outlives the result
+    expect(ended.sort()).toEqual(["k5 speed=1.1", "k8 speed=1.3"]);
+    expect(final.rejected).toEqual([{ id: "c8", reason: "slower beyond the noise on 8192x16384" }]);
+    expect(final.candidate?.id).toBe("c5");
+    expect(final.win).toBe(true);
+  });
+
   it("a failed early verification passes its contender over", async () => {
     const { rechecker, calls } = fakeRechecker({
       verify: (source) => ({

@@ -99,6 +99,27 @@ describe("createLanes", () => {
     await final;
   });
 
+  it("runs the final checks' verification on the last free lane, beside a timing on lane 0", async () => {
+    const { runners, reached, open } = fakeRunners(3);
+    const lanes = createLanes(["0", "1", "2"], runners);
+    expect(lanes.count).toBe(3);
+    const verify = lanes.aside(() => lanes.run(request, 1000));
+    const time = lanes.first(() => lanes.run(request, 1000));
+    await tick();
+    // lane 0 stays free for the timing: the verification took the last lane
+    expect(reached).toEqual([2, 0]);
+    open.splice(0).forEach((close) => close());
+    await Promise.all([verify, time]);
+    // one lane: aside is lane 0's queue
+    const one = fakeRunners(1);
+    const single = createLanes(["5"], one.runners);
+    const alone = single.aside(() => single.run(request, 1000));
+    await tick();
+    expect(one.reached).toEqual([0]);
+    one.open.splice(0).forEach((close) => close());
+    await alone;
+  });
+
   it("sends requests outside any lane's work to lane 0 (the task's context)", async () => {
     const { runners, reached, open } = fakeRunners(3);
     const lanes = createLanes(["0", "1", "2"], runners);
