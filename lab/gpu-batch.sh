@@ -33,6 +33,9 @@
 #   stream-probe:FILE,…  what the stream check sees of each softmax candidate FILE (lab/stream-probe.py)
 #   e2e-optimize         the slower softmax PR with `pullRequests: optimize` (a review)
 #   A+B       A and B at once (builds overlap; GPU work takes turns through the GPU lock)
+#   A~B       A then B, as one of the steps run at once ('A+B~C': A beside B-then-C)
+#   STEP@GPUS the step sees only those GPUs (CUDA_VISIBLE_DEVICES=GPUS): 'acceptance@0+correct@1'
+#             runs the two side by side, each on a GPU of its own
 #   tuner:T1,T2…        optimize with the tuner on those tasks (EVK_CANDIDATES, EVK_MINUTES)
 #   shape-tuner:T1,T2…  the same with the shape-keyed tuner
 #   gpu-spread          the same ops timed on each visible GPU in turn: how much GPUs of one model differ
@@ -50,26 +53,31 @@ out=${OUT:-/tmp/evk-batch-out}
 mkdir -p "$out"
 
 run_steps() {  # STEP or STEP+STEP (those at once: the GPU lock keeps their GPU work apart)
-  local group step
+  local group chain step
   for group in "$@"; do
-    for step in ${group//+/ }; do run_step "$step" & done
+    for chain in ${group//+/ }; do
+      ( for step in ${chain//\~/ }; do run_step "$step"; done ) &
+    done
     wait
   done
   touch "$batch/all.done"
 }
 
 run_step() {
-  local step=$1 name arg
+  local step=$1 name arg gpus=
+  # STEP@GPUS: the step sees only those GPUs (CUDA_VISIBLE_DEVICES)
+  case $step in *@*) gpus=${step##*@} step=${step%@*} ;; esac
   {
     name=${step%%:*}
     arg=${step#*:}
     [ "$arg" = "$step" ] && arg=
     local dir=$batch/steps/${step//[:,\/]/_}  # a step naming files has slashes too
     mkdir -p "$dir"
-    echo "== $step start $(date -u +%H:%M:%S)"
+    echo "== $step${gpus:+ on GPU $gpus} start $(date -u +%H:%M:%S)"
     (
       cd "$batch/repo" || exit 1
       export OUT=$dir
+      [ -z "$gpus" ] || export CUDA_VISIBLE_DEVICES=$gpus
       case $name in
         acceptance) bash scripts/gpu-acceptance.sh ${arg//,/ } ;;
         lazy-builds) bash lab/gpu-lazy-builds.sh ${arg:-4} ;;
