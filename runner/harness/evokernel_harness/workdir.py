@@ -16,12 +16,29 @@ Every process that runs candidate code gets here through commands.run (the comma
 process; verify's and bench's candidate processes are forked from it and inherit the folder,
 which the judge removes once they and everything they started have been stopped). Paths the
 command was given relative to where it started are made absolute first.
+
+A candidate's build stage (candidates/build.py: the import of a Python candidate whose
+load_inline runs then, and a KernelBench ModelNew's construction) runs in the candidate's own
+kept folder (`kept`): a path of its own derived from its build folder in the cache, the same
+in every sandbox (each has its /tmp). What the build left there is kept beside the build as
+one snapshot (WORKDIR_SNAPSHOT: regular files and folders only, at most SNAPSHOT_MAX_BYTES),
+and every later command given that build (--artifact) starts in the same path, made afresh
+from the snapshot. A candidate that builds into a relative folder (`build_directory=
+"cuda_extensions"`) then finds its build up to date in verification: torch's build.ninja names
+its sources and objects by absolute path, so the path has to be the same, and a copy elsewhere
+would be rebuilt, under the GPU lock. Nothing a later command writes is kept: each starts from
+the build stage's snapshot, and its folder is removed when it ends. Where the path is taken
+(another command of the same build in this sandbox at the same time), the command gets a
+fresh folder as before and the candidate builds again.
 """
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import shutil
+import stat
+import tarfile
 import tempfile
 from typing import Iterator, TypeVar
 
@@ -30,6 +47,9 @@ from .command_request import CommandRequest
 R = TypeVar("R", bound=CommandRequest)
 
 PREFIX = "evk-work-"
+KEPT_PREFIX = PREFIX + "k"  # a build's kept folder: KEPT_PREFIX + 16 hex digits
+WORKDIR_SNAPSHOT = "workdir.tar"  # beside a build's artifact: what its build stage left in its folder
+SNAPSHOT_MAX_BYTES = 256 << 20
 # the requests' fields (command_request.py) that name files or folders (a relative one is relative to where the
 # command started, not to the private folder)
 PATH_OPTIONS = (
@@ -69,13 +89,149 @@ def _absolute_environment() -> None:
             os.environ[name] = os.path.abspath(value)
 
 
+def kept_folder(build_dir: str) -> str:
+    """The kept folder of the build in build_dir (the artifact's folder in the cache)."""
+    digest = hashlib.sha256(os.path.realpath(build_dir).encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), KEPT_PREFIX + digest)
+
+
+def _take(folder: str) -> bool:
+    """Makes folder, empty, for this command; False where it exists (in use)."""
+    try:
+        os.mkdir(folder, 0o700)
+        return True
+    except FileExistsError:
+        return False
+
+
+def save_snapshot(folder: str, build_dir: str) -> str:
+    """Keeps what folder holds as build_dir's snapshot (replacing any); says what it did, for
+    the build's log. Only regular files and folders are kept, links and the rest are left out;
+    an empty folder keeps nothing; over SNAPSHOT_MAX_BYTES nothing is kept."""
+    target = os.path.join(build_dir, WORKDIR_SNAPSHOT)
+    members: list[str] = []
+    total = 0
+    for top, dirs, files in os.walk(folder):
+        for name in sorted(dirs) + sorted(files):
+            path = os.path.join(top, name)
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode):
+                members.append(path)
+                total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+        dirs[:] = [d for d in dirs if stat.S_ISDIR(os.lstat(os.path.join(top, d)).st_mode)]
+    if not members:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(target)
+        return ""
+    if total > SNAPSHOT_MAX_BYTES:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(target)
+        return (
+            f"its working folder holds {total >> 20} MiB after the build, over {SNAPSHOT_MAX_BYTES >> 20} MiB: "
+            "not kept, so what it built there is built again in each command\n"
+        )
+    tmp = f"{target}.{os.getpid()}.tmp"
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
+        for path in members:
+            tar.add(path, arcname=os.path.relpath(path, folder), recursive=False)
+    os.replace(tmp, target)
+    return f"its working folder ({len(members)} entries, {total >> 10} KiB) kept for the commands after the build\n"
+
+
+def restore_snapshot(build_dir: str, folder: str) -> bool:
+    """Fills the empty folder from build_dir's snapshot; False where there is none or it is not
+    one this module wrote (then the folder is left empty)."""
+    path = os.path.join(build_dir, WORKDIR_SNAPSHOT)
+    try:
+        if os.stat(path).st_size > SNAPSHOT_MAX_BYTES + (64 << 20):
+            return False
+        with tarfile.open(path, "r:") as tar:
+            members = tar.getmembers()
+            total = 0
+            for member in members:
+                name = os.path.normpath(member.name)
+                if (
+                    not (member.isfile() or member.isdir())
+                    or os.path.isabs(member.name)
+                    or name == ".."
+                    or name.startswith("../")
+                ):
+                    raise ValueError(f"snapshot member {member.name!r}")
+                total += member.size
+            if total > SNAPSHOT_MAX_BYTES:
+                raise ValueError("snapshot too large")
+            for member in members:  # folders first (they were added first), then their files
+                dest = os.path.join(folder, os.path.normpath(member.name))
+                if member.isdir():
+                    os.makedirs(dest, exist_ok=True)
+                else:
+                    source = tar.extractfile(member)
+                    if source is None:
+                        raise ValueError(f"snapshot member {member.name!r}")
+                    with source, open(dest, "wb") as f:
+                        shutil.copyfileobj(source, f)
+                    os.chmod(dest, member.mode & 0o755)
+            # mtimes last, deepest first (writing a file changes its folder's): ninja compares them
+            for member in sorted(members, key=lambda m: -m.name.count("/")):
+                os.utime(os.path.join(folder, os.path.normpath(member.name)), (member.mtime, member.mtime))
+        return True
+    except (OSError, ValueError, tarfile.TarError):
+        for name in os.listdir(folder):
+            target = os.path.join(folder, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.remove(target)
+        return False
+
+
+@contextlib.contextmanager
+def kept(build_dir: str) -> Iterator[list[str]]:
+    """The build stage's side: runs the block in the build's kept folder (made from its snapshot
+    where one is kept), then keeps the folder as the snapshot. Yields a list the block's log
+    lines about it are appended to. Where the path is taken, the block runs where it is."""
+    said: list[str] = []
+    folder = kept_folder(build_dir)
+    if not _take(folder):
+        said.append(f"its working folder {folder} is in use by another command: built in the command's own\n")
+        yield said
+        return
+    home = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        restore_snapshot(build_dir, folder)
+        os.chdir(folder)
+        yield said
+        os.chdir(home)
+        said.append(save_snapshot(folder, build_dir))
+    finally:
+        with contextlib.suppress(OSError):
+            os.fchdir(home)
+        os.close(home)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _folder_for(request: CommandRequest) -> str:
+    """The command's folder: its build's kept folder, made from the snapshot, when it is given
+    a build with one and the path is free; else a fresh one."""
+    artifact = getattr(request, "artifact", None)
+    if isinstance(artifact, str) and artifact:
+        build_dir = os.path.dirname(artifact)
+        if os.path.exists(os.path.join(build_dir, WORKDIR_SNAPSHOT)):
+            folder = kept_folder(build_dir)
+            if _take(folder):
+                restore_snapshot(build_dir, folder)
+                return folder
+    return tempfile.mkdtemp(prefix=PREFIX)
+
+
 @contextlib.contextmanager
 def private(request: R) -> Iterator[R]:
     """With a fresh folder as the cwd: yields request with absolute paths; afterwards the cwd is
     the one before and the folder is gone, whatever the command left in it."""
     request = absolute(request)
     _absolute_environment()
-    folder = tempfile.mkdtemp(prefix=PREFIX)
+    folder = _folder_for(request)
     try:
         home = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:  # a cwd that cannot be opened: the root is where we go back to

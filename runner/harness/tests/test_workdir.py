@@ -5,11 +5,13 @@ one worker); the folder is gone afterwards; a failed extension build into a rela
 told in the compiler's words. The same through the real sandbox (whose root is read-only):
 test/sandbox-workdir.test.ts."""
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import textwrap
 import unittest
@@ -89,6 +91,40 @@ BROKEN_BUILD = textwrap.dedent(
 )
 
 
+# builds into a relative folder at import (a stand-in for load_inline(build_directory=
+# "cuda_extensions"), which torch's CPU build cannot do quickly): a command that has to build
+# again is what the kept folder prevents, and a later command's writes must not reach the next
+KEEPS = textwrap.dedent(
+    """
+    import os
+
+    import torch
+
+    # torch.utils.cpp_extension.load_inline would build here: the build stage imports this
+    STAMP = os.path.join("cuda_extensions", "stamp")
+    BUILT_HERE = not os.path.exists(STAMP)
+    if BUILT_HERE:
+        os.makedirs("cuda_extensions", exist_ok=True)
+        with open(STAMP, "w") as f:
+            f.write(os.path.abspath(STAMP))
+    else:
+        with open(STAMP) as f:
+            assert f.read() == os.path.abspath(STAMP), "the build's folder moved"
+        if os.path.exists("left-by-a-later-command"):
+            raise RuntimeError("a later command's file reached this one")
+        with open("left-by-a-later-command", "w") as f:
+            f.write("x")
+
+
+    def forward(x):
+        if BUILT_HERE:
+            raise RuntimeError("built again outside the build stage")
+        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+    """
+)
+
+
 def write(folder, name, text):
     path = os.path.join(folder, name)
     with open(path, "w") as f:
@@ -147,6 +183,69 @@ class WorkdirTest(unittest.TestCase):
         self.assertRegex(told[0], r"cuda_extensions/main\.cpp:\d+:\d+: (fatal )?error")
         self.assertNotIn("Read-only", " ".join(rec["warnings"]) + rec["message"])
         self.assertEqual(os.listdir(self.start), [])
+
+    def test_what_the_build_stage_built_in_its_folder_is_found_at_the_same_path_by_each_command_after(self):
+        cache = os.path.join(self.tmp, "cache")
+        built = os.path.join(self.tmp, "build.json")
+        env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off", "TMPDIR": self.scratch}
+        proc = subprocess.run(
+            [sys.executable, "-m", "evokernel_harness", "build", "--candidate", write(self.tmp, "keeps.py", KEEPS)]
+            + ["--cache", cache, "--out", built],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.start,
+            timeout=1800,
+        )
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        with open(built) as f:
+            build = json.load(f)
+        self.assertTrue(build["ok"], build)
+        self.assertIn("evk-workdir: its working folder (", build["log"])
+        artifact = build["artifact"]
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(artifact), workdir.WORKDIR_SNAPSHOT)))
+        # twice: what the first verification wrote in its folder is not there for the second
+        for _ in range(2):
+            rec = self.verify(artifact, "--artifact", artifact)
+            self.assertTrue(rec["ok"], rec)
+        self.assertEqual(os.listdir(self.start), [])
+        self.assertEqual([n for n in os.listdir(self.scratch) if n.startswith(workdir.PREFIX)], [])
+
+    def test_a_snapshot_that_is_not_the_harness_own_is_not_unpacked(self):
+        build_dir = os.path.join(self.tmp, "build")
+        os.mkdir(build_dir)
+        outside = os.path.join(self.tmp, "outside")
+        with tarfile.open(os.path.join(build_dir, workdir.WORKDIR_SNAPSHOT), "w") as tar:
+            link = tarfile.TarInfo("cuda_extensions")
+            link.type, link.linkname = tarfile.SYMTYPE, outside
+            tar.addfile(link)
+            data = b"x"
+            escape = tarfile.TarInfo("../escaped")
+            escape.size = len(data)
+            tar.addfile(escape, io.BytesIO(data))
+        folder = os.path.join(self.tmp, "kept")
+        os.mkdir(folder)
+        self.assertFalse(workdir.restore_snapshot(build_dir, folder))
+        self.assertEqual(os.listdir(folder), [])
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "escaped")))
+        self.assertFalse(os.path.exists(outside))
+
+    def test_a_snapshot_keeps_files_and_folders_with_their_times_and_leaves_links_out(self):
+        build_dir, folder, back = (os.path.join(self.tmp, name) for name in ("build", "folder", "back"))
+        for name in (build_dir, folder, back):
+            os.mkdir(name)
+        os.makedirs(os.path.join(folder, "cuda_extensions"))
+        write(os.path.join(folder, "cuda_extensions"), "main.o", "object")
+        os.utime(os.path.join(folder, "cuda_extensions", "main.o"), (1_700_000_000.25, 1_700_000_000.25))
+        os.symlink("/etc/passwd", os.path.join(folder, "link"))
+        self.assertIn("kept", workdir.save_snapshot(folder, build_dir))
+        self.assertTrue(workdir.restore_snapshot(build_dir, back))
+        self.assertEqual(sorted(os.listdir(back)), ["cuda_extensions"])
+        self.assertEqual(os.stat(os.path.join(back, "cuda_extensions", "main.o")).st_mtime, 1_700_000_000.25)
+        shutil.rmtree(folder)
+        os.mkdir(folder)
+        self.assertEqual(workdir.save_snapshot(folder, build_dir), "")  # an empty folder keeps nothing
+        self.assertFalse(os.path.exists(os.path.join(build_dir, workdir.WORKDIR_SNAPSHOT)))
 
     def test_relative_paths_given_to_the_command_are_from_where_it_started(self):
         os.mkdir(os.path.join(self.start, "c"))

@@ -107,11 +107,7 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     waiter?.start(lane);
   }
 
-  function take(
-    only: number | null,
-    order: number | undefined,
-    last = false,
-  ): Promise<number> {
+  function take(only: number | null, order: number | undefined, last = false): Promise<number> {
     const lane = only ?? (last ? busy.lastIndexOf(false) : busy.indexOf(false));
     if (lane !== -1 && busy[lane] === false) {
       busy[lane] = true;

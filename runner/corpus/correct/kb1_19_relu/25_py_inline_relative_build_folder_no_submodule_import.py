@@ -12,7 +12,9 @@
 # does not exist (issue 33.5). Each command now runs in a private writable folder of its
 # own, and the KernelBench format sees `torch.utils.cpp_extension` imported.
 # What the verifier must say: passed on every configuration, then benchmarked; nothing it
-# wrote is left in the repository or the build cache.
+# wrote is left in the repository; its build stage's folder is kept beside its build (a
+# snapshot), so verification finds the extension built, at the same path, and does not build
+# it again under the GPU lock.
 import os
 
 import torch

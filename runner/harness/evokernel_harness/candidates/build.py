@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Iterable, Sequence
 
-from .. import VERSION
+from .. import VERSION, workdir
 from ..record import BuildRecord
 from . import detect_format, jobserver, read_source
 
@@ -410,7 +410,10 @@ def prepare_py(artifact: str, out_dir: str, task: Any) -> str:
             cls(*init_inputs)
         return "ModelNew constructed"
 
-    what, log = _capture_fds(construct)  # the candidate's own errors end its log
+    # in the build's kept folder (workdir.kept): what the construction builds into a relative
+    # folder is there, at the same path, in every command after it
+    with workdir.kept(out_dir) as kept_said:
+        what, log = _capture_fds(construct)  # the candidate's own errors end its log
     if what is None:
         last = log.strip().splitlines()[-1] if log.strip() else "an error"
         said = f"constructing ModelNew failed ({last[:300]}); verification constructs it again and judges it"
@@ -418,7 +421,7 @@ def prepare_py(artifact: str, out_dir: str, task: Any) -> str:
         said = f"{what} in {time.perf_counter() - start:.1f} s"
     with open(os.path.join(out_dir, PREPARED), "w") as f:
         f.write(said)
-    return f"\nevk-prepare: {said}\n{log}"
+    return f"\nevk-prepare: {said}\n{log}" + "".join(f"evk-workdir: {line}" for line in kept_said if line)
 
 
 def _build_py(path, source, out_dir, defines, arch, timeout, flags):
@@ -436,6 +439,10 @@ def _build_py(path, source, out_dir, defines, arch, timeout, flags):
 
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", f"{arch[3]}.{arch[4:]}")
     setup_log = extension_env(out_dir, os.path.dirname(out_dir))
-    _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
+    # in the build's kept folder (workdir.kept): an extension built into a relative folder is
+    # found up to date, at the same path, by every command after the build
+    with workdir.kept(out_dir) as kept_said:
+        _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
     failed = "Error" in log.splitlines()[-1] if log.strip() else False
-    return not failed, dst, setup_log + log + _fastpath_log(out_dir)
+    kept_log = "".join(f"evk-workdir: {line}" for line in kept_said if line)
+    return not failed, dst, setup_log + log + _fastpath_log(out_dir) + kept_log
