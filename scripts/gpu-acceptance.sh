@@ -197,9 +197,11 @@ app_e2e() { # the app end to end: an optimizing review's comment, a /bench comma
     echo "ACCEPT-NOTE: uid 60998 cannot make a user namespace here: the runner runs as the app's user"
     runner_uid=off
   fi
+  # 10 candidates: the search's seed is the job's own (random), and with 6 it kept no kernel
+  # faster on every configuration once in ten runs (43eac03: its 1.18x was slower on one)
   env EVOKERNEL_CACHE="$cache" ${runner_uid:+EVOKERNEL_RUNNER_UID=$runner_uid} \
     node "$root/scripts/e2e-local.mjs" --out "$out/e2e" --timeout-min 7 \
-    --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 6\n  minutes: 2\n' \
+    --config $'pullRequests: optimize\ndispatch: local\nbudget:\n  candidates: 10\n  minutes: 2\n' \
     --change "kernels/softmax/kernel.cu=$fixtures/softmax_slower.cu" \
     --change "kernels/layernorm/kernel.cu=$fixtures/layernorm_touched.cu" \
     --command "/bench softmax" --nightly --nightly-tasks '["kernels/softmax"]' &

@@ -19,7 +19,7 @@ import torch
 from . import guards
 from .candidates.load import LaunchError
 from .compare import bitwise_equal, compare
-from .diagnose import classify, explain
+from .diagnose import classify, explain, probe_side_stream
 from .env import dtype_name
 from .phases import Phases
 from .record import Record, Result
@@ -389,6 +389,22 @@ class Verifier:
             results = [{**r, "ok": True} for r in results]
         for i, res in enumerate(results):
             if not res["ok"]:
+                # a stale output is not a cache when the candidate's work escaped the caller's
+                # stream: its outputs were read before its side stream wrote them (hack 3). The
+                # stream check on one more call says which, as for any failure (diagnose.py)
+                escaped = probe_side_stream(self, case)
+                if escaped is not None:
+                    self.escaped_work = f"configuration {config.name}: {escaped}"
+                    res.update({"config": config.name, "trial": 0, "outputIndex": i})
+                    res["output"] = f"output {i} (new values in the same buffers)"
+                    raise Reject(
+                        "side-stream",
+                        f"on configuration {config.name}, after new values were written into the same buffers, "
+                        f"output {i} was wrong when read once the caller's stream had finished: its work ran on a "
+                        f"stream the caller's stream never waits for (hack 3). The stream check on one more call: "
+                        f"{escaped}",
+                        res,
+                    )
                 refilled, ignored = self.stale_inputs(config, case, seed)
                 res.update(
                     {

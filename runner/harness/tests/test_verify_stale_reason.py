@@ -37,7 +37,39 @@ def verify(task, candidate):
             return json.load(f)
 
 
+# the harness with the stream check answering that work escaped the caller's stream (on the
+# GPU, a side stream's kernel still running when the output is read; the CPU has no streams)
+ESCAPED = (
+    "import sys\n"
+    "from evokernel_harness import verify\n"
+    "verify.probe_side_stream = lambda v, case: 'kernel k ran 40 us after the call returned'\n"
+    "from evokernel_harness.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
 class StaleReasonTest(unittest.TestCase):
+    def test_a_stale_output_whose_work_escaped_the_stream_is_named_side_stream(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "record.json")
+            candidate = os.path.join(HERE, "candidates", "kb_gemm_pointer_cache.py")
+            env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
+            proc = subprocess.run(
+                [sys.executable, "-c", ESCAPED, "verify", "--device", "cpu", "--seed", "7"]
+                + ["--task", GEMM, "--candidate", candidate, "--artifact", candidate, "--out", out],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=1800,
+            )
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            with open(out) as f:
+                rec = json.load(f)
+        self.assertEqual(rec["reason"], "side-stream", rec["message"])
+        self.assertIn("after new values were written into the same buffers", rec["message"])
+        self.assertIn("kernel k ran 40 us after the call returned", rec["message"])
+        self.assertNotIn("cached", rec["message"])
+
     def test_a_weight_copied_at_construction_is_named_so(self):
         rec = verify(GEMM, os.path.join(HERE, "candidates", "kb_gemm_weight_copied_at_construction.py"))
         self.assertEqual(rec["reason"], "result-caching", rec["message"])
