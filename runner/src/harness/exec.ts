@@ -129,7 +129,8 @@ export async function pythonInvocation(
   sealedDir(); // shown (read-only) to this sandbox and every later one
   // One GPU lock for every sandbox on the machine (each has its own /tmp).
   env["EVOKERNEL_GPU_LOCKS"] ??= join(tmpdir(), "evokernel-gpu-locks");
-  if (env["EVOKERNEL_GPU_LOCKS"] !== "off") allowLocks(env["EVOKERNEL_GPU_LOCKS"]);
+  if (env["EVOKERNEL_GPU_LOCKS"] !== "off")
+    allowLocks(env["EVOKERNEL_GPU_LOCKS"], env["CUDA_VISIBLE_DEVICES"]);
   await requireSandbox(python);
   const install = await describePython(python);
   const inside = sandboxed({ file: install.executable, args, python: install, env });

@@ -12,9 +12,13 @@
 import {
   chmodSync,
   chownSync,
+  closeSync,
+  constants as fsConstants,
   existsSync,
+  fstatSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   realpathSync,
   rmSync,
@@ -144,12 +148,42 @@ export function allowWrite(path: string): void {
  * lock file of root's, mode 0644, for each GPU: src/app/dispatch/runner-access.ts) stays
  * root's: given to this sandbox's user, that user could remove and replace the lock files
  * the sandboxes of other jobs lock. Any other folder is given to the sandbox's user.
+ *
+ * `visible` is the sandbox's CUDA_VISIBLE_DEVICES: the harness locks the first GPU it names
+ * (gpulock.py). In root's folder the sandbox's user cannot make that GPU's lock file, and the
+ * app prepared only its own EVOKERNEL_GPUS of them: a root runner on another GPU (a CLI with
+ * CUDA_VISIBLE_DEVICES=1, a search's second lane) makes it here, root's, as the app does; on
+ * two H200s the harness died with EACCES on gpu-1.lock and an honest candidate read `crash`.
  */
-export function allowLocks(path: string): void {
+export function allowLocks(path: string, visible?: string): void {
   mkdirSync(path, { recursive: true });
   const info = statSync(path);
-  if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) view.writable.add(real(path));
-  else allowWrite(path);
+  if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) {
+    view.writable.add(real(path));
+    const file = join(path, `gpu-${gpuLockName(visible)}.lock`);
+    if (process.getuid?.() === 0 && !existsSync(file)) rootLockFile(file);
+  } else allowWrite(path);
+}
+
+/** The name gpulock.py gives the lock of the first GPU CUDA_VISIBLE_DEVICES names ("0" unset). */
+export function gpuLockName(visible: string | undefined): string {
+  const first = (visible ?? "").split(",")[0]?.trim() || "0";
+  return first.replace(/[^A-Za-z0-9_-]/g, "_");
+}
+
+/** A lock file of root's, mode 0644, never through a link (as the app's are made). */
+function rootLockFile(file: string): void {
+  const fd = openSync(
+    file,
+    fsConstants.O_RDONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK,
+    0o644,
+  );
+  try {
+    const made = fstatSync(fd);
+    if (made.isFile() && (made.mode & 0o7777) !== 0o644) chmodSync(file, 0o644);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 let scratch: string | undefined;

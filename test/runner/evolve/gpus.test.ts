@@ -81,11 +81,18 @@ async function optimize(
   }
 }
 
-/** Where the screens (`evaluate`) ran, and where everything else on a GPU ran. */
+/**
+ * Where the screens (`evaluate`) ran, where the final checks' verifications (`verify`) ran, and
+ * where everything else on a GPU (the final timings) ran.
+ */
 function where(run: Run) {
-  const screens = run.lanes.filter((line) => line.command === "evaluate");
-  const others = run.lanes.filter((line) => line.command !== "evaluate");
-  return { screens: new Set(screens.map((l) => l.gpu)), others: new Set(others.map((l) => l.gpu)) };
+  const gpus = (keep: (command: string) => boolean) =>
+    new Set(run.lanes.filter((line) => keep(line.command)).map((line) => line.gpu));
+  return {
+    screens: gpus((command) => command === "evaluate"),
+    verifications: gpus((command) => command === "verify"),
+    others: gpus((command) => command !== "evaluate" && command !== "verify"),
+  };
 }
 
 describe("evokernel optimize over several GPUs (stand-in)", () => {
@@ -96,7 +103,11 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
     expect(run.result.search.lanes).toBeUndefined();
     expect(run.result.search).toMatchObject({ candidates: 4, stoppedBy: "candidates" });
     expect(run.archive.every((line) => line.individual?.evaluation.gpu === undefined)).toBe(true);
-    expect(where(run)).toEqual({ screens: new Set(["3"]), others: new Set(["3"]) });
+    expect(where(run)).toEqual({
+      screens: new Set(["3"]),
+      verifications: new Set(["3"]),
+      others: new Set(["3"]),
+    });
     expect(run.stderr).not.toContain("lanes:");
   });
 
@@ -109,10 +120,12 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
     // both lanes held a screen at the same time (the stand-in's barrier met)
     expect(run.barrier.filter((line) => line.startsWith("alone"))).toEqual([]);
     expect(run.barrier.some((line) => line.startsWith("met"))).toBe(true);
-    const { screens, others } = where(run);
+    const { screens, verifications, others } = where(run);
     expect(screens).toEqual(new Set(["5", "2"]));
-    // the re-verification (held-out configurations) and every final timing: the first GPU
+    // every final timing on the first GPU; the re-verification (held-out configurations)
+    // beside it, on the other
     expect(others).toEqual(new Set(["5"]));
+    expect(verifications).toEqual(new Set(["2"]));
     expect(run.lanes.some((line) => line.heldout)).toBe(true);
     const lanes = run.result.search.lanes ?? [];
     expect(lanes.map((lane) => lane.gpu)).toEqual(["5", "2"]);
@@ -137,7 +150,11 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
       4,
     );
     expect(run.barrier.filter((line) => line.startsWith("alone"))).toEqual([]);
-    expect(where(run)).toEqual({ screens: new Set(["0", "1", "2", "3"]), others: new Set(["0"]) });
+    expect(where(run)).toEqual({
+      screens: new Set(["0", "1", "2", "3"]),
+      verifications: new Set(["3"]),
+      others: new Set(["0"]),
+    });
     expect(run.result.search.lanes?.map((lane) => lane.gpu)).toEqual(["0", "1", "2", "3"]);
   });
 
