@@ -45,7 +45,14 @@ def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | Non
     # read-only: flock needs no write access, so a lock file another user made (the app's
     # local runner, uid 60998, and a root CLI's sandbox, uid 60999, share the folder and each
     # takes it over before it runs) opens for everyone who can read it
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except PermissionError as err:
+        raise PermissionError(
+            f"cannot open the GPU lock file {path} ({err.strerror}): its folder is another user's and holds "
+            "no lock file for this GPU. The app's local backend makes one for each of its EVOKERNEL_GPUS, "
+            "a root runner makes the one it needs; or point EVOKERNEL_GPU_LOCKS at a folder of this user's"
+        ) from None
     start = time.perf_counter()
     try:
         try:
