@@ -10,7 +10,7 @@
 #        budget from EVK_CANDIDATES (24) and EVK_MINUTES (3); results and logs in optimize.tgz;
 #        EVK_PROPOSER=shape-tuner for the shape-keyed tuner (a value set per class of shapes)
 #   bash lab/gpu-results.sh scaling [TASK...]    # issue 38.2: the same search (seed 1) on each
-#        GPU set of EVK_GPU_SETS (default "0 0,1"), one after another; budget EVK_CANDIDATES (96),
+#        GPU set of EVK_GPU_SETS (default "0 0,1"), one after another; budget EVK_SCALING_CANDIDATES (96),
 #        EVK_MINUTES (4); where the time went (lab/search-phases.mjs) and each lane in scaling.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -73,7 +73,7 @@ case "${1:-selftest}" in
         run=$out/scaling/$name-gpus-${gpus//,/_}
         mkdir -p "$run"
         echo "## $name on GPUs $gpus $(date -u +%H:%M:%S)"
-        evk optimize "$t" --proposer "${EVK_PROPOSER:-tuner}" --seed 1 --candidates "${EVK_CANDIDATES:-96}" \
+        evk optimize "$t" --proposer "${EVK_PROPOSER:-tuner}" --seed 1 --candidates "${EVK_SCALING_CANDIDATES:-96}" \
           --minutes "${EVK_MINUTES:-4}" --gpus "$gpus" --archive "$run/archive.jsonl" --out "$run" \
           2>"$run.log" | tail -3
         echo "exit ${PIPESTATUS[0]}"
