@@ -33,6 +33,28 @@ def lock_path() -> str | None:
     return os.path.join(folder, f"gpu-{name}.lock")
 
 
+def _open(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise OSError(
+            err.errno,
+            f"cannot open the GPU lock file {path} ({err.strerror}): where its folder is another user's "
+            "it must hold a lock file for this GPU. The app's local backend makes one for each of its "
+            "EVOKERNEL_GPUS, a root runner makes the one it needs; or point EVOKERNEL_GPU_LOCKS at a folder "
+            "of this user's",
+        ) from None
+
+
+def check() -> None:
+    """Raises, saying what to do, where this GPU's lock file cannot be opened: a GPU fork server
+    checks at its start, so a search's lane that could never take its lock stops the run before
+    the search (on two H200s such a lane read every candidate it took as a crash)."""
+    path = lock_path()
+    if path is not None:
+        os.close(_open(path))
+
+
 @contextlib.contextmanager
 def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | None = None) -> Iterator[float]:
     """Hold the GPU's lock while the body runs, when it is GPU work (a request's gpu_work) and no
@@ -45,14 +67,7 @@ def held_for_gpu_work(gpu_work: bool = True, on_wait: Callable[[], object] | Non
     # read-only: flock needs no write access, so a lock file another user made (the app's
     # local runner, uid 60998, and a root CLI's sandbox, uid 60999, share the folder and each
     # takes it over before it runs) opens for everyone who can read it
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
-    except PermissionError as err:
-        raise PermissionError(
-            f"cannot open the GPU lock file {path} ({err.strerror}): its folder is another user's and holds "
-            "no lock file for this GPU. The app's local backend makes one for each of its EVOKERNEL_GPUS, "
-            "a root runner makes the one it needs; or point EVOKERNEL_GPU_LOCKS at a folder of this user's"
-        ) from None
+    fd = _open(path)
     start = time.perf_counter()
     try:
         try:

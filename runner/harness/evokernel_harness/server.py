@@ -300,6 +300,7 @@ def _ready() -> Any:
 
 
 def serve() -> int:
+    gpulock.check()  # a lock it could never take: said now, not as every candidate's crash
     warm()
     out = _ready()
     for line in sys.stdin:

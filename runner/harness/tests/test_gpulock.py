@@ -126,3 +126,27 @@ class GpuLockTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LockCheckedAtStartTest(unittest.TestCase):
+    """A GPU fork server whose lock file cannot be opened stops at its start, saying what to do,
+    instead of failing each piece of GPU work it is given (a search's lane read every candidate
+    it took as a crash)."""
+
+    def test_a_server_that_could_never_take_its_lock_stops_at_once_and_says_why(self):
+        with tempfile.TemporaryDirectory() as folder:
+            os.mkdir(os.path.join(folder, "gpu-1.lock"))  # not a file: opening it fails, as root too
+            env = dict(os.environ, EVOKERNEL_GPU_LOCKS=folder, PYTHONPATH=HARNESS, CUDA_VISIBLE_DEVICES="1")
+            env.pop("EVOKERNEL_GPU_LOCK_HELD", None)
+            proc = subprocess.run(
+                [sys.executable, "-m", "evokernel_harness", "serve"],
+                input="",
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+            )
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn(f"cannot open the GPU lock file {folder}/gpu-1.lock", proc.stderr)
+        self.assertIn("EVOKERNEL_GPU_LOCKS", proc.stderr)
+        self.assertNotIn('"ready"', proc.stdout)
