@@ -96,13 +96,16 @@ def kept_folder(build_dir: str) -> str:
     return os.path.join(tempfile.gettempdir(), KEPT_PREFIX + digest)
 
 
-def _take(folder: str) -> bool:
-    """Makes folder, empty, for this command; False where it exists (in use)."""
+def _take_kept(build_dir: str) -> str | None:
+    """The build's kept folder, made for this command from the build's snapshot (empty where
+    there is none); None where it exists (another command of the build holds it)."""
+    folder = kept_folder(build_dir)
     try:
         os.mkdir(folder, 0o700)
-        return True
     except FileExistsError:
-        return False
+        return None
+    restore_snapshot(build_dir, folder)
+    return folder
 
 
 def save_snapshot(folder: str, build_dir: str) -> str:
@@ -110,16 +113,15 @@ def save_snapshot(folder: str, build_dir: str) -> str:
     the build's log. Only regular files and folders are kept, links and the rest are left out;
     an empty folder keeps nothing; over SNAPSHOT_MAX_BYTES nothing is kept."""
     target = os.path.join(build_dir, WORKDIR_SNAPSHOT)
-    members: list[str] = []
+    members: list[tuple[str, os.stat_result]] = []
     total = 0
-    for top, dirs, files in os.walk(folder):
+    for top, dirs, files in os.walk(folder):  # links to folders are listed, never entered
         for name in sorted(dirs) + sorted(files):
             path = os.path.join(top, name)
             info = os.lstat(path)
             if stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode):
-                members.append(path)
+                members.append((path, info))
                 total += info.st_size if stat.S_ISREG(info.st_mode) else 0
-        dirs[:] = [d for d in dirs if stat.S_ISDIR(os.lstat(os.path.join(top, d)).st_mode)]
     if not members:
         with contextlib.suppress(FileNotFoundError):
             os.remove(target)
@@ -133,11 +135,11 @@ def save_snapshot(folder: str, build_dir: str) -> str:
         )
     tmp = f"{target}.{os.getpid()}.tmp"
     with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
-        for path in members:
+        for path, found in members:
             info = tar.gettarinfo(path, arcname=os.path.relpath(path, folder))
             # the exact time, to the nanosecond: ninja compares an object's time with the one its
             # deps log recorded, and a float's rounding (tar's own) made it rebuild 12 builds in 20
-            info.pax_headers = {MTIME_NS: str(os.lstat(path).st_mtime_ns)}
+            info.pax_headers = {MTIME_NS: str(found.st_mtime_ns)}
             if info.isfile():
                 with open(path, "rb") as f:
                     tar.addfile(info, f)
@@ -200,20 +202,24 @@ def restore_snapshot(build_dir: str, folder: str) -> bool:
 def kept(build_dir: str) -> Iterator[list[str]]:
     """The build stage's side: runs the block in the build's kept folder (made from its snapshot
     where one is kept), then keeps the folder as the snapshot. Yields a list the block's log
-    lines about it are appended to. Where the path is taken, the block runs where it is."""
+    lines about it (each "evk-workdir: …\n") are appended to. Where the path is taken, the
+    block runs where it is."""
     said: list[str] = []
-    folder = kept_folder(build_dir)
-    if not _take(folder):
-        said.append(f"its working folder {folder} is in use by another command: built in the command's own\n")
+    folder = _take_kept(build_dir)
+    if folder is None:
+        said.append(
+            f"evk-workdir: its working folder {kept_folder(build_dir)} is in use by another command: "
+            "built in the command's own\n"
+        )
         yield said
         return
     home = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        restore_snapshot(build_dir, folder)
         os.chdir(folder)
         yield said
-        os.chdir(home)
-        said.append(save_snapshot(folder, build_dir))
+        note = save_snapshot(folder, build_dir)
+        if note:
+            said.append(f"evk-workdir: {note}")
     finally:
         with contextlib.suppress(OSError):
             os.fchdir(home)
@@ -228,9 +234,8 @@ def _folder_for(request: CommandRequest) -> str:
     if isinstance(artifact, str) and artifact:
         build_dir = os.path.dirname(artifact)
         if os.path.exists(os.path.join(build_dir, WORKDIR_SNAPSHOT)):
-            folder = kept_folder(build_dir)
-            if _take(folder):
-                restore_snapshot(build_dir, folder)
+            folder = _take_kept(build_dir)
+            if folder is not None:
                 return folder
     return tempfile.mkdtemp(prefix=PREFIX)
 

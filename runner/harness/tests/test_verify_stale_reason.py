@@ -19,12 +19,13 @@ GEMM = os.path.join(REPO, "test", "fixtures", "kernelbench", "76_Gemm_Add_ReLU.p
 SMALL_SOFTMAX = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
 
 
-def verify(task, candidate):
+def verify(task, candidate, launch=("-m", "evokernel_harness")):
+    """The verify record of candidate on task, the harness started as `python LAUNCH…`."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "record.json")
         env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
         proc = subprocess.run(
-            [sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "7"]
+            [sys.executable, *launch, "verify", "--device", "cpu", "--seed", "7"]
             + ["--task", task, "--candidate", candidate, "--artifact", candidate, "--out", out],
             capture_output=True,
             text=True,
@@ -50,21 +51,7 @@ ESCAPED = (
 
 class StaleReasonTest(unittest.TestCase):
     def test_a_stale_output_whose_work_escaped_the_stream_is_named_side_stream(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "record.json")
-            candidate = os.path.join(HERE, "candidates", "kb_gemm_pointer_cache.py")
-            env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off"}
-            proc = subprocess.run(
-                [sys.executable, "-c", ESCAPED, "verify", "--device", "cpu", "--seed", "7"]
-                + ["--task", GEMM, "--candidate", candidate, "--artifact", candidate, "--out", out],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=1800,
-            )
-            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-            with open(out) as f:
-                rec = json.load(f)
+        rec = verify(GEMM, os.path.join(HERE, "candidates", "kb_gemm_pointer_cache.py"), launch=("-c", ESCAPED))
         self.assertEqual(rec["reason"], "side-stream", rec["message"])
         self.assertIn("after new values were written into the same buffers", rec["message"])
         self.assertIn("kernel k ran 40 us after the call returned", rec["message"])

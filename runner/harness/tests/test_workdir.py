@@ -25,6 +25,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 HARNESS = os.path.join(REPO, "runner", "harness")
 SMALL_SOFTMAX = os.path.join(REPO, "test", "fixtures", "tasks", "small_softmax")
+# builds into a relative folder at import (a stand-in for load_inline(build_directory=
+# "cuda_extensions")), and raises where a command has to build again or finds a later
+# command's file: the sandbox's test uses it too (test/security/sandbox-workdir.test.ts)
+BUILDS_RELATIVE = os.path.join(REPO, "test", "security", "fixtures", "workdir", "builds_relative.py")
 
 # builds into a relative folder and keeps a scratch file there, as published candidates do
 WRITES = textwrap.dedent(
@@ -91,40 +95,6 @@ BROKEN_BUILD = textwrap.dedent(
 )
 
 
-# builds into a relative folder at import (a stand-in for load_inline(build_directory=
-# "cuda_extensions"), which torch's CPU build cannot do quickly): a command that has to build
-# again is what the kept folder prevents, and a later command's writes must not reach the next
-KEEPS = textwrap.dedent(
-    """
-    import os
-
-    import torch
-
-    # torch.utils.cpp_extension.load_inline would build here: the build stage imports this
-    STAMP = os.path.join("cuda_extensions", "stamp")
-    BUILT_HERE = not os.path.exists(STAMP)
-    if BUILT_HERE:
-        os.makedirs("cuda_extensions", exist_ok=True)
-        with open(STAMP, "w") as f:
-            f.write(os.path.abspath(STAMP))
-    else:
-        with open(STAMP) as f:
-            assert f.read() == os.path.abspath(STAMP), "the build's folder moved"
-        if os.path.exists("left-by-a-later-command"):
-            raise RuntimeError("a later command's file reached this one")
-        with open("left-by-a-later-command", "w") as f:
-            f.write("x")
-
-
-    def forward(x):
-        if BUILT_HERE:
-            raise RuntimeError("built again outside the build stage")
-        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
-        return e / e.sum(dim=-1, keepdim=True)
-    """
-)
-
-
 def write(folder, name, text):
     path = os.path.join(folder, name)
     with open(path, "w") as f:
@@ -143,12 +113,12 @@ class WorkdirTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def verify(self, candidate, *extra):
-        out = os.path.join(self.tmp, "record.json")
+    def harness(self, *args, out):
+        """The record of `python -m evokernel_harness ARGS --out OUT`, run where the harness
+        started (OUT relative to it, or absolute)."""
         env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off", "TMPDIR": self.scratch}
         proc = subprocess.run(
-            [sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "7"]
-            + ["--task", SMALL_SOFTMAX, "--candidate", candidate, *extra, "--out", out],
+            [sys.executable, "-m", "evokernel_harness", *args, "--out", out],
             capture_output=True,
             text=True,
             env=env,
@@ -156,8 +126,15 @@ class WorkdirTest(unittest.TestCase):
             timeout=1800,
         )
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-        with open(out) as f:
+        with open(os.path.join(self.start, out)) as f:
             return json.load(f)
+
+    def verify(self, candidate, *extra):
+        return self.harness(
+            "verify",
+            *("--device", "cpu", "--seed", "7", "--task", SMALL_SOFTMAX, "--candidate", candidate, *extra),
+            out=os.path.join(self.tmp, "record.json"),
+        )
 
     def test_a_candidate_that_writes_relative_paths_passes_and_leaves_nothing(self):
         rec = self.verify(write(self.tmp, "writes.py", WRITES), "--cache", os.path.join(self.tmp, "cache"))
@@ -186,20 +163,9 @@ class WorkdirTest(unittest.TestCase):
 
     def test_what_the_build_stage_built_in_its_folder_is_found_at_the_same_path_by_each_command_after(self):
         cache = os.path.join(self.tmp, "cache")
-        built = os.path.join(self.tmp, "build.json")
-        env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off", "TMPDIR": self.scratch}
-        proc = subprocess.run(
-            [sys.executable, "-m", "evokernel_harness", "build", "--candidate", write(self.tmp, "keeps.py", KEEPS)]
-            + ["--cache", cache, "--out", built],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=self.start,
-            timeout=1800,
+        build = self.harness(
+            "build", "--candidate", BUILDS_RELATIVE, "--cache", cache, out=os.path.join(self.tmp, "build.json")
         )
-        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-        with open(built) as f:
-            build = json.load(f)
         self.assertTrue(build["ok"], build)
         self.assertIn("evk-workdir: its working folder (", build["log"])
         artifact = build["artifact"]
@@ -280,20 +246,11 @@ class WorkdirTest(unittest.TestCase):
     def test_relative_paths_given_to_the_command_are_from_where_it_started(self):
         os.mkdir(os.path.join(self.start, "c"))
         write(os.path.join(self.start, "c"), "ok.py", LOOKS)
-        out = os.path.join("c", "record.json")
-        env = {**os.environ, "PYTHONPATH": HARNESS, "EVOKERNEL_GPU_LOCKS": "off", "TMPDIR": self.scratch}
-        proc = subprocess.run(
-            [sys.executable, "-m", "evokernel_harness", "verify", "--device", "cpu", "--seed", "7"]
-            + ["--task", os.path.relpath(SMALL_SOFTMAX, self.start), "--candidate", "c/ok.py", "--out", out],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=self.start,
-            timeout=1800,
+        rec = self.harness(
+            *("verify", "--device", "cpu", "--seed", "7", "--task", os.path.relpath(SMALL_SOFTMAX, self.start)),
+            *("--candidate", "c/ok.py"),
+            out=os.path.join("c", "record.json"),
         )
-        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-        with open(os.path.join(self.start, out)) as f:
-            rec = json.load(f)
         self.assertTrue(rec["ok"], rec)
 
 

@@ -130,7 +130,7 @@ export async function pythonInvocation(
   // One GPU lock for every sandbox on the machine (each has its own /tmp).
   env["EVOKERNEL_GPU_LOCKS"] ??= join(tmpdir(), "evokernel-gpu-locks");
   if (env["EVOKERNEL_GPU_LOCKS"] !== "off")
-    allowLocks(env["EVOKERNEL_GPU_LOCKS"], env["CUDA_VISIBLE_DEVICES"]);
+    await allowLocks(env["EVOKERNEL_GPU_LOCKS"], env["CUDA_VISIBLE_DEVICES"]);
   await requireSandbox(python);
   const install = await describePython(python);
   const inside = sandboxed({ file: install.executable, args, python: install, env });

@@ -12,13 +12,9 @@
 import {
   chmodSync,
   chownSync,
-  closeSync,
-  constants as fsConstants,
   existsSync,
-  fstatSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readdirSync,
   realpathSync,
   rmSync,
@@ -28,6 +24,7 @@ import {
 import { mkdtemp } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
+import { gpuLockName, rootLockFile } from "#process/gpu-locks.js";
 import { EnvironmentError } from "../errors.js";
 import { repoRoot } from "../paths.js";
 
@@ -155,35 +152,14 @@ export function allowWrite(path: string): void {
  * CUDA_VISIBLE_DEVICES=1, a search's second lane) makes it here, root's, as the app does; on
  * two H200s the harness died with EACCES on gpu-1.lock and an honest candidate read `crash`.
  */
-export function allowLocks(path: string, visible?: string): void {
+export async function allowLocks(path: string, visible?: string): Promise<void> {
   mkdirSync(path, { recursive: true });
   const info = statSync(path);
   if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) {
     view.writable.add(real(path));
     const file = join(path, `gpu-${gpuLockName(visible)}.lock`);
-    if (process.getuid?.() === 0 && !existsSync(file)) rootLockFile(file);
+    if (process.getuid?.() === 0 && !existsSync(file)) await rootLockFile(file);
   } else allowWrite(path);
-}
-
-/** The name gpulock.py gives the lock of the first GPU CUDA_VISIBLE_DEVICES names ("0" unset). */
-export function gpuLockName(visible: string | undefined): string {
-  const first = (visible ?? "").split(",")[0]?.trim() || "0";
-  return first.replace(/[^A-Za-z0-9_-]/g, "_");
-}
-
-/** A lock file of root's, mode 0644, never through a link (as the app's are made). */
-function rootLockFile(file: string): void {
-  const fd = openSync(
-    file,
-    fsConstants.O_RDONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK,
-    0o644,
-  );
-  try {
-    const made = fstatSync(fd);
-    if (made.isFile() && (made.mode & 0o7777) !== 0o644) chmodSync(file, 0o644);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 let scratch: string | undefined;

@@ -3,20 +3,9 @@
 // (a temporary folder holding the clone, the runner's bundle, a Python under /root) failed
 // every job from inside with a permission error (issue 32's root cause, there for the
 // sandbox's user): here the job fails first, naming the folder and what to change.
-import { constants } from "node:fs";
-import {
-  chmod,
-  chown,
-  lchown,
-  lstat,
-  mkdir,
-  open,
-  readFile,
-  realpath,
-  rm,
-  stat,
-} from "node:fs/promises";
+import { chmod, chown, lchown, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
+import { gpuLockName, rootLockFile } from "../../process/gpu-locks.js";
 import { spawnProcess } from "../../process/spawn.js";
 
 /** What the runner does with a path: read a file or list a folder, run it, write in it. */
@@ -162,32 +151,8 @@ export async function prepareGpuLocks(path: string, gpus: number): Promise<void>
     );
   if (info.uid !== 0 || info.gid !== 0) await chown(path, 0, 0);
   if ((info.mode & 0o7777) !== 0o755) await chmod(path, 0o755);
-  for (let gpu = 0; gpu < gpus; gpu += 1) await rootLockFile(join(path, `gpu-${gpu}.lock`));
-}
-
-async function rootLockFile(file: string): Promise<void> {
-  const flags =
-    constants.O_RDONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const handle = await open(file, flags, 0o644).catch(() => undefined);
-    if (handle !== undefined) {
-      try {
-        const info = await handle.stat();
-        // A plain file of its own (not a hard link to another): kept, so a lock held on it holds.
-        if (info.isFile() && info.nlink === 1) {
-          if (info.uid !== 0 || info.gid !== 0) await handle.chown(0, 0);
-          if ((info.mode & 0o7777) !== 0o644) await handle.chmod(0o644);
-          return;
-        }
-      } finally {
-        await handle.close();
-      }
-    }
-    await rm(file, { force: true, recursive: true });
-  }
-  throw new Error(
-    `cannot make the GPU lock file ${file}: remove it, or point EVOKERNEL_GPU_LOCKS elsewhere`,
-  );
+  for (let gpu = 0; gpu < gpus; gpu += 1)
+    await rootLockFile(join(path, `gpu-${gpuLockName(String(gpu))}.lock`));
 }
 
 /** The users /etc/passwd names for any of `uids` (uid → name): a runner's uid must have none. */

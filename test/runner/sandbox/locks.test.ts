@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
-import { allowLocks, gpuLockName } from "../../../runner/src/sandbox/sandbox.js";
+import { gpuLockName } from "../../../src/process/gpu-locks.js";
+import { allowLocks } from "../../../runner/src/sandbox/sandbox.js";
 
 let dir: string;
 
@@ -22,24 +23,24 @@ afterEach(async () => {
 describe.skipIf(process.getuid?.() !== 0)("allowLocks, for a root runner", () => {
   it("leaves a folder prepared for every uid root's", async () => {
     await writeFile(join(dir, "gpu-0.lock"), "", { mode: 0o644 });
-    allowLocks(dir);
+    await allowLocks(dir);
     expect((await stat(dir)).uid).toBe(0);
   });
 
   it("makes the lock file of a GPU the app did not prepare, root's, as the app makes them", async () => {
     await writeFile(join(dir, "gpu-0.lock"), "", { mode: 0o644 });
     expect(existsSync(join(dir, "gpu-1.lock"))).toBe(false);
-    allowLocks(dir, "1,0");
+    await allowLocks(dir, "1,0");
     const made = await stat(join(dir, "gpu-1.lock"));
     expect(made.uid).toBe(0);
     expect(made.mode & 0o7777).toBe(0o644);
-    allowLocks(dir, "GPU-8f2e/11aa");
+    await allowLocks(dir, "GPU-8f2e/11aa");
     expect(existsSync(join(dir, "gpu-GPU-8f2e_11aa.lock"))).toBe(true);
   });
 
   it("gives any other folder to the sandbox's user", async () => {
     const fresh = join(dir, "locks");
-    allowLocks(fresh);
+    await allowLocks(fresh);
     expect((await stat(fresh)).uid).toBe(Number(process.env["EVOKERNEL_SANDBOX_UID"] ?? 60999));
   });
 });

@@ -421,7 +421,7 @@ def prepare_py(artifact: str, out_dir: str, task: Any) -> str:
         said = f"{what} in {time.perf_counter() - start:.1f} s"
     with open(os.path.join(out_dir, PREPARED), "w") as f:
         f.write(said)
-    return f"\nevk-prepare: {said}\n{log}" + "".join(f"evk-workdir: {line}" for line in kept_said if line)
+    return f"\nevk-prepare: {said}\n{log}" + "".join(kept_said)
 
 
 def _build_py(path, source, out_dir, defines, arch, timeout, flags):
@@ -444,5 +444,4 @@ def _build_py(path, source, out_dir, defines, arch, timeout, flags):
     with workdir.kept(out_dir) as kept_said:
         _, log = _capture_fds(lambda: load_module(dst, "evk_build_" + os.path.basename(out_dir)))
     failed = "Error" in log.splitlines()[-1] if log.strip() else False
-    kept_log = "".join(f"evk-workdir: {line}" for line in kept_said if line)
-    return not failed, dst, setup_log + log + _fastpath_log(out_dir) + kept_log
+    return not failed, dst, setup_log + log + _fastpath_log(out_dir) + "".join(kept_said)
