@@ -32,3 +32,10 @@ export class HarnessError extends EvokernelError {
     this.log = options.log ?? "";
   }
 }
+
+/**
+ * A fork server that died again and again at its start, no answer between: it is not started
+ * again. On several GPUs that lane's GPU is given up (gpu/lanes.ts) and its work goes to the
+ * others; it is never a verdict on the candidate whose request found it down.
+ */
+export class ServerDownError extends HarnessError {}

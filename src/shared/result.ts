@@ -151,7 +151,8 @@ export const resultSchema = z.object({
     }),
     /**
      * A search over several GPUs (--gpus): per lane, its GPU, the candidates it screened and
-     * its seconds of GPU work; absent on one GPU.
+     * its seconds of GPU work, and why it was given up where its fork server died at every
+     * start (its work went to the other lanes); absent on one GPU.
      */
     lanes: z
       .array(
@@ -159,6 +160,7 @@ export const resultSchema = z.object({
           gpu: z.string(),
           evaluated: z.number().int().nonnegative(),
           busySeconds: z.number().nonnegative(),
+          stopped: z.string().max(1000).optional(),
         }),
       )
       .optional(),

@@ -17,7 +17,7 @@
 // checks (the kept kernel, the baseline, eager, torch.compile) run on lane 0 alone, as on
 // one GPU.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { UsageError } from "../errors.js";
+import { HarnessError, ServerDownError, UsageError } from "../errors.js";
 import type { HarnessOutcome, HarnessRunner } from "../harness/outcome.js";
 import type { GpuQueue } from "./queue.js";
 
@@ -58,13 +58,16 @@ function splitList(text: string): string[] {
   return text.split(",").map((part) => part.trim());
 }
 
-/** What one lane did over the search: the optimize result's search.lanes. */
-export type LaneUse = { gpu: string; evaluated: number; busySeconds: number };
+/**
+ * What one lane did over the search: the optimize result's search.lanes; `stopped`, where its
+ * fork server died at every start and the lane was given up (its work went to the others).
+ */
+export type LaneUse = { gpu: string; evaluated: number; busySeconds: number; stopped?: string };
 
 export type Lanes = {
   /** The GPU queue of the search: each piece of work on the first free lane. */
   gpu: GpuQueue;
-  /** Lane 0's queue alone: the final checks' timings. */
+  /** Lane 0's queue alone (the first lane still up, where lane 0 was given up): the final checks' timings. */
   first: GpuQueue;
   /**
    * The last free lane (lane 0 only when no other is free first): the final checks'
@@ -84,9 +87,24 @@ export type Lanes = {
   use(): LaneUse[];
 };
 
-type Waiter = { order: number; asked: number; lane: number | null; start: (lane: number) => void };
+type Waiter = {
+  order: number;
+  asked: number;
+  lane: number | null;
+  start: (lane: number) => void;
+  fail: (error: Error) => void;
+};
 
-/** Lanes over `runners` (lane i runs on gpus[i] through runners[i]). */
+/**
+ * Lanes over `runners` (lane i runs on gpus[i] through runners[i]).
+ *
+ * A lane whose fork server is not started again (it died at every start: a GPU gone, a lock it
+ * cannot open; ServerDownError) is given up: its piece of work runs again, whole, on a lane still
+ * up (its records from the dead lane were the infrastructure's failure, never the candidate's),
+ * and no work is given to it after. Where every lane is given up the work fails with why. Before
+ * this, the dead lane, free at once after each failed request, took most of the search's
+ * candidates and failed each.
+ */
 export function createLanes(gpus: readonly string[], runners: readonly HarnessRunner[]): Lanes {
   if (gpus.length === 0 || gpus.length !== runners.length) {
     throw new RangeError("createLanes needs one runner per GPU");
@@ -94,11 +112,27 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
   const holding = new AsyncLocalStorage<number>();
   const noting = new AsyncLocalStorage<{ lane: number | null }>();
   const busy = gpus.map(() => false);
+  const stopped: (string | null)[] = gpus.map(() => null);
   const use: LaneUse[] = gpus.map((gpu) => ({ gpu, evaluated: 0, busySeconds: 0 }));
   const waiting: Waiter[] = [];
   let asked = 0;
 
+  /** The first lane still up: lane 0 while it is. */
+  function primary(): number {
+    return stopped.indexOf(null);
+  }
+
+  function allStopped(): HarnessError {
+    const why = stopped
+      .map((reason, lane) => `GPU ${gpus[lane] ?? "?"}: ${reason ?? "up"}`)
+      .join("; ");
+    return new HarnessError(
+      `every GPU's fork server stopped, so nothing can run on a GPU (${why})`,
+    );
+  }
+
   function free(lane: number): void {
+    if (stopped[lane] !== null) return; // given up: it stays taken
     busy[lane] = false;
     const at = waiting.findIndex((waiter) => waiter.lane === null || waiter.lane === lane);
     if (at === -1) return;
@@ -107,14 +141,39 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     waiter?.start(lane);
   }
 
+  /** Gives a lane up: its waiters go to the first lane up (or fail), and free lanes take work. */
+  function retire(lane: number, error: Error): void {
+    if (stopped[lane] !== null) return;
+    stopped[lane] = why(error);
+    busy[lane] = true;
+    const entry = use[lane];
+    if (entry !== undefined) entry.stopped = stopped[lane] ?? undefined;
+    const next = primary();
+    for (const waiter of waiting.filter((w) => w.lane === lane)) {
+      if (next === -1) {
+        waiting.splice(waiting.indexOf(waiter), 1);
+        waiter.fail(allStopped());
+      } else waiter.lane = next;
+    }
+    if (next === -1) {
+      for (const waiter of waiting.splice(0)) waiter.fail(allStopped());
+      return;
+    }
+    busy.forEach((taken, other) => {
+      if (!taken) free(other);
+    });
+  }
+
   function take(only: number | null, order: number | undefined, last = false): Promise<number> {
-    const lane = only ?? (last ? busy.lastIndexOf(false) : busy.indexOf(false));
+    if (primary() === -1) return Promise.reject(allStopped());
+    const wanted = only === null || stopped[only] === null ? only : primary();
+    const lane = wanted ?? (last ? busy.lastIndexOf(false) : busy.indexOf(false));
     if (lane !== -1 && busy[lane] === false) {
       busy[lane] = true;
       return Promise.resolve(lane);
     }
-    return new Promise((start) => {
-      const entry = { order: order ?? Infinity, asked: asked++, lane: only, start };
+    return new Promise((start, fail) => {
+      const entry = { order: order ?? Infinity, asked: asked++, lane: wanted, start, fail };
       const at = waiting.findIndex(
         (other) =>
           other.order > entry.order || (other.order === entry.order && other.asked > entry.asked),
@@ -125,16 +184,25 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
 
   function queue(only: number | null, last = false): GpuQueue {
     return async <T>(work: () => Promise<T>, order?: number): Promise<T> => {
-      const lane = await take(only, order, last);
-      const note = noting.getStore();
-      if (note !== undefined) note.lane = lane;
-      const started = performance.now();
-      try {
-        return await holding.run(lane, work);
-      } finally {
-        const entry = use[lane];
-        if (entry !== undefined) entry.busySeconds += (performance.now() - started) / 1000;
-        free(lane);
+      for (;;) {
+        const lane = await take(only, order, last);
+        const note = noting.getStore();
+        if (note !== undefined) note.lane = lane;
+        const started = performance.now();
+        let done: { value: T } | { error: unknown };
+        try {
+          done = { value: await holding.run(lane, work) };
+        } catch (error) {
+          done = { error };
+        } finally {
+          const entry = use[lane];
+          if (entry !== undefined) entry.busySeconds += (performance.now() - started) / 1000;
+          free(lane);
+        }
+        // the lane was given up under this work: the work again, whole, on a lane still up
+        if (stopped[lane] !== null) continue;
+        if ("error" in done) throw done.error;
+        return done.value;
       }
     };
   }
@@ -144,10 +212,16 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     first: queue(0),
     aside: queue(null, true),
     count: gpus.length,
-    run: (command, timeoutMs): Promise<HarnessOutcome> => {
-      const runner = runners[holding.getStore() ?? 0] ?? runners[0];
+    run: async (command, timeoutMs): Promise<HarnessOutcome> => {
+      const lane = holding.getStore() ?? Math.max(primary(), 0);
+      const runner = runners[lane] ?? runners[0];
       if (runner === undefined) throw new RangeError("no lane");
-      return runner(command, timeoutMs);
+      try {
+        return await runner(command, timeoutMs);
+      } catch (error) {
+        if (error instanceof ServerDownError) retire(lane, error);
+        throw error;
+      }
     },
     async noted(work) {
       const note: { lane: number | null } = { lane: null };
@@ -158,6 +232,18 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
     },
     use: () => use.map((entry) => ({ ...entry, busySeconds: round(entry.busySeconds) })),
   };
+}
+
+/** Why a lane was given up, in one line: the error and the last line its server wrote. */
+function why(error: Error): string {
+  const log = error instanceof HarnessError ? error.log : "";
+  const last = log
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "")
+    .at(-1);
+  const text = last === undefined ? error.message : `${error.message}: ${last}`;
+  return text.length <= 400 ? text : `${text.slice(0, 399)}…`;
 }
 
 function round(seconds: number): number {

@@ -11,7 +11,7 @@ import {
   type HarnessRequest,
   type HarnessResponse,
 } from "#shared/contract/harness-request.js";
-import { HarnessError } from "../errors.js";
+import { HarnessError, ServerDownError } from "../errors.js";
 import { holdView } from "../sandbox/sandbox.js";
 import { startHarness, type LineProcess } from "./exec.js";
 import type { HarnessOutcome } from "./outcome.js";
@@ -55,6 +55,8 @@ export class ForkServer {
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
   private deathsInARow = 0;
+  /** How the last server died, with its output's tail: said where it is not started again. */
+  private lastDeath = "";
   private closed = false;
   private readonly start: StartServer;
   private readonly graceMs: number;
@@ -89,8 +91,9 @@ export class ForkServer {
   private async send(command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> {
     if (this.closed) throw new HarnessError("the fork server is closed");
     if (this.deathsInARow >= this.maxDeaths) {
-      throw new HarnessError(
+      throw new ServerDownError(
         `the fork server died ${this.deathsInARow} times in a row; not restarting it`,
+        { log: this.lastDeath },
       );
     }
     const server = this.process ?? (await (this.launching ??= this.launch()));
@@ -140,6 +143,7 @@ export class ForkServer {
       if (this.closed) return;
       this.deathsInARow += 1;
       const how = ended.signal ?? `exit ${ended.exitCode ?? "?"}`;
+      this.lastDeath = `the fork server died (${how})\n${ended.output}`;
       // Only the requests this server had; a newer server's are not its to settle.
       for (const pending of [...this.pending.values()]) {
         if (pending.server !== server) continue;

@@ -315,7 +315,8 @@ function describeLanes(lanes: Lanes): string {
     .use()
     .map(
       (lane) =>
-        `GPU ${lane.gpu}: ${lane.evaluated} evaluated, ${lane.busySeconds.toFixed(1)} s busy`,
+        `GPU ${lane.gpu}: ${lane.evaluated} evaluated, ${lane.busySeconds.toFixed(1)} s busy` +
+        (lane.stopped === undefined ? "" : ` (given up: ${lane.stopped})`),
     );
   return `lanes: ${each.join("; ")}`;
 }

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { createLanes, gpusOf } from "../../../runner/src/gpu/lanes.js";
 import type { HarnessRunner } from "../../../runner/src/harness/outcome.js";
 import type { HarnessCommand } from "../../../src/shared/contract/harness-request.js";
-import { UsageError } from "../../../runner/src/errors.js";
+import { HarnessError, ServerDownError, UsageError } from "../../../runner/src/errors.js";
 
 describe("gpusOf", () => {
   it("takes --gpus, else CUDA_VISIBLE_DEVICES, else none (one GPU, as always)", () => {
@@ -129,5 +129,93 @@ describe("createLanes", () => {
     open.splice(0).forEach((close) => close());
     await answer;
     await expect(lanes.noted(() => Promise.resolve(1))).resolves.toEqual({ value: 1, gpu: null });
+  });
+
+  it("gives up a lane whose fork server is not started again, and runs its work again on another", async () => {
+    // lane 1's server is down (it died at every start): every request there throws at once
+    const { runners, reached, open } = fakeRunners(2);
+    const downRunner: HarnessRunner = () => {
+      reached.push(1);
+      return Promise.reject(
+        new ServerDownError("the fork server died 3 times in a row; not restarting it", {
+          log: "the fork server died (exit 1)\ncannot open the GPU lock file /locks/gpu-1.lock",
+        }),
+      );
+    };
+    const lanes = createLanes(["0", "1"], [runners[0] as HarnessRunner, downRunner]);
+    // what an evaluation does with a failed request: a failed record, not a throw
+    const evaluate = () =>
+      lanes.gpu(() =>
+        lanes.run(request, 1000).then(
+          () => "ran",
+          () => "failed record",
+        ),
+      );
+    const first = lanes.noted(evaluate);
+    const second = lanes.noted(evaluate);
+    const third = lanes.noted(evaluate);
+    await tick();
+    await tick();
+    // lane 0 took the first; the second went to lane 1, failed there, and waits for lane 0
+    expect(reached).toEqual([0, 1]);
+    for (let round = 0; round < 3; round++) {
+      open.splice(0).forEach((close) => close());
+      await tick();
+      await tick();
+    }
+    const done = await Promise.all([first, second, third]);
+    // none of them is the dead lane's failure: each ran on lane 0
+    expect(done).toEqual([0, 1, 2].map(() => ({ value: "ran", gpu: "0" })));
+    expect(reached.filter((lane) => lane === 1)).toHaveLength(1);
+    const [zero, one] = lanes.use();
+    expect(zero?.evaluated).toBe(3);
+    expect(one?.evaluated).toBe(0);
+    expect(one?.stopped).toContain("cannot open the GPU lock file /locks/gpu-1.lock");
+    expect(zero?.stopped).toBeUndefined();
+  });
+
+  it("runs the final checks on the first lane still up where lane 0 was given up", async () => {
+    const { runners, reached, open } = fakeRunners(2);
+    const down: HarnessRunner = () =>
+      Promise.reject(
+        new ServerDownError("the fork server died 3 times in a row; not restarting it"),
+      );
+    const lanes = createLanes(["0", "1"], [down, runners[1] as HarnessRunner]);
+    const final = lanes.first(() => lanes.run(request, 1000).catch(() => "failed"));
+    await tick();
+    await tick();
+    expect(reached).toEqual([1]);
+    open.splice(0).forEach((close) => close());
+    await expect(final).resolves.toMatchObject({ exitCode: 0 });
+    // a request outside any lane's work goes to the first lane up, too
+    const outside = lanes.run(request, 1000);
+    await tick();
+    expect(reached).toEqual([1, 1]);
+    open.splice(0).forEach((close) => close());
+    await outside;
+  });
+
+  it("fails the work, saying why, once every lane is given up", async () => {
+    const down =
+      (gpu: string): HarnessRunner =>
+      () =>
+        Promise.reject(
+          new ServerDownError("the fork server died 3 times in a row; not restarting it", {
+            log: `no CUDA GPU ${gpu}`,
+          }),
+        );
+    const lanes = createLanes(["0", "1"], [down("0"), down("1")]);
+    const evaluate = () => lanes.gpu(() => lanes.run(request, 1000).catch(() => "failed record"));
+    const results = await Promise.allSettled([evaluate(), evaluate(), evaluate()]);
+    for (const result of results) {
+      expect(result.status).toBe("rejected");
+      const reason = (result as PromiseRejectedResult).reason as Error;
+      expect(reason).toBeInstanceOf(HarnessError);
+      expect(reason.message).toContain("every GPU's fork server stopped");
+      expect(reason.message).toContain(
+        "GPU 0: the fork server died 3 times in a row; not restarting it: no CUDA GPU 0",
+      );
+      expect(reason.message).toContain("no CUDA GPU 1");
+    }
   });
 });
