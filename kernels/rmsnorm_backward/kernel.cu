@@ -2,55 +2,93 @@
 // Inputs (grad_y, x, w); outputs (grad_x, grad_w). With r = rsqrt(mean(x^2) + eps) per row:
 //   grad_x[i, j] = r * g[i, j] * w[j] - r^3 / N * x[i, j] * sum_k g[i, k] * w[k] * x[i, k]
 //   grad_w[j]    = sum_i g[i, j] * x[i, j] * r_i
-// Pass 1: a grid of G blocks (about one full wave); block b owns a contiguous chunk of rows.
-// Per row it reduces sum(x^2) and sum(g*w*x) over the block (warp shuffles, then shared
-// memory), writes the grad_x row, and adds g*x*r into its own partial grad_w row. That
-// partial row is kept in shared memory when N is small enough, else in the workspace
-// itself; each column belongs to one thread, so no atomics are needed. At the end the block
-// writes its partial row to workspace row b.
+// Pass 1: a grid of G blocks (BLOCKS_PER_SM a multiprocessor, or as many as fit); block b owns
+// a contiguous chunk of rows. Per row it reduces sum(x^2) and sum(g*w*x) over the block (warp
+// shuffles, then shared memory), writes the grad_x row, and adds g*x*r into its own partial
+// grad_w row. That partial row is kept in shared memory when it fits (beyond 48 KB through the
+// device's opt-in limit: 227 KB a block on Hopper), else in the workspace itself; each column
+// belongs to one thread, so no atomics are needed. At the end the block writes its partial row
+// to workspace row b.
 // Pass 2: grad_w[j] = sum over b of workspace[b, j] in a fixed order (deterministic).
 // The workspace is a static device array (G is capped so that G * N fits). Rows longer than
 // the whole array get G = 1, and that one block accumulates straight into grad_w.
+// Tunables (task.json): BLOCK_SIZE threads a block; BLOCKS_PER_SM blocks a multiprocessor (0: as
+// many as fit; fewer make the workspace, written and read again, smaller); VEC 4: g, x and
+// grad_x move as float4 where the row's address allows (a scalar head to the first 16-byte
+// boundary, packs of 4, a scalar tail: any N), 1: scalar loads.
 #include <evokernel.h>
+#include <stdint.h>
 
 #ifndef BLOCK_SIZE
 #define BLOCK_SIZE 256
 #endif
-#ifndef SMEM_MAX_COLS
-#define SMEM_MAX_COLS 12288  // partial grad_w row in shared memory up to this N (48 KB)
+#ifndef BLOCKS_PER_SM
+#define BLOCKS_PER_SM 0
+#endif
+#ifndef VEC
+#define VEC 4
 #endif
 #ifndef WS_FLOATS
 #define WS_FLOATS (1 << 23)  // static workspace: 8M floats, 32 MB
 #endif
 static_assert(BLOCK_SIZE % 32 == 0 && BLOCK_SIZE >= 32 && BLOCK_SIZE <= 1024,
               "BLOCK_SIZE must be a multiple of 32 in [32, 1024]");
-static_assert(SMEM_MAX_COLS * 4 <= 48 * 1024, "SMEM_MAX_COLS must fit in 48 KB");
+static_assert(BLOCKS_PER_SM >= 0 && BLOCKS_PER_SM <= 32, "BLOCKS_PER_SM must be in [0, 32]");
+static_assert(VEC == 1 || VEC == 4, "VEC must be 1 or 4");
 
 static const int kBadArgs = 1000;
 #define RMS_EPS 1e-6f
 #define COL_THREADS_X 32
 #define COL_THREADS_Y 8
+#define SMEM_DEFAULT_BYTES (48 * 1024)  // dynamic shared memory without the opt-in
 
-__device__ float g_workspace[WS_FLOATS];
+__device__ float4 g_workspace[WS_FLOATS / 4];
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
-// SMEM: accumulate the partial grad_w row in shared memory (N <= SMEM_MAX_COLS).
-template <bool SMEM>
+// f(j, gv, xv) for every element j of the thread's part of a row, in a fixed order. V == 4:
+// g and x are read as float4 from the row's first 16-byte boundary on (g, x and grad_x share
+// their alignment: the host checks), with the head and the tail scalar; f4(j, g4, x4) takes a
+// pack of the four elements from j on.
+template <int V, class F, class F4>
+__device__ __forceinline__ void each(const float* __restrict__ gr, const float* __restrict__ xr,
+                                     int64_t N, F f, F4 f4) {
+  if constexpr (V == 1) {
+#pragma unroll 4
+    for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) f(j, gr[j], xr[j]);
+  } else {
+  const int mis = (int)((reinterpret_cast<uintptr_t>(xr) >> 2) & 3);
+  const int64_t head = min((int64_t)((4 - mis) & 3), N);
+  const int64_t npack = (N - head) >> 2;
+  const int64_t tail = head + (npack << 2);
+  if (threadIdx.x < head) f((int64_t)threadIdx.x, gr[threadIdx.x], xr[threadIdx.x]);
+  const float4* g4 = reinterpret_cast<const float4*>(gr + head);
+  const float4* x4 = reinterpret_cast<const float4*>(xr + head);
+#pragma unroll 4
+  for (int64_t i = threadIdx.x; i < npack; i += BLOCK_SIZE) f4(head + (i << 2), g4[i], x4[i]);
+  if (tail + threadIdx.x < N) f(tail + threadIdx.x, gr[tail + threadIdx.x], xr[tail + threadIdx.x]);
+  }
+}
+
+// SMEM: accumulate the partial grad_w row in shared memory.
+template <bool SMEM, int V>
 __global__ void __launch_bounds__(BLOCK_SIZE)
 rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
              const float* __restrict__ w, float* __restrict__ gx, float* __restrict__ ws,
              int64_t M, int64_t N) {
-  extern __shared__ float sh_acc[];
+  extern __shared__ float4 sh_acc4[];
   __shared__ float sh_ss[32], sh_dot[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int kWarps = BLOCK_SIZE / 32;
 
-  float* acc = SMEM ? sh_acc : ws + (int64_t)blockIdx.x * N;
-  for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) acc[j] = 0.f;  // own columns only
+  float* acc = SMEM ? reinterpret_cast<float*>(sh_acc4) : ws + (int64_t)blockIdx.x * N;
+  // Which thread adds into a column changes from row to row where V == 4 (the head's length
+  // does): the barriers of each row's reduction order every addition after the zeroing and
+  // after the previous row's, so each column's sum runs in row order (deterministic).
+  for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) acc[j] = 0.f;
 
   const int64_t r0 = (int64_t)blockIdx.x * M / gridDim.x;
   const int64_t r1 = ((int64_t)blockIdx.x + 1) * M / gridDim.x;
@@ -60,12 +98,17 @@ rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
     float* gxr = gx + row * N;
 
     float ss = 0.f, dot = 0.f;
-    #pragma unroll 4
-    for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) {
-      const float xv = xr[j];
-      ss += xv * xv;
-      dot += gr[j] * w[j] * xv;
-    }
+    each<V>(
+        gr, xr, N,
+        [&](int64_t j, float gv, float xv) {
+          ss += xv * xv;
+          dot += gv * w[j] * xv;
+        },
+        [&](int64_t j, float4 gv, float4 xv) {
+          ss += xv.x * xv.x + xv.y * xv.y + xv.z * xv.z + xv.w * xv.w;
+          dot += gv.x * w[j] * xv.x + gv.y * w[j + 1] * xv.y + gv.z * w[j + 2] * xv.z +
+                 gv.w * w[j + 3] * xv.w;
+        });
     ss = warp_sum(ss);
     dot = warp_sum(dot);
     __syncthreads();  // the previous row's readers of sh_ss / sh_dot are done
@@ -80,16 +123,29 @@ rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
 
     const float r = rsqrtf(ss / (float)N + RMS_EPS);
     const float c = r * r * r * dot / (float)N;
-    #pragma unroll 4
-    for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) {
-      const float gv = gr[j], xv = xr[j];
-      gxr[j] = r * gv * w[j] - c * xv;
-      acc[j] += gv * xv * r;
-    }
+    each<V>(
+        gr, xr, N,
+        [&](int64_t j, float gv, float xv) {
+          gxr[j] = r * gv * w[j] - c * xv;
+          acc[j] += gv * xv * r;
+        },
+        [&](int64_t j, float4 gv, float4 xv) {
+          float4 o;
+          o.x = r * gv.x * w[j] - c * xv.x;
+          o.y = r * gv.y * w[j + 1] - c * xv.y;
+          o.z = r * gv.z * w[j + 2] - c * xv.z;
+          o.w = r * gv.w * w[j + 3] - c * xv.w;
+          *reinterpret_cast<float4*>(gxr + j) = o;
+          acc[j] += gv.x * xv.x * r;
+          acc[j + 1] += gv.y * xv.y * r;
+          acc[j + 2] += gv.z * xv.z * r;
+          acc[j + 3] += gv.w * xv.w * r;
+        });
   }
-  if (SMEM)
-    for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE)
-      ws[(int64_t)blockIdx.x * N + j] = acc[j];
+  if (SMEM) {
+    __syncthreads();  // the last row's additions, made by any thread
+    for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) ws[(int64_t)blockIdx.x * N + j] = acc[j];
+  }
 }
 
 // grad_w[j] = sum_{b < G} ws[b, j]: 32 columns per block, 8 threads down each column.
@@ -127,6 +183,32 @@ static bool same_shape(const EvkTensor* a, const EvkTensor* b) {
   return true;
 }
 
+// The first pass for one (SMEM, V): G blocks, smem_bytes of partial row.
+template <bool SMEM, int V>
+static cudaError_t launch_rows(int sms, int64_t M, int64_t N, size_t smem_bytes,
+                               const float* gp, const float* xp, const float* wp, float* gxp,
+                               float* ws, cudaStream_t stream, int64_t* G_out) {
+  cudaError_t err = cudaSuccess;
+  if (smem_bytes > SMEM_DEFAULT_BYTES)
+    err = cudaFuncSetAttribute(rms_bwd_rows<SMEM, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               (int)smem_bytes);
+  int per_sm = 0;
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rms_bwd_rows<SMEM, V>, BLOCK_SIZE,
+                                                        smem_bytes);
+  if (err != cudaSuccess) return err;
+  if (per_sm < 1) per_sm = 1;
+  if (BLOCKS_PER_SM > 0 && per_sm > BLOCKS_PER_SM) per_sm = BLOCKS_PER_SM;
+  int64_t G = (int64_t)sms * per_sm;
+  if (G > M) G = M;
+  if (G > WS_FLOATS / N) G = WS_FLOATS / N;
+  *G_out = G;
+  if (G > 0)
+    rms_bwd_rows<SMEM, V><<<(unsigned)G, BLOCK_SIZE, smem_bytes, stream>>>(gp, xp, wp, gxp, ws, M,
+                                                                            N);
+  return cudaGetLastError();
+}
+
 extern "C" int evk_backward(const EvkCall* call) {
   if (call->n_inputs != 3 || call->n_outputs != 2) return kBadArgs;
   const EvkTensor* g = &call->inputs[0];
@@ -144,20 +226,12 @@ extern "C" int evk_backward(const EvkCall* call) {
   if (N == 0) return 0;
   const int64_t M = evk_numel(x) / N;
 
-  int dev = 0, sms = 132, per_sm = 0;
+  int dev = 0, sms = 132, optin = SMEM_DEFAULT_BYTES;
   cudaError_t err = cudaGetDevice(&dev);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
   if (err != cudaSuccess) return (int)err;
-
-  const bool smem = N <= SMEM_MAX_COLS;
-  const size_t smem_bytes = smem ? (size_t)N * sizeof(float) : 0;
-  err = smem ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rms_bwd_rows<true>,
-                                                             BLOCK_SIZE, smem_bytes)
-             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rms_bwd_rows<false>,
-                                                             BLOCK_SIZE, 0);
-  if (err != cudaSuccess) return (int)err;
-  int64_t G = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
-  if (G > M) G = M;
 
   const float* gp = static_cast<const float*>(g->data);
   const float* xp = static_cast<const float*>(x->data);
@@ -170,22 +244,29 @@ extern "C" int evk_backward(const EvkCall* call) {
     // partial row is grad_w itself and no second pass is needed. Slow, but such rows are
     // far outside any configuration.
     if (M == 0) return (int)cudaMemsetAsync(gwp, 0, (size_t)N * sizeof(float), call->stream);
-    rms_bwd_rows<false><<<1, BLOCK_SIZE, 0, call->stream>>>(gp, xp, wp, gxp, gwp, M, N);
+    rms_bwd_rows<false, 1><<<1, BLOCK_SIZE, 0, call->stream>>>(gp, xp, wp, gxp, gwp, M, N);
     return (int)cudaGetLastError();
   }
 
   float* ws = nullptr;
   err = cudaGetSymbolAddress(reinterpret_cast<void**>(&ws), g_workspace);
   if (err != cudaSuccess) return (int)err;
-  if (G > WS_FLOATS / N) G = WS_FLOATS / N;
-  if (G > 0) {
-    if (smem)
-      rms_bwd_rows<true><<<(unsigned)G, BLOCK_SIZE, smem_bytes, call->stream>>>(gp, xp, wp, gxp,
-                                                                               ws, M, N);
-    else
-      rms_bwd_rows<false><<<(unsigned)G, BLOCK_SIZE, 0, call->stream>>>(gp, xp, wp, gxp, ws, M,
-                                                                       N);
-  }
+
+  // float4 packs where g, x and grad_x fall alike on 16-byte boundaries (the same offset in
+  // every row then), else scalar; the partial row in shared memory where it fits beside the
+  // kernel's own 256 bytes
+  const uintptr_t gi = reinterpret_cast<uintptr_t>(gp), xi = reinterpret_cast<uintptr_t>(xp),
+                  oi = reinterpret_cast<uintptr_t>(gxp);
+  const bool vec = VEC == 4 && ((gi ^ xi) & 15) == 0 && ((oi ^ xi) & 15) == 0;
+  const size_t row_bytes = (size_t)N * sizeof(float);
+  const bool smem = row_bytes + 256 <= (size_t)optin;
+  const size_t smem_bytes = smem ? row_bytes : 0;
+  int64_t G = 0;
+  if (smem && vec) err = launch_rows<true, 4>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, call->stream, &G);
+  else if (smem) err = launch_rows<true, 1>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, call->stream, &G);
+  else if (vec) err = launch_rows<false, 4>(sms, M, N, 0, gp, xp, wp, gxp, ws, call->stream, &G);
+  else err = launch_rows<false, 1>(sms, M, N, 0, gp, xp, wp, gxp, ws, call->stream, &G);
+  if (err != cudaSuccess) return (int)err;
   // With no rows (G == 0) this writes grad_w = 0.
   const int64_t col_blocks = (N + COL_THREADS_X - 1) / COL_THREADS_X;
   rms_bwd_colsum<<<(unsigned)col_blocks, dim3(COL_THREADS_X, COL_THREADS_Y), 0, call->stream>>>(
