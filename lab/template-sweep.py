@@ -18,7 +18,8 @@ task's child process: the parent records the combination and goes on in a fresh 
     python3 lab/template-sweep.py [TASK...] --out DIR [--fix NAME=V]... [--all]
         [--keep 6] [--no-compile] [--deadline SECONDS]
 Without --all, UNROLL stays at its default (its values triple the space and it moves
-little); --fix pins other tunables the same way. Writes DIR/<task>.json (every combination:
+little); --fix pins other tunables the same way (in each task that has the tunable and
+takes that value; another task's axis stays free, and the sweep says so). Writes DIR/<task>.json (every combination:
 built, correct, errors, round-1 and round-2 medians) and prints a table per task: per
 configuration eager, torch.compile, the defaults, the best combination and the floor.
 """
@@ -121,8 +122,12 @@ def space(task_dir, fixed, every):
     rules = [constraint_fn(c) for c in spec.get("constraints", [])]
     axes = {}
     for name, values in tunables.items():
-        if name in fixed:
+        if name in fixed and fixed[name] in values:
             axes[name] = [fixed[name]]
+        elif name in fixed:
+            # one --fix for several tasks: a value this task's tunable does not take leaves it free
+            print(f"{spec.get('name', task_dir)}: {name}={fixed[name]} is not one of its values {values}: not pinned")
+            axes[name] = list(values)
         elif name == "UNROLL" and not every and name in defaults:
             axes[name] = [defaults[name]]
         else:

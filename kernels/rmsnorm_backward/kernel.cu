@@ -15,7 +15,10 @@
 // Tunables (task.json): BLOCK_SIZE threads a block; BLOCKS_PER_SM blocks a multiprocessor (0: as
 // many as fit; fewer make the workspace, written and read again, smaller); VEC 4: g, x and
 // grad_x move as float4 where the row's address allows (a scalar head to the first 16-byte
-// boundary, packs of 4, a scalar tail: any N), 1: scalar loads.
+// boundary, packs of 4, a scalar tail: any N), 1: scalar loads; CACHE (with VEC 4) packs of g
+// and x a thread keeps in registers from the first pass for the second, where the row fits
+// (CACHE * BLOCK_SIZE * 4 elements): every load of a row issued at once, and the row read once
+// (0: the second pass reads it again, from L2).
 #include <evokernel.h>
 #include <stdint.h>
 
@@ -28,6 +31,9 @@
 #ifndef VEC
 #define VEC 4
 #endif
+#ifndef CACHE
+#define CACHE 0
+#endif
 #ifndef WS_FLOATS
 #define WS_FLOATS (1 << 23)  // static workspace: 8M floats, 32 MB
 #endif
@@ -35,6 +41,7 @@ static_assert(BLOCK_SIZE % 32 == 0 && BLOCK_SIZE >= 32 && BLOCK_SIZE <= 1024,
               "BLOCK_SIZE must be a multiple of 32 in [32, 1024]");
 static_assert(BLOCKS_PER_SM >= 0 && BLOCKS_PER_SM <= 32, "BLOCKS_PER_SM must be in [0, 32]");
 static_assert(VEC == 1 || VEC == 4, "VEC must be 1 or 4");
+static_assert(CACHE >= 0 && CACHE <= 8, "CACHE must be in [0, 8]");
 
 static const int kBadArgs = 1000;
 #define RMS_EPS 1e-6f
@@ -49,32 +56,74 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// What a thread keeps of a row between the two passes (CACHE > 0, V == 4): its packs of g and x.
+template <int K>
+struct Cache {
+  float4 g[K > 0 ? K : 1], x[K > 0 ? K : 1];
+};
+
+// A row's split where V == 4: `head` scalars up to x's first 16-byte boundary, `npack` packs
+// of four, the rest scalars from `tail` on.
+__device__ __forceinline__ void split4(const float* xr, int64_t N, int64_t& head, int64_t& npack) {
+  const int mis = (int)((reinterpret_cast<uintptr_t>(xr) >> 2) & 3);
+  head = min((int64_t)((4 - mis) & 3), N);
+  npack = (N - head) >> 2;
+}
+
 // f(j, gv, xv) for every element j of the thread's part of a row, in a fixed order. V == 4:
 // g and x are read as float4 from the row's first 16-byte boundary on (g, x and grad_x share
 // their alignment: the host checks), with the head and the tail scalar; f4(j, g4, x4) takes a
-// pack of the four elements from j on.
-template <int V, class F, class F4>
+// pack of the four elements from j on. MODE 0 reads the packs from memory; 1 reads them into
+// the cache too (every load issued before any is used: K packs of each in flight); 2 takes
+// them from the cache (the row's packs fit: npack <= K * BLOCK_SIZE).
+template <int V, int K, int MODE, class F, class F4>
 __device__ __forceinline__ void each(const float* __restrict__ gr, const float* __restrict__ xr,
-                                     int64_t N, F f, F4 f4) {
+                                     int64_t N, Cache<K>& cache, F f, F4 f4) {
   if constexpr (V == 1) {
 #pragma unroll 4
     for (int64_t j = threadIdx.x; j < N; j += BLOCK_SIZE) f(j, gr[j], xr[j]);
   } else {
-  const int mis = (int)((reinterpret_cast<uintptr_t>(xr) >> 2) & 3);
-  const int64_t head = min((int64_t)((4 - mis) & 3), N);
-  const int64_t npack = (N - head) >> 2;
-  const int64_t tail = head + (npack << 2);
-  if (threadIdx.x < head) f((int64_t)threadIdx.x, gr[threadIdx.x], xr[threadIdx.x]);
-  const float4* g4 = reinterpret_cast<const float4*>(gr + head);
-  const float4* x4 = reinterpret_cast<const float4*>(xr + head);
+    int64_t head, npack;
+    split4(xr, N, head, npack);
+    const int64_t tail = head + (npack << 2);
+    if (threadIdx.x < head) f((int64_t)threadIdx.x, gr[threadIdx.x], xr[threadIdx.x]);
+    const float4* g4 = reinterpret_cast<const float4*>(gr + head);
+    const float4* x4 = reinterpret_cast<const float4*>(xr + head);
+    if constexpr (MODE == 0 || K == 0) {
 #pragma unroll 4
-  for (int64_t i = threadIdx.x; i < npack; i += BLOCK_SIZE) f4(head + (i << 2), g4[i], x4[i]);
-  if (tail + threadIdx.x < N) f(tail + threadIdx.x, gr[tail + threadIdx.x], xr[tail + threadIdx.x]);
+      for (int64_t i = threadIdx.x; i < npack; i += BLOCK_SIZE) f4(head + (i << 2), g4[i], x4[i]);
+    } else {
+      if constexpr (MODE == 1) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+          const int64_t i = threadIdx.x + (int64_t)k * BLOCK_SIZE;
+          if (i < npack) {
+            cache.g[k] = g4[i];
+            cache.x[k] = x4[i];
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int64_t i = threadIdx.x + (int64_t)k * BLOCK_SIZE;
+        if (i < npack) f4(head + (i << 2), cache.g[k], cache.x[k]);
+      }
+    }
+    if (tail + threadIdx.x < N) f(tail + threadIdx.x, gr[tail + threadIdx.x], xr[tail + threadIdx.x]);
   }
 }
 
-// SMEM: accumulate the partial grad_w row in shared memory.
-template <bool SMEM, int V>
+// w[j..j+3]: one float4 where A (every row starts on a 16-byte boundary, w too), else four loads.
+template <bool A>
+__device__ __forceinline__ float4 wpack(const float* __restrict__ w, int64_t j) {
+  if constexpr (A) return reinterpret_cast<const float4*>(w)[j >> 2];
+  else return make_float4(w[j], w[j + 1], w[j + 2], w[j + 3]);
+}
+
+// SMEM: accumulate the partial grad_w row in shared memory. A (with V == 4): every row starts
+// on a 16-byte boundary (N % 4 == 0, x aligned) and so do w and the partial row: they move as
+// float4 too (with four scalar accesses a warp's shared-memory additions conflict 4 ways).
+template <bool SMEM, int V, bool A>
 __global__ void __launch_bounds__(BLOCK_SIZE)
 rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
              const float* __restrict__ w, float* __restrict__ gx, float* __restrict__ ws,
@@ -98,17 +147,24 @@ rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
     float* gxr = gx + row * N;
 
     float ss = 0.f, dot = 0.f;
-    each<V>(
-        gr, xr, N,
-        [&](int64_t j, float gv, float xv) {
-          ss += xv * xv;
-          dot += gv * w[j] * xv;
-        },
-        [&](int64_t j, float4 gv, float4 xv) {
-          ss += xv.x * xv.x + xv.y * xv.y + xv.z * xv.z + xv.w * xv.w;
-          dot += gv.x * w[j] * xv.x + gv.y * w[j + 1] * xv.y + gv.z * w[j + 2] * xv.z +
-                 gv.w * w[j + 3] * xv.w;
-        });
+    auto sums = [&](int64_t j, float gv, float xv) {
+      ss += xv * xv;
+      dot += gv * w[j] * xv;
+    };
+    auto sums4 = [&](int64_t j, float4 gv, float4 xv) {
+      const float4 wv = wpack<A>(w, j);
+      ss += xv.x * xv.x + xv.y * xv.y + xv.z * xv.z + xv.w * xv.w;
+      dot += gv.x * wv.x * xv.x + gv.y * wv.y * xv.y + gv.z * wv.z * xv.z + gv.w * wv.w * xv.w;
+    };
+    Cache<CACHE> cache;
+    bool cached = false;
+    if constexpr (V == 4 && CACHE > 0) {
+      int64_t head, npack;
+      split4(xr, N, head, npack);
+      cached = npack <= (int64_t)CACHE * BLOCK_SIZE;  // the same for every thread of the block
+    }
+    if (cached) each<V, CACHE, 1>(gr, xr, N, cache, sums, sums4);
+    else each<V, CACHE, 0>(gr, xr, N, cache, sums, sums4);
     ss = warp_sum(ss);
     dot = warp_sum(dot);
     __syncthreads();  // the previous row's readers of sh_ss / sh_dot are done
@@ -123,24 +179,35 @@ rms_bwd_rows(const float* __restrict__ g, const float* __restrict__ x,
 
     const float r = rsqrtf(ss / (float)N + RMS_EPS);
     const float c = r * r * r * dot / (float)N;
-    each<V>(
-        gr, xr, N,
-        [&](int64_t j, float gv, float xv) {
-          gxr[j] = r * gv * w[j] - c * xv;
-          acc[j] += gv * xv * r;
-        },
-        [&](int64_t j, float4 gv, float4 xv) {
-          float4 o;
-          o.x = r * gv.x * w[j] - c * xv.x;
-          o.y = r * gv.y * w[j + 1] - c * xv.y;
-          o.z = r * gv.z * w[j + 2] - c * xv.z;
-          o.w = r * gv.w * w[j + 3] - c * xv.w;
-          *reinterpret_cast<float4*>(gxr + j) = o;
-          acc[j] += gv.x * xv.x * r;
-          acc[j + 1] += gv.y * xv.y * r;
-          acc[j + 2] += gv.z * xv.z * r;
-          acc[j + 3] += gv.w * xv.w * r;
-        });
+    auto out = [&](int64_t j, float gv, float xv) {
+      gxr[j] = r * gv * w[j] - c * xv;
+      acc[j] += gv * xv * r;
+    };
+    auto out4 = [&](int64_t j, float4 gv, float4 xv) {
+      const float4 wv = wpack<A>(w, j);
+      float4 o;
+      o.x = r * gv.x * wv.x - c * xv.x;
+      o.y = r * gv.y * wv.y - c * xv.y;
+      o.z = r * gv.z * wv.z - c * xv.z;
+      o.w = r * gv.w * wv.w - c * xv.w;
+      *reinterpret_cast<float4*>(gxr + j) = o;
+      if constexpr (A) {  // one 16-byte access: no bank conflicts in shared memory
+        float4* ap = reinterpret_cast<float4*>(acc + j);
+        float4 a = *ap;
+        a.x += gv.x * xv.x * r;
+        a.y += gv.y * xv.y * r;
+        a.z += gv.z * xv.z * r;
+        a.w += gv.w * xv.w * r;
+        *ap = a;
+      } else {
+        acc[j] += gv.x * xv.x * r;
+        acc[j + 1] += gv.y * xv.y * r;
+        acc[j + 2] += gv.z * xv.z * r;
+        acc[j + 3] += gv.w * xv.w * r;
+      }
+    };
+    if (cached) each<V, CACHE, 2>(gr, xr, N, cache, out, out4);
+    else each<V, CACHE, 0>(gr, xr, N, cache, out, out4);
   }
   if (SMEM) {
     __syncthreads();  // the last row's additions, made by any thread
@@ -183,18 +250,18 @@ static bool same_shape(const EvkTensor* a, const EvkTensor* b) {
   return true;
 }
 
-// The first pass for one (SMEM, V): G blocks, smem_bytes of partial row.
-template <bool SMEM, int V>
+// The first pass for one (SMEM, V, A): G blocks, smem_bytes of partial row.
+template <bool SMEM, int V, bool A>
 static cudaError_t launch_rows(int sms, int64_t M, int64_t N, size_t smem_bytes,
                                const float* gp, const float* xp, const float* wp, float* gxp,
                                float* ws, cudaStream_t stream, int64_t* G_out) {
   cudaError_t err = cudaSuccess;
   if (smem_bytes > SMEM_DEFAULT_BYTES)
-    err = cudaFuncSetAttribute(rms_bwd_rows<SMEM, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    err = cudaFuncSetAttribute(rms_bwd_rows<SMEM, V, A>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                (int)smem_bytes);
   int per_sm = 0;
   if (err == cudaSuccess)
-    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rms_bwd_rows<SMEM, V>, BLOCK_SIZE,
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rms_bwd_rows<SMEM, V, A>, BLOCK_SIZE,
                                                         smem_bytes);
   if (err != cudaSuccess) return err;
   if (per_sm < 1) per_sm = 1;
@@ -204,7 +271,7 @@ static cudaError_t launch_rows(int sms, int64_t M, int64_t N, size_t smem_bytes,
   if (G > WS_FLOATS / N) G = WS_FLOATS / N;
   *G_out = G;
   if (G > 0)
-    rms_bwd_rows<SMEM, V><<<(unsigned)G, BLOCK_SIZE, smem_bytes, stream>>>(gp, xp, wp, gxp, ws, M,
+    rms_bwd_rows<SMEM, V, A><<<(unsigned)G, BLOCK_SIZE, smem_bytes, stream>>>(gp, xp, wp, gxp, ws, M,
                                                                             N);
   return cudaGetLastError();
 }
@@ -244,7 +311,7 @@ extern "C" int evk_backward(const EvkCall* call) {
     // partial row is grad_w itself and no second pass is needed. Slow, but such rows are
     // far outside any configuration.
     if (M == 0) return (int)cudaMemsetAsync(gwp, 0, (size_t)N * sizeof(float), call->stream);
-    rms_bwd_rows<false, 1><<<1, BLOCK_SIZE, 0, call->stream>>>(gp, xp, wp, gxp, gwp, M, N);
+    rms_bwd_rows<false, 1, false><<<1, BLOCK_SIZE, 0, call->stream>>>(gp, xp, wp, gxp, gwp, M, N);
     return (int)cudaGetLastError();
   }
 
@@ -261,11 +328,16 @@ extern "C" int evk_backward(const EvkCall* call) {
   const size_t row_bytes = (size_t)N * sizeof(float);
   const bool smem = row_bytes + 256 <= (size_t)optin;
   const size_t smem_bytes = smem ? row_bytes : 0;
+  const bool aligned = vec && (xi & 15) == 0 && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
+                       (N & 3) == 0;
   int64_t G = 0;
-  if (smem && vec) err = launch_rows<true, 4>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, call->stream, &G);
-  else if (smem) err = launch_rows<true, 1>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, call->stream, &G);
-  else if (vec) err = launch_rows<false, 4>(sms, M, N, 0, gp, xp, wp, gxp, ws, call->stream, &G);
-  else err = launch_rows<false, 1>(sms, M, N, 0, gp, xp, wp, gxp, ws, call->stream, &G);
+  cudaStream_t st = call->stream;
+  if (smem && aligned) err = launch_rows<true, 4, true>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, st, &G);
+  else if (smem && vec) err = launch_rows<true, 4, false>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, st, &G);
+  else if (smem) err = launch_rows<true, 1, false>(sms, M, N, smem_bytes, gp, xp, wp, gxp, ws, st, &G);
+  else if (aligned) err = launch_rows<false, 4, true>(sms, M, N, 0, gp, xp, wp, gxp, ws, st, &G);
+  else if (vec) err = launch_rows<false, 4, false>(sms, M, N, 0, gp, xp, wp, gxp, ws, st, &G);
+  else err = launch_rows<false, 1, false>(sms, M, N, 0, gp, xp, wp, gxp, ws, st, &G);
   if (err != cudaSuccess) return (int)err;
   // With no rows (G == 0) this writes grad_w = 0.
   const int64_t col_blocks = (N + COL_THREADS_X - 1) / COL_THREADS_X;

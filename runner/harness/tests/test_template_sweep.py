@@ -53,6 +53,13 @@ class Space(unittest.TestCase):
         _, fixed, _ = sweep.space(os.path.join(REPO, "kernels", "softmax"), {"VEC": 4}, False)
         self.assertEqual({c["VEC"] for c in fixed} - {default["VEC"]}, {4})
 
+    def test_a_fixed_value_a_task_does_not_take_leaves_its_axis_free(self):
+        # one --fix VEC=8 for the bf16 templates and rmsnorm_backward (VEC 1 or 4) in one batch
+        _, combos, _ = sweep.space(os.path.join(REPO, "kernels", "rmsnorm_backward"), {"VEC": 8}, False)
+        self.assertEqual({c["VEC"] for c in combos}, {1, 4})
+        _, bf16, _ = sweep.space(os.path.join(REPO, "kernels", "softmax_bf16"), {"VEC": 8}, False)
+        self.assertEqual({c["VEC"] for c in bf16}, {8, 2})  # 2: the template's default, always swept
+
     def test_cross_entropy_constraint_leaves_out_a_cache_without_two_passes(self):
         _, combos, _ = sweep.space(os.path.join(REPO, "kernels", "cross_entropy"), {}, False)
         self.assertFalse(any(c["ONLINE"] == 1 and c["CACHE"] != 0 for c in combos))
