@@ -18,7 +18,8 @@
 // boundary, packs of 4, a scalar tail: any N), 1: scalar loads; CACHE (with VEC 4) packs of g
 // and x a thread keeps in registers from the first pass for the second, where the row fits
 // (CACHE * BLOCK_SIZE * 4 elements): every load of a row issued at once, and the row read once
-// (0: the second pass reads it again, from L2).
+// (0: the second pass reads it again, from L2). The defaults are the first version's
+// structure: 256 threads, as many blocks as fit, scalar loads.
 #include <evokernel.h>
 #include <stdint.h>
 
@@ -29,7 +30,7 @@
 #define BLOCKS_PER_SM 0
 #endif
 #ifndef VEC
-#define VEC 4
+#define VEC 1
 #endif
 #ifndef CACHE
 #define CACHE 0
