@@ -3,7 +3,8 @@
 // for the first GPU CUDA_VISIBLE_DEVICES lists, a plain file of root's, mode 0644, that every
 // uid opens read-only to flock.
 import { constants } from "node:fs";
-import { open, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { chmod, chown, lstat, mkdir, open, rm } from "node:fs/promises";
 
 /** The name gpulock.py gives the lock of the first GPU CUDA_VISIBLE_DEVICES names ("0" unset). */
 export function gpuLockName(visible: string | undefined): string {
@@ -38,4 +39,25 @@ export async function rootLockFile(file: string): Promise<void> {
   throw new Error(
     `cannot make the GPU lock file ${file}: remove it, or point EVOKERNEL_GPU_LOCKS elsewhere`,
   );
+}
+
+/**
+ * Makes `path` the GPU locks' folder of root's, mode 0755, with a lock file of root's for each
+ * of `gpus` (names as CUDA_VISIBLE_DEVICES gives them). The app's local backend prepares it so
+ * for its EVOKERNEL_GPUS, a root runner for the GPU its sandbox locks: both leave it the same,
+ * whichever runs first or at once (on two H200s a root CLI that found the folder before the
+ * app's first lock file gave it to its sandbox's user; the app then took it back, and that
+ * sandbox could not make its GPU's lock file: exit 4 before the search). A folder of another
+ * user's is taken back; one that is a link or a file is refused.
+ */
+export async function rootLockFolder(path: string, gpus: readonly string[]): Promise<void> {
+  await mkdir(path, { recursive: true, mode: 0o755 });
+  const info = await lstat(path);
+  if (!info.isDirectory())
+    throw new Error(
+      `${path} is not a folder (a link or a file): the GPU locks cannot be kept there; remove it or point EVOKERNEL_GPU_LOCKS elsewhere`,
+    );
+  if (info.uid !== 0 || info.gid !== 0) await chown(path, 0, 0);
+  if ((info.mode & 0o7777) !== 0o755) await chmod(path, 0o755);
+  for (const gpu of gpus) await rootLockFile(join(path, `gpu-${gpuLockName(gpu)}.lock`));
 }

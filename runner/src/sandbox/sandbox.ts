@@ -24,7 +24,7 @@ import {
 import { mkdtemp } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
-import { gpuLockName, rootLockFile } from "#process/gpu-locks.js";
+import { rootLockFolder } from "#process/gpu-locks.js";
 import { EnvironmentError } from "../errors.js";
 import { repoRoot } from "../paths.js";
 
@@ -140,25 +140,22 @@ export function allowWrite(path: string): void {
 }
 
 /**
- * Lets the sandbox open the GPU locks' folder (read-write, as the harness's lock needs). A
- * folder of root's that the app's local backend prepared for the runners of every uid (a
- * lock file of root's, mode 0644, for each GPU: src/app/dispatch/runner-access.ts) stays
- * root's: given to this sandbox's user, that user could remove and replace the lock files
- * the sandboxes of other jobs lock. Any other folder is given to the sandbox's user.
+ * Lets the sandbox open the GPU locks' folder (the harness opens its GPU's lock file read-only
+ * and flocks it). A root runner keeps the folder root's, with that GPU's lock file of root's,
+ * exactly as the app's local backend prepares it for the runners of every uid
+ * (`rootLockFolder`, src/process/gpu-locks.ts): given to one sandbox's user, that user could
+ * remove and replace the lock files the sandboxes of other jobs lock, and a root CLI that gave
+ * the folder to its sandbox while the app prepared it lost its GPU's lock file (on two H200s:
+ * exit 4 before the search). Any other runner's folder is its own sandbox's, as its scratch is.
  *
  * `visible` is the sandbox's CUDA_VISIBLE_DEVICES: the harness locks the first GPU it names
- * (gpulock.py). In root's folder the sandbox's user cannot make that GPU's lock file, and the
- * app prepared only its own EVOKERNEL_GPUS of them: a root runner on another GPU (a CLI with
- * CUDA_VISIBLE_DEVICES=1, a search's second lane) makes it here, root's, as the app does; on
- * two H200s the harness died with EACCES on gpu-1.lock and an honest candidate read `crash`.
+ * (gpulock.py), so that is the lock file a root runner makes (the app made only its own
+ * EVOKERNEL_GPUS of them: a root CLI with CUDA_VISIBLE_DEVICES=1, a search's second lane).
  */
 export async function allowLocks(path: string, visible?: string): Promise<void> {
-  mkdirSync(path, { recursive: true });
-  const info = statSync(path);
-  if (info.uid === 0 && existsSync(join(path, "gpu-0.lock"))) {
+  if (process.getuid?.() === 0) {
+    await rootLockFolder(path, [visible ?? ""]);
     view.writable.add(real(path));
-    const file = join(path, `gpu-${gpuLockName(visible)}.lock`);
-    if (process.getuid?.() === 0 && !existsSync(file)) await rootLockFile(file);
   } else allowWrite(path);
 }
 

@@ -3,9 +3,9 @@
 // (a temporary folder holding the clone, the runner's bundle, a Python under /root) failed
 // every job from inside with a permission error (issue 32's root cause, there for the
 // sandbox's user): here the job fails first, naming the folder and what to change.
-import { chmod, chown, lchown, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
+import { chmod, lchown, lstat, mkdir, readFile, realpath, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join } from "node:path";
-import { gpuLockName, rootLockFile } from "../../process/gpu-locks.js";
+import { rootLockFolder } from "../../process/gpu-locks.js";
 import { spawnProcess } from "../../process/spawn.js";
 
 /** What the runner does with a path: read a file or list a folder, run it, write in it. */
@@ -143,16 +143,10 @@ export async function giveCacheFolder(uid: number, shared: string): Promise<stri
  * never followed through a link, and one that is not a plain file is replaced.
  */
 export async function prepareGpuLocks(path: string, gpus: number): Promise<void> {
-  await mkdir(path, { recursive: true, mode: 0o755 });
-  const info = await lstat(path);
-  if (!info.isDirectory())
-    throw new Error(
-      `${path} is not a folder (a link or a file): the GPU locks cannot be kept there; remove it or point EVOKERNEL_GPU_LOCKS elsewhere`,
-    );
-  if (info.uid !== 0 || info.gid !== 0) await chown(path, 0, 0);
-  if ((info.mode & 0o7777) !== 0o755) await chmod(path, 0o755);
-  for (let gpu = 0; gpu < gpus; gpu += 1)
-    await rootLockFile(join(path, `gpu-${gpuLockName(String(gpu))}.lock`));
+  await rootLockFolder(
+    path,
+    Array.from({ length: gpus }, (_, gpu) => String(gpu)),
+  );
 }
 
 /** The users /etc/passwd names for any of `uids` (uid → name): a runner's uid must have none. */

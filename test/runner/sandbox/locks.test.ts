@@ -1,14 +1,15 @@
-// The GPU locks' folder as the sandbox is given it (sandbox.ts, allowLocks): one the app's
-// local backend prepared for the runners of every uid (root's, a lock file of root's for each
-// GPU) stays root's, so no job's sandbox user can remove or replace the lock files the other
-// jobs' sandboxes lock; any other folder is the sandbox user's, as before.
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+// The GPU locks' folder as the sandbox is given it (sandbox.ts, allowLocks): a root runner keeps
+// it root's, with its GPU's lock file of root's, as the app's local backend prepares it for the
+// runners of every uid, so no job's sandbox user can remove or replace the lock files the other
+// jobs' sandboxes lock, and the app and a root CLI preparing it at once leave it the same.
+import { chown, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
 import { gpuLockName } from "../../../src/process/gpu-locks.js";
 import { allowLocks } from "../../../runner/src/sandbox/sandbox.js";
+import { prepareGpuLocks } from "../../../src/app/dispatch/runner-access.js";
 
 let dir: string;
 
@@ -38,10 +39,40 @@ describe.skipIf(process.getuid?.() !== 0)("allowLocks, for a root runner", () =>
     expect(existsSync(join(dir, "gpu-GPU-8f2e_11aa.lock"))).toBe(true);
   });
 
-  it("gives any other folder to the sandbox's user", async () => {
+  it("makes a new folder root's, with its GPU's lock file, never the sandbox user's", async () => {
     const fresh = join(dir, "locks");
-    await allowLocks(fresh);
-    expect((await stat(fresh)).uid).toBe(Number(process.env["EVOKERNEL_SANDBOX_UID"] ?? 60999));
+    await allowLocks(fresh, "1");
+    const folder = await stat(fresh);
+    expect(folder.uid).toBe(0);
+    expect(folder.mode & 0o7777).toBe(0o755);
+    expect((await stat(join(fresh, "gpu-1.lock"))).uid).toBe(0);
+  });
+
+  it("takes back a folder the sandbox's user was given (an older run gave it so)", async () => {
+    const given = join(dir, "locks");
+    await mkdir(given, { mode: 0o700 });
+    await chown(given, 60999, 60999);
+    await allowLocks(given);
+    const folder = await stat(given);
+    expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);
+    expect((await stat(join(given, "gpu-0.lock"))).uid).toBe(0);
+  });
+
+  it("leaves the folder the same whether the app or a root CLI on another GPU prepares it first, or both at once", async () => {
+    // on two H200s: the app (EVOKERNEL_GPUS=1) and a CLI on GPU 1 started together; the CLI
+    // found no gpu-0.lock yet, gave the folder to its sandbox's user, the app took it back,
+    // and the CLI's sandbox could not make gpu-1.lock (exit 4 before the search)
+    for (let round = 0; round < 20; round++) {
+      const shared = join(dir, `locks-${String(round)}`);
+      const both = [prepareGpuLocks(shared, 1), allowLocks(shared, "1")];
+      await Promise.all(round % 2 === 0 ? both : both.reverse());
+      const folder = await stat(shared);
+      expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);
+      for (const file of ["gpu-0.lock", "gpu-1.lock"]) {
+        const lock = await stat(join(shared, file));
+        expect([lock.uid, lock.mode & 0o7777]).toEqual([0, 0o644]);
+      }
+    }
   });
 });
 
