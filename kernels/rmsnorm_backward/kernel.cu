@@ -5,8 +5,8 @@
 // Pass 1: a grid of G blocks (BLOCKS_PER_SM a multiprocessor, or as many as fit); block b owns
 // a contiguous chunk of rows. Per row it reduces sum(x^2) and sum(g*w*x) over the block (warp
 // shuffles, then shared memory), writes the grad_x row, and adds g*x*r into its own partial
-// grad_w row. That partial row is kept in shared memory when it fits (beyond 48 KB through the
-// device's opt-in limit: 227 KB a block on Hopper), else in the workspace itself; each column
+// grad_w row. That partial row is kept in shared memory when it fits (48 KB, or with SMEM_OPTIN
+// the device's opt-in limit: 227 KB a block on Hopper), else in the workspace itself; each column
 // belongs to one thread, so no atomics are needed. At the end the block writes its partial row
 // to workspace row b.
 // Pass 2: grad_w[j] = sum over b of workspace[b, j] in a fixed order (deterministic).
@@ -35,6 +35,9 @@
 #ifndef CACHE
 #define CACHE 0
 #endif
+#ifndef SMEM_OPTIN
+#define SMEM_OPTIN 0
+#endif
 #ifndef WS_FLOATS
 #define WS_FLOATS (1 << 23)  // static workspace: 8M floats, 32 MB
 #endif
@@ -43,6 +46,7 @@ static_assert(BLOCK_SIZE % 32 == 0 && BLOCK_SIZE >= 32 && BLOCK_SIZE <= 1024,
 static_assert(BLOCKS_PER_SM >= 0 && BLOCKS_PER_SM <= 32, "BLOCKS_PER_SM must be in [0, 32]");
 static_assert(VEC == 1 || VEC == 4, "VEC must be 1 or 4");
 static_assert(CACHE >= 0 && CACHE <= 8, "CACHE must be in [0, 8]");
+static_assert(SMEM_OPTIN == 0 || SMEM_OPTIN == 1, "SMEM_OPTIN must be 0 or 1");
 
 static const int kBadArgs = 1000;
 #define RMS_EPS 1e-6f
@@ -327,7 +331,7 @@ extern "C" int evk_backward(const EvkCall* call) {
                   oi = reinterpret_cast<uintptr_t>(gxp);
   const bool vec = VEC == 4 && ((gi ^ xi) & 15) == 0 && ((oi ^ xi) & 15) == 0;
   const size_t row_bytes = (size_t)N * sizeof(float);
-  const bool smem = row_bytes + 256 <= (size_t)optin;
+  const bool smem = SMEM_OPTIN ? row_bytes + 256 <= (size_t)optin : row_bytes <= SMEM_DEFAULT_BYTES;
   const size_t smem_bytes = smem ? row_bytes : 0;
   const bool aligned = vec && (xi & 15) == 0 && (reinterpret_cast<uintptr_t>(wp) & 15) == 0 &&
                        (N & 3) == 0;
