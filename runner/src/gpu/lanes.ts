@@ -112,27 +112,29 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
   const holding = new AsyncLocalStorage<number>();
   const noting = new AsyncLocalStorage<{ lane: number | null }>();
   const busy = gpus.map(() => false);
-  const stopped: (string | null)[] = gpus.map(() => null);
   const use: LaneUse[] = gpus.map((gpu) => ({ gpu, evaluated: 0, busySeconds: 0 }));
   const waiting: Waiter[] = [];
   let asked = 0;
 
+  /** Whether a lane was given up (its use says why). */
+  function down(lane: number): boolean {
+    return use[lane]?.stopped !== undefined;
+  }
+
   /** The first lane still up: lane 0 while it is. */
   function primary(): number {
-    return stopped.indexOf(null);
+    return use.findIndex((entry) => entry.stopped === undefined);
   }
 
   function allStopped(): HarnessError {
-    const why = stopped
-      .map((reason, lane) => `GPU ${gpus[lane] ?? "?"}: ${reason ?? "up"}`)
-      .join("; ");
+    const why = use.map((entry) => `GPU ${entry.gpu}: ${entry.stopped ?? "up"}`).join("; ");
     return new HarnessError(
       `every GPU's fork server stopped, so nothing can run on a GPU (${why})`,
     );
   }
 
   function free(lane: number): void {
-    if (stopped[lane] !== null) return; // given up: it stays taken
+    if (down(lane)) return; // given up: it stays taken
     busy[lane] = false;
     const at = waiting.findIndex((waiter) => waiter.lane === null || waiter.lane === lane);
     if (at === -1) return;
@@ -143,22 +145,16 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
 
   /** Gives a lane up: its waiters go to the first lane up (or fail), and free lanes take work. */
   function retire(lane: number, error: Error): void {
-    if (stopped[lane] !== null) return;
-    stopped[lane] = why(error);
-    busy[lane] = true;
     const entry = use[lane];
-    if (entry !== undefined) entry.stopped = stopped[lane] ?? undefined;
+    if (entry === undefined || entry.stopped !== undefined) return;
+    entry.stopped = why(error);
+    busy[lane] = true;
     const next = primary();
-    for (const waiter of waiting.filter((w) => w.lane === lane)) {
-      if (next === -1) {
-        waiting.splice(waiting.indexOf(waiter), 1);
-        waiter.fail(allStopped());
-      } else waiter.lane = next;
-    }
     if (next === -1) {
       for (const waiter of waiting.splice(0)) waiter.fail(allStopped());
       return;
     }
+    for (const waiter of waiting) if (waiter.lane === lane) waiter.lane = next;
     busy.forEach((taken, other) => {
       if (!taken) free(other);
     });
@@ -166,7 +162,7 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
 
   function take(only: number | null, order: number | undefined, last = false): Promise<number> {
     if (primary() === -1) return Promise.reject(allStopped());
-    const wanted = only === null || stopped[only] === null ? only : primary();
+    const wanted = only === null || !down(only) ? only : primary();
     const lane = wanted ?? (last ? busy.lastIndexOf(false) : busy.indexOf(false));
     if (lane !== -1 && busy[lane] === false) {
       busy[lane] = true;
@@ -200,7 +196,7 @@ export function createLanes(gpus: readonly string[], runners: readonly HarnessRu
           free(lane);
         }
         // the lane was given up under this work: the work again, whole, on a lane still up
-        if (stopped[lane] !== null) continue;
+        if (down(lane)) continue;
         if ("error" in done) throw done.error;
         return done.value;
       }
