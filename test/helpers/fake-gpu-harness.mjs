@@ -423,6 +423,22 @@ if (argv[0] === "serve") {
   console.log(JSON.stringify({ ready: true, pid: process.pid }));
   createInterface({ input: process.stdin }).on("line", async (line) => {
     const request = JSON.parse(line);
+    // EVOKERNEL_FAKE_GPU_DIES=ID:N: once GPU ID's servers have run N requests, its server
+    // exits as it takes the next one, before it says `started` (a GPU gone from under a
+    // search); counted in $EVOKERNEL_CACHE/fake-gpu-ID-runs
+    const [diesOn, after] = (process.env.EVOKERNEL_FAKE_GPU_DIES ?? "").split(":");
+    if (
+      diesOn !== undefined &&
+      after !== undefined &&
+      diesOn === thisGpu() &&
+      !argv.includes("--cpu")
+    ) {
+      const runs = join(process.env.EVOKERNEL_CACHE ?? ".", `fake-gpu-${diesOn}-runs`);
+      const ran = existsSync(runs) ? readFileSync(runs, "utf8").length : 0;
+      if (ran >= Number(after)) process.exit(9);
+      appendFileSync(runs, "x");
+    }
+    console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0 }));
     if (request.request.command === "evaluate") await laneBarrier();
     const { signal, exit, log } = run(request.request);
     const answer = {

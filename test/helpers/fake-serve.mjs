@@ -1,8 +1,13 @@
 // A stand-in for `python -m evokernel_harness serve`, speaking the same line protocol. What
 // it does with a request ({id, request: {command, task}, timeoutS}) depends on the first word
-// of its task: "ok" answers, "die" exits without answering, "hang" never answers, "noise"
-// prints a non-protocol line first, "echo" answers with the request line as its log, "queued MS" waits MS for the GPU lock (as when another
-// process holds it) before it starts.
+// of its task. Like the real server it says `started` before it runs a request, then:
+// "ok" answers, "die" exits without answering (the request's child killed the server),
+// "hang" never answers, "noise" prints a non-protocol line first, "echo" answers with the
+// request line as its log, "queued MS" waits MS for the GPU lock (as when another process
+// holds it) before it starts. Two exit before they start (a server that dies as it takes a
+// request: its GPU gone, its lock file unreadable): "gone" always, "flaky FILE" the first
+// time (it makes FILE), answering once FILE is there.
+import { existsSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { setTimeout } from "node:timers";
 
@@ -10,8 +15,11 @@ console.log(JSON.stringify({ ready: true, pid: process.pid }));
 createInterface({ input: process.stdin }).on("line", (line) => {
   const request = JSON.parse(line);
   const [what, arg] = request.request.task.split(" ");
-  if (what === "die") process.exit(7);
-  if (what === "hang") return;
+  if (what === "gone") process.exit(9);
+  if (what === "flaky" && !existsSync(arg)) {
+    writeFileSync(arg, "died once\n");
+    process.exit(9);
+  }
   if (what === "queued") {
     // another process holds the GPU for arg ms: "waiting", then "started", then the answer
     console.log(JSON.stringify({ id: request.id, waiting: true }));
@@ -21,6 +29,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     }, Number(arg));
     return;
   }
+  console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0 }));
+  if (what === "die") process.exit(7);
+  if (what === "hang") return;
   if (what === "noise") console.log("warming up the GPU…");
   if (what === "echo") return answer(request, line);
   answer(request);

@@ -40,7 +40,11 @@ export function startGpuServer(gpu: string): StartServer {
 type Pending = {
   id: string;
   server: LineProcess;
+  /** The server said `started`: the request's child may have run (server.py says it before the fork). */
+  began: boolean;
   resolve: (outcome: HarnessOutcome) => void;
+  /** The server died before the request began: it never ran, so it goes to a new server. */
+  resend: () => void;
   /** The server waits for the GPU's lock: no deadline until it starts. */
   waiting: () => void;
   /** The request's deadline starts now (the server holds the GPU and forked the child). */
@@ -98,28 +102,40 @@ export class ForkServer {
     }
     const server = this.process ?? (await (this.launching ??= this.launch()));
     const id = `r${this.nextId++}`;
-    return new Promise<HarnessOutcome>((resolve) => {
+    return new Promise<HarnessOutcome>((resolve, reject) => {
       const arm = () =>
         setTimeout(() => {
           // The server itself stopped answering: drop it (the next request starts a new one).
           if (this.process === server) this.process = null;
-          this.settle(id, { ...crashed(`the fork server did not answer in time`), timedOut: true });
+          // A request it never began is sent again when it dies; one it began timed out here.
+          if (this.pending.get(id)?.began === true)
+            this.settle(id, {
+              ...crashed(`the fork server did not answer in time`),
+              timedOut: true,
+            });
           server.kill();
         }, timeoutMs + this.graceMs);
       let hung = arm();
-      this.pending.set(id, {
+      const pending: Pending = {
         id,
         server,
+        began: false,
         resolve: (outcome) => {
           clearTimeout(hung);
           resolve(outcome);
         },
+        resend: () => {
+          clearTimeout(hung);
+          this.send(command, timeoutMs).then(resolve, reject);
+        },
         waiting: () => clearTimeout(hung),
         started: () => {
+          pending.began = true;
           clearTimeout(hung);
           hung = arm();
         },
-      });
+      };
+      this.pending.set(id, pending);
       const request: HarnessRequest = { id, request: command, timeoutS: timeoutMs / 1000 };
       server.write(JSON.stringify(request));
     });
@@ -144,10 +160,14 @@ export class ForkServer {
       this.deathsInARow += 1;
       const how = ended.signal ?? `exit ${ended.exitCode ?? "?"}`;
       this.lastDeath = `the fork server died (${how})\n${ended.output}`;
-      // Only the requests this server had; a newer server's are not its to settle.
+      // Only the requests this server had; a newer server's are not its to settle. One it
+      // began is its candidate's crash; one it never began goes to a new server, or fails as
+      // the server's (ServerDownError) once none is started again, never as the candidate's.
       for (const pending of [...this.pending.values()]) {
         if (pending.server !== server) continue;
-        this.settle(pending.id, crashed(`the fork server died (${how})\n${ended.output}`));
+        this.pending.delete(pending.id);
+        if (pending.began) pending.resolve(crashed(this.lastDeath));
+        else pending.resend();
       }
     });
     return server;

@@ -195,6 +195,23 @@ describe("evokernel optimize over several GPUs (stand-in)", () => {
     expect(slowed.result.best === undefined).toBe(even.result.best === undefined);
   });
 
+  it("a GPU whose fork server dies at every start is given up, and no candidate is blamed for it", async () => {
+    // GPU 1's servers run two requests, then each exits as it takes the next, before it
+    // begins it: those requests never ran, so they run again on GPU 0
+    const run = await optimize(["--gpus", "0,1", "--candidates", "12", "--parallel", "4"], {
+      EVOKERNEL_FAKE_GPU_DIES: "1:2",
+    });
+    expect(run.result.search).toMatchObject({ candidates: 12, evaluated: 12, passed: 12 });
+    const [first, second] = run.result.search.lanes ?? [];
+    expect(first?.stopped).toBeUndefined();
+    expect(second?.stopped).toContain("the fork server died (exit 9)");
+    expect(run.stderr).toMatch(/given up/);
+    expect(run.stderr).not.toMatch(/\bcrash\b/);
+    // the final checks ran on GPU 0, and GPU 1 screened no more than it was let
+    expect(where(run).verifications).toEqual(new Set(["0"]));
+    expect(run.lanes.filter((line) => line.gpu === "1").length).toBeLessThanOrEqual(2);
+  });
+
   it("a GPU the machine does not have stops the run before the search, naming it (exit 3)", async () => {
     const dir = await mkdtemp(join(tmpdir(), "evokernel-gpus-"));
     try {

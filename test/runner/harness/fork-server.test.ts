@@ -1,6 +1,6 @@
 // The fork-server client against a stand-in server (test/helpers/fake-serve.mjs): answers
-// matched by id, a dead server's request marked crashed and the server restarted, a hung
-// one killed.
+// matched by id, a dead server's request marked crashed and the server restarted (one it had
+// not begun sent again), a hung one killed.
 import { fileURLToPath } from "node:url";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -110,6 +110,50 @@ describe("ForkServer", () => {
     expect((down as ServerDownError).log).toContain("the fork server died");
   });
 
+  it("sends a request its server died before beginning to a new server: it never ran, so it is no crash", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evk-flaky-"));
+    try {
+      server = fakeServer();
+      const answer = await server.run(ask(`flaky ${join(dir, "died")}`), 1_000);
+      expect(answer.exitCode).toBe(0);
+      expect(answer.log).toContain("ran static-context flaky");
+      expect(starts).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails a request no server ever began as the server's (ServerDownError), never as the candidate's crash", async () => {
+    server = fakeServer({ maxDeaths: 3 });
+    const down = await server.run(ask("gone"), 1_000).catch((error: unknown) => error);
+    expect(down).toBeInstanceOf(ServerDownError);
+    expect((down as ServerDownError).log).toContain("the fork server died (exit 9)");
+    expect(starts).toBe(3);
+    // and the next request is refused at once: the server is not started a fourth time
+    await expect(server.run(ask("ok"), 1_000)).rejects.toBeInstanceOf(ServerDownError);
+    expect(starts).toBe(3);
+  });
+
+  it("when a concurrent server dies, a request it began is a crash and one it had not begun runs again", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "evk-flaky-"));
+    try {
+      server = fakeServer({ concurrent: true });
+      const slow = server.run(ask("queued 2000"), 5_000);
+      const hung = server.run(ask("hang"), 5_000);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // "queued" is still waiting for the GPU's lock (not begun), "hang" began
+      const flaky = await server.run(ask(`flaky ${join(dir, "died")}`), 5_000);
+      expect(flaky.exitCode).toBe(0);
+      const [slowAnswer, hungAnswer] = await Promise.all([slow, hung]);
+      expect(slowAnswer.exitCode).toBe(0);
+      expect(hungAnswer).toMatchObject({ exitCode: null, timedOut: false });
+      expect(hungAnswer.log).toContain("the fork server died (exit 9)");
+      expect(starts).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("sends every request at once when concurrent (the CPU fork server), each answered as it ends", async () => {
     const finished: string[] = [];
     const run = async (srv: ForkServer, what: string) => {
@@ -130,20 +174,6 @@ describe("ForkServer", () => {
     expect(finished).toEqual(["ok", "queued"]);
     expect(answers.every((answer) => answer.exitCode === 0)).toBe(true);
     expect(starts).toBe(1);
-  });
-
-  it("marks every request in flight as crashed when a concurrent server dies", async () => {
-    server = fakeServer({ concurrent: true });
-    const [slow, died] = await Promise.all([
-      server.run(ask("queued 2000"), 5_000),
-      server.run(ask("die"), 5_000),
-    ]);
-    for (const answer of [slow, died]) {
-      expect(answer).toMatchObject({ exitCode: null, timedOut: false });
-      expect(answer.log).toContain("the fork server died (exit 7)");
-    }
-    expect((await server.run(ask("ok again"), 1_000)).exitCode).toBe(0);
-    expect(starts).toBe(2);
   });
 
   it("holds its sandbox's view while it is up: a folder allowed then throws, once it is closed it does not", async () => {
