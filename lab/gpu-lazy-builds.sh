@@ -8,7 +8,9 @@
 # nvidia-smi's samples (every 0.5 s) with the GPU idle.
 #
 #   bash scripts/gpu-prep.sh; then there: OUT=DIR bash lab/gpu-lazy-builds.sh [VARIANTS]
-#   MODES="on" (default "off on"), PROBLEMS=1 (the first N of the three)
+#   MODES="on" (default "off on"), PROBLEMS=1 (the first N of the three), SHARES="1 2 3"
+#   (EVOKERNEL_GPU_SHARE for each run in turn: how many verifications share the GPU; default
+#   the harness's own)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/evk-lazy}/lazy-builds
@@ -45,8 +47,10 @@ for pair in pairs:
         open(os.path.join(folder, f"lazy{i}.py"), "w").write(v)
 PY
 [ $? -eq 0 ] || { echo "gpu-lazy-builds: could not make the variants" >&2; exit 2; }
-for mode in ${MODES:-off on}; do
-  export EVOKERNEL_BUILD_PREPARE=$mode
+for share in ${SHARES:-default}; do
+for mode0 in ${MODES:-off on}; do
+  export EVOKERNEL_BUILD_PREPARE=$mode0
+  if [ "$share" = default ]; then unset EVOKERNEL_GPU_SHARE; mode=$mode0; else export EVOKERNEL_GPU_SHARE=$share; mode=$mode0-share$share; fi
   export EVOKERNEL_CACHE=$(mktemp -d /tmp/evk-lazy-cache-XXXX)
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 500 >"$out/util-$mode.txt" 2>/dev/null &
   smi=$!
@@ -70,11 +74,13 @@ for mode in ${MODES:-off on}; do
     const sum = (k) => rows.reduce((a, c) => a + (c.seconds?.[k] ?? 0), 0);
     const util = fs.readFileSync(dir + "/util-" + mode + ".txt", "utf8").trim().split("\n").map(Number).filter((x) => !Number.isNaN(x));
     const idle = util.length ? util.filter((x) => x === 0).length / util.length : NaN;
+    const alone = rows.filter((c) => JSON.stringify(c).includes("verified again alone")).length;
     const prepared = rows.filter((c) => /evk-prepare: ModelNew constructed/.test(c.build?.log ?? "")).length;
     const med = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
     console.log(`prepare=${mode}: ${ok}/${rows.length} verified in ${Number(took).toFixed(0)} s = ${(ok / (took / 60)).toFixed(1)} a minute; ` +
       `build ${sum("compile").toFixed(0)} s, verify ${sum("verify").toFixed(0)} s in all (median verify ${med(rows.map((c) => c.seconds?.verify ?? 0)).toFixed(1)} s); ` +
-      `GPU idle in ${(idle * 100).toFixed(0)} % of ${util.length} samples; ${prepared} constructed in the build stage`);
+      `GPU idle in ${(idle * 100).toFixed(0)} % of ${util.length} samples; ${prepared} constructed in the build stage; ${alone} verified again alone after sharing the GPU`);
     for (const c of rows.filter((c) => !c.ok)) console.log(`  not verified: ${c.candidate}: ${c.status} ${c.reason}: ${String(c.message).slice(0, 300)}`);
   ' "$mode" "$took" "$out" | tee -a "$out/summary.txt"
+done
 done

@@ -34,6 +34,7 @@ export const HARNESS_SETTINGS = [
   "EVOKERNEL_FASTPATH",
   "EVOKERNEL_GPU_LOCKS",
   "EVOKERNEL_GPU_MEM_FRACTION",
+  "EVOKERNEL_GPU_SHARE",
   "EVOKERNEL_MEM_LIMIT_MB",
   "EVOKERNEL_PROBE_MEM_MB",
   // the sandbox's process-count and file-size caps (runner/sandbox/enter.sh)

@@ -16,6 +16,7 @@ import { usersOf } from "../../src/app/dispatch/runner-access.js";
 import type { JobOutcome } from "../../src/app/dispatch/types.js";
 import type { GitHub } from "../../src/app/github.js";
 import type { JobSpec } from "../../src/shared/job.js";
+import { gpuLockFiles } from "../../src/process/gpu-locks.js";
 
 let dir: string;
 const saved: Record<string, string | undefined> = {};
@@ -169,8 +170,11 @@ describe.skipIf(!ownUser)("two local jobs at once", () => {
     // The locks are root's, every uid's to open read-only, none's to remove.
     const folder = await stat(locks);
     expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);
-    expect((await readdir(locks)).sort()).toEqual(["gpu-0.lock", "gpu-1.lock"]);
-    for (const name of ["gpu-0.lock", "gpu-1.lock"]) {
+    // each GPU's lock, its gate and its share slots (verifications that share it)
+    const names = [...gpuLockFiles("0"), ...gpuLockFiles("1")].sort();
+    expect(names).toContain("gpu-1.gate");
+    expect((await readdir(locks)).sort()).toEqual(names);
+    for (const name of names) {
       const file = await stat(join(locks, name));
       expect([file.uid, file.mode & 0o7777]).toEqual([0, 0o644]);
     }

@@ -77,6 +77,12 @@ class Request:
     def gpu_work(self) -> bool:
         return False
 
+    @property
+    def gpu_share(self) -> bool:
+        """Whether its GPU work may share the GPU with other verifications (gpulock.py): no
+        timing in it, and anything but a pass is run again alone before it is a verdict."""
+        return False
+
 
 @dataclass(frozen=True, kw_only=True)
 class _Out:
@@ -207,6 +213,10 @@ class VerifyRequest(Request, _Out, CandidateRun, Checked):
     @property
     def gpu_work(self) -> bool:
         return self.device != "cpu"
+
+    @property
+    def gpu_share(self) -> bool:
+        return self.gpu_work
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
-import { gpuLockName } from "../../../src/process/gpu-locks.js";
+import { gpuLockFiles, gpuLockName } from "../../../src/process/gpu-locks.js";
 import { allowLocks } from "../../../runner/src/sandbox/sandbox.js";
 import { prepareGpuLocks } from "../../../src/app/dispatch/runner-access.js";
 
@@ -68,7 +68,7 @@ describe.skipIf(process.getuid?.() !== 0)("allowLocks, for a root runner", () =>
       await Promise.all(round % 2 === 0 ? both : both.reverse());
       const folder = await stat(shared);
       expect([folder.uid, folder.mode & 0o7777]).toEqual([0, 0o755]);
-      for (const file of ["gpu-0.lock", "gpu-1.lock"]) {
+      for (const file of [...gpuLockFiles("0"), ...gpuLockFiles("1")]) {
         const lock = await stat(join(shared, file));
         expect([lock.uid, lock.mode & 0o7777]).toEqual([0, 0o644]);
       }
