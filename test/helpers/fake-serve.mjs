@@ -4,12 +4,12 @@
 // "ok" answers, "die" exits without answering (the request's child killed the server),
 // "hang" never answers, "noise" prints a non-protocol line first, "echo" answers with the
 // request line as its log, "queued MS" waits MS for the GPU lock (as when another process
-// holds it) before it starts. Two exit before they start (a server that dies as it takes a
+// holds it) before it starts, "locked FILE" waits for the lock until FILE is there. Two exit before they start (a server that dies as it takes a
 // request: its GPU gone, its lock file unreadable): "gone" always, "flaky FILE" the first
 // time (it makes FILE), answering once FILE is there.
 import { existsSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { setTimeout } from "node:timers";
+import { clearInterval, setInterval, setTimeout } from "node:timers";
 
 console.log(JSON.stringify({ ready: true, pid: process.pid }));
 createInterface({ input: process.stdin }).on("line", (line) => {
@@ -27,6 +27,17 @@ createInterface({ input: process.stdin }).on("line", (line) => {
       console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0.4 }));
       answer(request);
     }, Number(arg));
+    return;
+  }
+  if (what === "locked") {
+    // another process holds the GPU until FILE is there
+    console.log(JSON.stringify({ id: request.id, waiting: true }));
+    const poll = setInterval(() => {
+      if (!existsSync(arg)) return;
+      clearInterval(poll);
+      console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0.1 }));
+      answer(request);
+    }, 10);
     return;
   }
   console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0 }));

@@ -138,11 +138,13 @@ describe("ForkServer", () => {
     const dir = await mkdtemp(join(tmpdir(), "evk-flaky-"));
     try {
       server = fakeServer({ concurrent: true });
-      const slow = server.run(ask("queued 2000"), 5_000);
+      const died = join(dir, "died");
+      const slow = server.run(ask(`locked ${died}`), 5_000);
       const hung = server.run(ask("hang"), 5_000);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      // "queued" is still waiting for the GPU's lock (not begun), "hang" began
-      const flaky = await server.run(ask(`flaky ${join(dir, "died")}`), 5_000);
+      // answered after the lines before it: "locked" is waiting for the GPU's lock until the
+      // server dies (not begun), "hang" began
+      expect((await server.run(ask("ok between"), 5_000)).exitCode).toBe(0);
+      const flaky = await server.run(ask(`flaky ${died}`), 5_000);
       expect(flaky.exitCode).toBe(0);
       const [slowAnswer, hungAnswer] = await Promise.all([slow, hung]);
       expect(slowAnswer.exitCode).toBe(0);
