@@ -218,3 +218,54 @@ function crashed(log: string): HarnessOutcome {
 function delay<T>(ms: number, value: T): Promise<T> {
   return new Promise((resolve) => setTimeout(resolve, ms, value).unref());
 }
+
+/** What a command's harness runs through: one fork server, or several of one GPU. */
+export type HarnessServer = Pick<ForkServer, "run" | "close">;
+
+/**
+ * Up to `size` fork servers of one GPU behind one `run`, so that verifications sharing the
+ * GPU (EVOKERNEL_GPU_SHARE, gpu/queue.ts) run side by side in one command: a server runs one
+ * request at a time. A request goes to the server with the fewest in flight; another server
+ * starts (torch imported again, 10–30 s) only when every one started is busy, so a command
+ * that never has two requests at once never starts a second.
+ */
+export class ForkServers implements HarnessServer {
+  private readonly servers: { server: HarnessServer; inFlight: number }[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly make: () => HarnessServer = () => new ForkServer(),
+  ) {
+    if (!Number.isInteger(size) || size < 1) {
+      throw new RangeError(`a fork server pool holds at least one server, not ${size}`);
+    }
+  }
+
+  readonly run = (command: HarnessCommand, timeoutMs: number): Promise<HarnessOutcome> => {
+    if (this.closed) return Promise.reject(new HarnessError("the fork servers are closed"));
+    let chosen = this.servers.reduce<(typeof this.servers)[number] | undefined>(
+      (best, entry) => (best === undefined || entry.inFlight < best.inFlight ? entry : best),
+      undefined,
+    );
+    if ((chosen === undefined || chosen.inFlight > 0) && this.servers.length < this.size) {
+      chosen = { server: this.make(), inFlight: 0 };
+      this.servers.push(chosen);
+    }
+    const entry = chosen as (typeof this.servers)[number];
+    entry.inFlight += 1;
+    return entry.server.run(command, timeoutMs).finally(() => {
+      entry.inFlight -= 1;
+    });
+  };
+
+  /** How many servers it started. */
+  get started(): number {
+    return this.servers.length;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.servers.map(({ server }) => server.close()));
+  }
+}

@@ -20,7 +20,13 @@ import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
 import { TECHNIQUES } from "../evolve/techniques.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
-import { build, device as deviceOf, ForkServer, inspectTask } from "../harness/client.js";
+import {
+  build,
+  device as deviceOf,
+  ForkServer,
+  inspectTask,
+  type HarnessServer,
+} from "../harness/client.js";
 import { startCpuServer, startGpuServer } from "../harness/fork-server.js";
 import { createLanes, gpusOf, type Lanes } from "../gpu/lanes.js";
 import { EnvironmentError } from "../errors.js";
@@ -292,7 +298,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
  */
 async function startLanes(
   gpus: string[],
-  first: ForkServer,
+  first: HarnessServer,
   others: ForkServer[],
   say: (line: string) => void,
 ): Promise<Lanes> {
