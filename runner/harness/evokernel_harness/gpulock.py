@@ -8,11 +8,10 @@ when its holder dies, so a killed child never leaves the GPU locked.
 
 Verifications may share a GPU (EVOKERNEL_GPU_SHARE, default 2: that many at once; 1 never):
 their time is mostly the hand-off of outputs to the judge through host memory, and nothing in
-a verdict is a timing. A shared holder takes the gate (`gpu-<i>.gate`), then one of the GPU's
-share slots (`gpu-<i>.share-<k>`), then the lock shared, and lets the gate go: waiters take the
-slots in the order the gate lets them through. An exclusive holder (any timing) holds the gate
-while it waits for the lock, so verifications arriving after it wait behind it and a timing is
-never starved. Where the gate or a slot cannot be opened (a folder another
+a verdict is a timing. A shared holder takes one of the GPU's share slots (`gpu-<i>.share-<k>`),
+then passes the gate (`gpu-<i>.gate`) to take the lock shared; an exclusive holder (any timing)
+holds the gate while it waits for the lock, so verifications arriving after it wait behind it
+and a timing is never starved. Where the gate or a slot cannot be opened (a folder another
 user prepared without them) the holder takes the lock alone. Anything but a pass while shared
 is not a verdict: the server runs that request again alone (server.py).
 
@@ -141,13 +140,8 @@ def hold(gpu_work: bool = True, on_wait: Callable[[], object] | None = None, sha
         held += [f for f in [gate, *slots] if f is not None]
         shared = limit > 1 and gate is not None and all(f is not None for f in slots)
         if shared:
-            # the gate first, waited for in the kernel: whoever holds it is the next to take a
-            # slot, and the rest queue behind it (polling for a slot before the gate let a late
-            # verification take each freed slot first while an earlier one backed off: 97 s
-            # waited on the H200, 2026-11-30). A timing that comes meanwhile waits at the gate
-            # for this one verification more.
+            # a slot first (not holding the gate while the slots are taken), then the gate
             assert gate is not None
-            _flock(gate, fcntl.LOCK_EX, on_wait, said)
             # whichever slot frees first (flock cannot wait on several files at once)
             free = [f for f in slots if f is not None]
             pause = 0.005
@@ -156,7 +150,8 @@ def hold(gpu_work: bool = True, on_wait: Callable[[], object] | None = None, sha
                     said[0] = True
                     on_wait()
                 time.sleep(pause)
-                pause = min(pause * 2, 0.05)
+                pause = min(pause * 2, 0.1)
+            _flock(gate, fcntl.LOCK_EX, on_wait, said)
             _flock(fd, fcntl.LOCK_SH, on_wait, said)
             fcntl.flock(gate, fcntl.LOCK_UN)
         else:

@@ -222,22 +222,6 @@ class GpuShareTest(unittest.TestCase):
         self.release("b")
         self.release("c")
 
-    def test_waiting_verifications_take_the_slots_in_the_order_they_came(self):
-        self.start("a", "share")
-        self.start("b", "share")
-        self.until("in-shared a")
-        self.until("in-shared b")
-        self.start("c", "share")
-        self.until("wait c", "in-shared c")
-        self.start("d", "share")  # after c: it waits behind c at the gate
-        self.until("wait d", "in-shared d")
-        self.release("a")
-        self.until("in-shared c", "in-shared d")
-        self.release("b")
-        self.until("in-shared d")
-        self.release("c")
-        self.release("d")
-
     def test_a_timing_waits_for_the_verifications_alone_and_those_after_it_wait_behind_it(self):
         self.start("a", "share")
         self.until("in-shared a")
