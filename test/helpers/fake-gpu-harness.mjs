@@ -309,28 +309,6 @@ async function laneBarrier() {
   appendFileSync(file, `${met() ? "met" : "alone"} ${thisGpu()}\n`);
 }
 
-/**
- * EVOKERNEL_FAKE_VERIFY_BARRIER=N:FILE: a `verify` in a GPU fork server holds its server until
- * N verifications have begun, or 60 s have passed; FILE gets `start PID` for each and `met` or
- * `alone` as each goes on. Verifications that run side by side (in servers of their own) meet;
- * verifications run one after another never do.
- */
-async function verifyBarrier() {
-  const [count, file] = (process.env.EVOKERNEL_FAKE_VERIFY_BARRIER ?? "").split(":");
-  if (file === undefined) return;
-  const started = () =>
-    existsSync(file)
-      ? readFileSync(file, "utf8")
-          .split("\n")
-          .filter((line) => line.startsWith("start "))
-      : [];
-  appendFileSync(file, `start ${process.pid}\n`);
-  const deadline = Date.now() + 60_000;
-  const met = () => started().length >= Number(count);
-  while (!met() && Date.now() < deadline) await sleep(20);
-  appendFileSync(file, `${met() ? "met" : "alone"} ${process.pid}\n`);
-}
-
 /** The stage a command runs, for `crash-in`. */
 function stageOf(request) {
   if (request.command === "verify") return request.quick ? "quick" : "verify";
@@ -462,7 +440,6 @@ if (argv[0] === "serve") {
     }
     console.log(JSON.stringify({ id: request.id, started: true, waitedS: 0 }));
     if (request.request.command === "evaluate") await laneBarrier();
-    if (request.request.command === "verify" && !argv.includes("--cpu")) await verifyBarrier();
     const { signal, exit, log } = run(request.request);
     const answer = {
       id: request.id,

@@ -16,7 +16,6 @@ import { renderSelftest, type SelftestRow } from "../render/selftest-table.js";
 import { flag, printJson, stringOption, stringsOption, type Command } from "./command.js";
 import { createProgress } from "./progress.js";
 import { createResources } from "../build/resources.js";
-import { createGpuQueue, verificationsAtOnce } from "../gpu/queue.js";
 import { requireGpu, withSession } from "../pipeline/session.js";
 import { allowRead } from "../sandbox/sandbox.js";
 import type { TaskRef } from "../harness/client.js";
@@ -87,11 +86,10 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
       ),
     );
     for (const entry of entries) allowRead(dirname(resolveCorpusPath(entry.file, root)));
-    const share = verificationsAtOnce("cuda", entries.length);
     return withSession(
       async function selftestWithServer(session) {
         requireGpu(session);
-        const { pool, gpu } = createResources({ gpu: createGpuQueue(share) });
+        const { pool, gpu } = createResources();
         const started = performance.now();
         // one cascade per (task, check, time limit); all share the pool and the GPU queue, so
         // every build starts at once and the GPU never waits for a compile it could skip
@@ -154,7 +152,7 @@ exit: 0 every verdict as expected, 1 a verdict missed, 2 usage, 3 no GPU, 4 inte
         else io.stdout(`${renderSelftest(rows, summary)}\n`);
         return summary.met === summary.candidates ? 0 : 1;
       },
-      { needGpu: true, say: (line) => io.stderr(`${line}\n`), servers: share },
+      { needGpu: true, say: (line) => io.stderr(`${line}\n`) },
     );
   },
 };

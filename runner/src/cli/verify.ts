@@ -21,7 +21,6 @@ import {
 import { createProgress } from "./progress.js";
 import { verifyReproduction } from "./reproduce.js";
 import { createResources } from "../build/resources.js";
-import { createGpuQueue, verificationsAtOnce } from "../gpu/queue.js";
 import { NO_GPU, withSession, type Session } from "../pipeline/session.js";
 import { candidatesFor, loadTarget, taskRef, type Target } from "../workspace/target.js";
 
@@ -91,14 +90,12 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
     const target = await loadTarget(parsed.positionals[0], io.cwd);
     const candidates = await candidatesFor(target, stringsOption(parsed, "candidate"), io.cwd);
     const json = flag(parsed, "json");
-    const share = verificationsAtOnce(device, candidates.length);
 
     return withSession(
       async function verifyWithServer(session) {
         const noGpu = deviceChoice === "cuda" && !session.device.cuda;
         const results = await runCascade(taskRef(target), candidates, {
           ...common,
-          gpu: createGpuQueue(share),
           staticOnly: noGpu,
           knownDevice: session.device.device,
           server: session.server,
@@ -129,7 +126,7 @@ exit: 0 all passed (with --device cpu: CPU check only, not a verdict), 1 a candi
         else io.stdout(`${renderCandidates(results)}\n`);
         return results.every((result) => result.ok) ? 0 : 1;
       },
-      { say: (line) => io.stderr(`${line}\n`), servers: share },
+      { say: (line) => io.stderr(`${line}\n`) },
     );
   },
 };
@@ -220,74 +217,70 @@ async function verifyManifests(
     groups.push({ target, candidates: await candidatesFor(target, files, run.io.cwd) });
   }
   const total = groups.reduce((sum, group) => sum + group.candidates.length, 0);
-  const share = verificationsAtOnce(common.device ?? "cuda", total);
 
-  return withSession(
-    async function verifyManifestWithServer(session: Session) {
-      const noGpu = common.device !== "cpu" && !session.device.cuda;
-      const shared: CascadeOptions = {
-        ...common,
-        staticOnly: noGpu,
-        knownDevice: session.device.device,
-        server: session.server,
-        // one build pool, GPU queue and static-check limit for every candidate of the command
-        ...createResources({ gpu: createGpuQueue(share) }),
-        onEvent: createProgress(run.io),
-      };
-      const started = performance.now();
-      let done = 0;
-      // one cascade per candidate, all at once: each reports as it ends
-      const tasks = await Promise.all(
-        groups.map(async function verifyGroup({ target, candidates }) {
-          const results = await Promise.all(
-            candidates.map(async function verifyOne(candidate): Promise<CandidateResult> {
-              const [result] = await runCascade(taskRef(target), [candidate], shared);
-              if (result === undefined) throw new Error(`no result for ${candidate}`);
-              done += 1;
-              run.io.stderr(`${candidateLine(done, total, root, result)}\n`);
-              return result;
-            }),
-          );
-          return { task: target.task, candidates: results };
-        }),
-      );
-      const wallSeconds = (performance.now() - started) / 1000;
-      const results = tasks.flatMap((task) => task.candidates);
-      const summary = {
-        tasks: tasks.length,
-        candidates: results.length,
-        passed: results.filter((result) => result.ok).length,
-        wallSeconds,
-        candidatesPerMinute: results.length / (wallSeconds / 60),
-      };
-      const document = { device: session.device, summary, tasks };
-      if (noGpu) {
-        if (run.json) {
-          printJson(run.io, { ...document, error: { exitCode: 3, message: NO_GPU } });
-          return 3;
-        }
-        run.io.stdout(
-          `${results.map((result) => renderStatic(result.candidate, result.static)).join("\n")}\n`,
+  return withSession(async function verifyManifestWithServer(session: Session) {
+    const noGpu = common.device !== "cpu" && !session.device.cuda;
+    const shared: CascadeOptions = {
+      ...common,
+      staticOnly: noGpu,
+      knownDevice: session.device.device,
+      server: session.server,
+      // one build pool, GPU queue and static-check limit for every candidate of the command
+      ...createResources(),
+      onEvent: createProgress(run.io),
+    };
+    const started = performance.now();
+    let done = 0;
+    // one cascade per candidate, all at once: each reports as it ends
+    const tasks = await Promise.all(
+      groups.map(async function verifyGroup({ target, candidates }) {
+        const results = await Promise.all(
+          candidates.map(async function verifyOne(candidate): Promise<CandidateResult> {
+            const [result] = await runCascade(taskRef(target), [candidate], shared);
+            if (result === undefined) throw new Error(`no result for ${candidate}`);
+            done += 1;
+            run.io.stderr(`${candidateLine(done, total, root, result)}\n`);
+            return result;
+          }),
         );
-        throw new EnvironmentError(NO_GPU);
+        return { task: target.task, candidates: results };
+      }),
+    );
+    const wallSeconds = (performance.now() - started) / 1000;
+    const results = tasks.flatMap((task) => task.candidates);
+    const summary = {
+      tasks: tasks.length,
+      candidates: results.length,
+      passed: results.filter((result) => result.ok).length,
+      wallSeconds,
+      candidatesPerMinute: results.length / (wallSeconds / 60),
+    };
+    const document = { device: session.device, summary, tasks };
+    if (noGpu) {
+      if (run.json) {
+        printJson(run.io, { ...document, error: { exitCode: 3, message: NO_GPU } });
+        return 3;
       }
-      const text = () => {
-        const sections = tasks.map(
-          (task) => `## ${task.task.name}\n${renderCandidates(task.candidates)}`,
-        );
-        return (
-          `${sections.join("\n\n")}\n\n${summary.passed}/${summary.candidates} passed, ` +
-          `${summary.tasks} tasks, ${wallSeconds.toFixed(1)} s, ` +
-          `${summary.candidatesPerMinute.toFixed(1)} candidates/min`
-        );
-      };
-      if (common.device === "cpu") return finishOnCpu(results, document, run.json, run.io, text);
-      if (run.json) printJson(run.io, document);
-      else run.io.stdout(`${text()}\n`);
-      return summary.passed === summary.candidates ? 0 : 1;
-    },
-    { servers: share },
-  );
+      run.io.stdout(
+        `${results.map((result) => renderStatic(result.candidate, result.static)).join("\n")}\n`,
+      );
+      throw new EnvironmentError(NO_GPU);
+    }
+    const text = () => {
+      const sections = tasks.map(
+        (task) => `## ${task.task.name}\n${renderCandidates(task.candidates)}`,
+      );
+      return (
+        `${sections.join("\n\n")}\n\n${summary.passed}/${summary.candidates} passed, ` +
+        `${summary.tasks} tasks, ${wallSeconds.toFixed(1)} s, ` +
+        `${summary.candidatesPerMinute.toFixed(1)} candidates/min`
+      );
+    };
+    if (common.device === "cpu") return finishOnCpu(results, document, run.json, run.io, text);
+    if (run.json) printJson(run.io, document);
+    else run.io.stdout(`${text()}\n`);
+    return summary.passed === summary.candidates ? 0 : 1;
+  });
 }
 
 /** `[3/24] runner/corpus/x.cu: passed (compile 41.2 s, verify 1.3 s)` */

@@ -45,12 +45,7 @@ import {
 import { readText, removeAll } from "../workspace/files.js";
 import type { Task } from "../tasks/schema.js";
 
-export {
-  ForkServer,
-  ForkServers,
-  type ForkServerOptions,
-  type HarnessServer,
-} from "./fork-server.js";
+export { ForkServer, type ForkServerOptions } from "./fork-server.js";
 export type { HarnessOutcome, HarnessRunner } from "./outcome.js";
 
 /**

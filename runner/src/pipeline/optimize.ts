@@ -20,13 +20,7 @@ import { buildResult } from "../evolve/result.js";
 import { proposalTask } from "../evolve/task-context.js";
 import { TECHNIQUES } from "../evolve/techniques.js";
 import type { Budget, EvoConfig } from "../evolve/types.js";
-import {
-  build,
-  device as deviceOf,
-  ForkServer,
-  inspectTask,
-  type HarnessServer,
-} from "../harness/client.js";
+import { build, device as deviceOf, ForkServer, inspectTask } from "../harness/client.js";
 import { startCpuServer, startGpuServer } from "../harness/fork-server.js";
 import { createLanes, gpusOf, type Lanes } from "../gpu/lanes.js";
 import { EnvironmentError } from "../errors.js";
@@ -298,7 +292,7 @@ export async function runOptimize(options: OptimizeOptions): Promise<OptimizeRun
  */
 async function startLanes(
   gpus: string[],
-  first: HarnessServer,
+  first: ForkServer,
   others: ForkServer[],
   say: (line: string) => void,
 ): Promise<Lanes> {

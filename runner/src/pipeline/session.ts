@@ -1,11 +1,10 @@
-// The fork servers of a command run (torch imported once each: one, or one for each
-// verification it runs at once), and what the first says about the machine.
+// One fork server per command run (torch imported once), and what it says about the machine.
 import { constants } from "node:fs";
 import { access, mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { EnvironmentError } from "../errors.js";
 import { cacheDir } from "../paths.js";
-import { ForkServers, device, type HarnessServer } from "../harness/client.js";
+import { ForkServer, device } from "../harness/client.js";
 import type { DeviceRecord } from "#shared/contract/records.js";
 import { gpuPossible } from "../gpu/presence.js";
 import { makeTempFolder, removeAll } from "../workspace/files.js";
@@ -14,7 +13,7 @@ export const NO_GPU =
   "no CUDA GPU on this machine: verification and timing need one " +
   "(run on a GPU runner; `evokernel tasks` and static checks work here)";
 
-export type Session = { server: HarnessServer; device: DeviceRecord };
+export type Session = { server: ForkServer; device: DeviceRecord };
 
 export type SessionOptions = {
   /** Refuse at once, before torch is imported, where no NVIDIA driver is visible. */
@@ -26,12 +25,6 @@ export type SessionOptions = {
    * waited for: work that needs no fork server, such as a build.
    */
   beside?: () => void;
-  /**
-   * Fork servers the command may run at once (one GPU's: ForkServers), for verifications
-   * that share the GPU (gpu/queue.ts, gpuShare); one by default. A second starts only when
-   * the first is busy.
-   */
-  servers?: number;
 };
 
 /** Runs `work` with a fork server open, and closes it however the work ends. */
@@ -42,7 +35,7 @@ export async function withSession<T>(
   if (options.needGpu === true && !gpuPossible()) throw new EnvironmentError(NO_GPU);
   await requireWritableCache();
   options.say?.("starting the harness: Python imports torch (10–30 s) …");
-  const server = new ForkServers(options.servers ?? 1);
+  const server = new ForkServer();
   options.beside?.();
   try {
     const record = await whileWaiting(

@@ -10,13 +10,7 @@ import { allowRead } from "../../../runner/src/sandbox/sandbox.js";
 import { repo } from "../../helpers/cli.js";
 import { HarnessError, ServerDownError } from "../../../runner/src/errors.js";
 import { childEnv, startLineProcess } from "../../../runner/src/harness/exec.js";
-import {
-  ForkServer,
-  ForkServers,
-  type ForkServerOptions,
-  type HarnessServer,
-} from "../../../runner/src/harness/fork-server.js";
-import type { HarnessOutcome } from "../../../runner/src/harness/outcome.js";
+import { ForkServer, type ForkServerOptions } from "../../../runner/src/harness/fork-server.js";
 import {
   harnessRequestSchema,
   type HarnessCommand,
@@ -202,63 +196,5 @@ describe("ForkServer", () => {
       vi.unstubAllEnvs();
       await rm(late, { recursive: true, force: true });
     }
-  });
-});
-
-describe("ForkServers", () => {
-  /** Stand-in servers whose requests end when the test says: what each was sent, by server. */
-  function pool(size: number) {
-    const made: { sent: string[]; closed: boolean; end: (() => void)[] }[] = [];
-    const servers = new ForkServers(size, (): HarnessServer => {
-      const mine = { sent: [] as string[], closed: false, end: [] as (() => void)[] };
-      made.push(mine);
-      return {
-        run: (command) =>
-          new Promise<HarnessOutcome>((resolve) => {
-            mine.sent.push(command.command === "static-context" ? command.task : "?");
-            const outcome = { exitCode: 0, signal: null, timedOut: false, memKilled: false };
-            mine.end.push(() => resolve({ ...outcome, seconds: 0, log: "" }));
-          }),
-        close: () => {
-          mine.closed = true;
-          return Promise.resolve();
-        },
-      };
-    });
-    return { servers, made };
-  }
-
-  it("starts a second server only while the first is busy, never more than its size", async () => {
-    const { servers, made } = pool(2);
-    const first = servers.run(ask("a"), 1_000);
-    made[0]?.end.shift()?.();
-    await first;
-    const second = servers.run(ask("b"), 1_000);
-    expect(servers.started).toBe(1); // one at a time: the first server, idle again, takes it
-    const third = servers.run(ask("c"), 1_000);
-    const fourth = servers.run(ask("d"), 1_000);
-    expect(servers.started).toBe(2);
-    expect(made.map((server) => server.sent)).toEqual([["a", "b", "d"], ["c"]]);
-    for (const server of made) while (server.end.length > 0) server.end.shift()?.();
-    await Promise.all([second, third, fourth]);
-    await servers.close();
-    expect(made.every((server) => server.closed)).toBe(true);
-    await expect(servers.run(ask("e"), 1_000)).rejects.toThrow(HarnessError);
-  });
-
-  it("sends each request to the server with the fewest in flight", async () => {
-    const { servers, made } = pool(3);
-    const asked = ["a", "b", "c"].map((what) => servers.run(ask(what), 1_000));
-    expect(servers.started).toBe(3);
-    made[1]?.end.shift()?.();
-    await asked[1];
-    const next = servers.run(ask("d"), 1_000);
-    expect(made[1]?.sent).toEqual(["b", "d"]);
-    for (const server of made) while (server.end.length > 0) server.end.shift()?.();
-    await Promise.all([...asked, next]);
-  });
-
-  it("refuses a size below one", () => {
-    expect(() => new ForkServers(0)).toThrow(RangeError);
   });
 });
