@@ -7,11 +7,12 @@
 //   the next one: inside the sandbox every process of a job dies with it.
 // Each test fails without its protection (the second with EVOKERNEL_SANDBOX=off, shown by
 // its control).
-import { cp, mkdtemp, readFile, rm, stat, writeFile, mkdir } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { repo, runCli } from "../helpers/cli.js";
+import { beats, killStray, stopsBeating } from "../helpers/heartbeat.js";
 import { skipWithoutPython } from "../helpers/python.js";
 
 let dir: string;
@@ -23,18 +24,7 @@ beforeEach(async () => {
   await cp(join(repo, "test", "fixtures", "tasks", "small_relu"), task, { recursive: true });
 });
 
-const strays: number[] = [];
-
 afterEach(async () => {
-  // The control's detached process outlives its job by design: stop it before the folder it
-  // writes into goes, or the removal races its next write (ENOTEMPTY).
-  for (const pid of strays.splice(0)) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
   await rm(dir, { recursive: true, force: true, maxRetries: 5 });
 });
 
@@ -77,20 +67,12 @@ ${code}`,
     );
   }
 
-  async function beats(cache: string): Promise<boolean> {
-    const first = await stat(heartbeat(cache)).catch(() => null);
-    await new Promise((done) => setTimeout(done, 1500));
-    const second = await stat(heartbeat(cache)).catch(() => null);
-    return first !== null && second !== null && second.mtimeMs > first.mtimeMs;
-  }
-
   it("a process the task's code detaches dies with the job inside the sandbox", async () => {
     const cache = join(dir, "cache");
     await plantStray(cache);
     const run = await runCli(["tasks", "--probe", task], { env: { EVOKERNEL_CACHE: cache } });
     expect(run.exitCode, run.stderr).toBe(0);
-    await new Promise((done) => setTimeout(done, 500));
-    expect(await beats(cache)).toBe(false);
+    expect(await stopsBeating(heartbeat(cache))).toBe(true);
   });
 
   it("control: without the sandbox the detached process outlives the job", async () => {
@@ -100,9 +82,8 @@ ${code}`,
       env: { EVOKERNEL_CACHE: cache, EVOKERNEL_SANDBOX: "off" },
     });
     expect(run.exitCode, run.stderr).toBe(0);
-    const alive = await beats(cache);
-    const pid = Number((await readFile(heartbeat(cache), "utf8").catch(() => "")).split(" ")[0]);
-    if (Number.isInteger(pid) && pid > 0) strays.push(pid);
+    const alive = await beats(heartbeat(cache));
+    await killStray(heartbeat(cache)); // it outlives the job by design: stopped before cleanup
     expect(alive).toBe(true);
   });
 });
